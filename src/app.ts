@@ -1,0 +1,211 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAdminServer } from './admin/admin-server.js';
+import { createMetrics } from './admin/metrics.js';
+import { createAuthenticator } from './auth/authenticate.js';
+import { createBasicAuthenticator } from './auth/basic-authenticator.js';
+import { createBearerVerifier } from './auth/jwt/bearer-verifier.js';
+import { createKeySource } from './auth/jwt/key-sources.js';
+import type { GatewayConfig } from './config/config-schema.js';
+import type { CredentialStore, KeyRecord } from './credentials/credential-store.js';
+import { generateKeyPair, randomBase62 } from './credentials/generate-key-pair.js';
+import { createMemoryStore } from './credentials/memory-store.js';
+import { createRedisStore } from './credentials/redis-store.js';
+import { createSecretHasher } from './credentials/secret-hasher.js';
+import { createGatewayServer } from './http/create-server.js';
+import { createRequestHandler } from './http/request-handler.js';
+import type { ProxyRoute, RouteEntry } from './http/routes.js';
+import type { Logger } from './observability/create-logger.js';
+import { createForwarder, createUpstreamTarget, type UpstreamTarget } from './proxy/forwarder.js';
+import { createHeaderPolicy } from './proxy/upstream-headers.js';
+import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
+import { createRouteTable } from './routing/route-table.js';
+
+export interface GatewayDeps {
+  logger: Logger;
+  /** Milliseconds since the epoch. */
+  now?: () => number;
+  /** Replaces the store the config names (tests pass a real one of their own). */
+  store?: CredentialStore;
+}
+
+export interface Gateway {
+  /** Binds the ports; resolves with the bound addresses. */
+  listen(): Promise<{ port: number; adminPort: number | undefined }>;
+  /** Stops accepting, waits for in-flight requests (up to the drain timeout), frees everything. */
+  close(): Promise<void>;
+  /** A key pair made at start for the zero-setup demo (memory store only), shown once. */
+  readonly bootstrap: { key: string; secret: string; subject: string } | undefined;
+  readonly store: CredentialStore;
+}
+
+/** The composition root: the only place that picks production implementations. */
+export async function createGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+  const store = deps.store ?? createStore(config);
+  const hasher = createSecretHasher(config.credentials.bcryptCost);
+
+  const bootstrap = await makeBootstrapPair(config, store, hasher, now);
+
+  const basic = createBasicAuthenticator({
+    store,
+    hasher,
+    dummyHash: await hasher.hash(randomBase62(48)),
+    cacheTtlSec: config.auth.basic.cache.ttlSec,
+    cacheMaxEntries: config.auth.basic.cache.maxEntries,
+    maxConcurrentHashes: config.auth.basic.maxConcurrentHashes,
+    maxQueuedHashes: config.auth.basic.maxQueuedHashes,
+  });
+  const bearer = createBearerVerifier({
+    sources: config.auth.bearer.issuers.map((issuer) => createKeySource(issuer)),
+    clockToleranceSec: config.auth.bearer.clockToleranceSec,
+    cacheTtlSec: config.auth.bearer.cache.ttlSec,
+    cacheMaxEntries: config.auth.bearer.cache.maxEntries,
+    now,
+  });
+  store.subscribe(
+    (revocation) => {
+      if (revocation.kind === 'key') basic.evictKey(revocation.key);
+      else {
+        basic.evictSubject(revocation.subject);
+        bearer.evictSubject(revocation.subject);
+      }
+    },
+    () => basic.flush(),
+  );
+  const authenticator = createAuthenticator({
+    realm: config.auth.realm,
+    basic,
+    bearer,
+    maxTokenBytes: config.auth.bearer.maxTokenBytes,
+  });
+
+  const helpers: Server[] = [];
+  const upstreams = new Map<string, UpstreamTarget>();
+  for (const [name, upstream] of Object.entries(config.upstreams)) {
+    let url: URL;
+    if (upstream.url === 'builtin') {
+      const reference = createReferenceUpstream(config.referenceUpstream.accounts);
+      helpers.push(reference);
+      url = new URL(`http://127.0.0.1:${await listenOn(reference, '127.0.0.1', 0)}`);
+    } else {
+      url = new URL(upstream.url);
+    }
+    upstreams.set(name, createUpstreamTarget(name, url, upstream));
+  }
+
+  const exact = new Map<string, RouteEntry>();
+  for (const route of config.routes) {
+    const upstream = upstreams.get(route.upstream);
+    if (upstream === undefined) throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
+    const entry: ProxyRoute = {
+      kind: 'proxy',
+      name: route.name,
+      methods: new Set(route.methods),
+      allow: route.methods,
+      schemes: route.auth,
+      upstream,
+      upstreamPath: route.upstreamPath,
+    };
+    for (const path of route.paths) exact.set(path, entry);
+  }
+
+  const metrics = createMetrics();
+  const handler = createRequestHandler({
+    routes: createRouteTable({ exact }),
+    authenticator,
+    forwarder: createForwarder({ connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)) }),
+    headerPolicy: createHeaderPolicy({
+      allowHeaders: config.forwarding.allowHeaders,
+      forwardAuthorization: config.forwarding.forwardAuthorization,
+      trustedProxies: config.server.trustedProxies,
+    }),
+    maxHeaderCount: config.server.maxHeaderCount,
+    logger,
+    logRequests: config.logging.requests,
+    metrics,
+  });
+  const server = createGatewayServer(handler, config.server);
+  const admin = config.admin.enabled
+    ? createAdminServer({
+        metrics,
+        ready: () => store.ping().then(() => true, () => false),
+      })
+    : undefined;
+
+  return {
+    bootstrap,
+    store,
+    async listen() {
+      const port = await listenOn(server, config.server.host, config.server.port);
+      const adminPort = admin === undefined ? undefined : await listenOn(admin, config.admin.host, config.admin.port);
+      logger.info({ host: config.server.host, port, admin_port: adminPort, store: store === deps.store ? 'injected' : config.credentials.store }, 'gateway listening');
+      return { port, adminPort };
+    },
+    async close() {
+      await drain(server, config.server.drainTimeoutMs);
+      await Promise.all([admin, ...helpers].map((s) => (s === undefined ? undefined : closeServer(s))));
+      for (const upstream of upstreams.values()) upstream.agent.destroy();
+      await store.close();
+    },
+  };
+}
+
+function createStore(config: GatewayConfig): CredentialStore {
+  if (config.credentials.store === 'redis') return createRedisStore(config.credentials.redis);
+  const { seed } = config.credentials;
+  return createMemoryStore({
+    keys: seed.keys.map((k) => ({ key: k.key, subject: k.subject, secretHash: k.secretHash, label: k.label, status: 'active', createdAt: new Date(0).toISOString() })),
+    users: seed.users.map((u) => ({ username: u.username, subject: u.subject, passwordHash: u.passwordHash, createdAt: new Date(0).toISOString() })),
+  });
+}
+
+async function makeBootstrapPair(
+  config: GatewayConfig,
+  store: CredentialStore,
+  hasher: ReturnType<typeof createSecretHasher>,
+  now: () => number,
+): Promise<Gateway['bootstrap']> {
+  if (!config.credentials.bootstrap.enabled || config.credentials.store !== 'memory') return undefined;
+  const { key, secret } = generateKeyPair();
+  const subject = config.credentials.bootstrap.subject;
+  const record: KeyRecord = {
+    key,
+    subject,
+    secretHash: await hasher.hash(secret),
+    label: 'bootstrap',
+    status: 'active',
+    createdAt: new Date(now()).toISOString(),
+  };
+  await store.createKey(record, Number.MAX_SAFE_INTEGER);
+  return { key, secret, subject };
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+/** Stop accepting, let in-flight requests finish, then cut whatever is left. */
+async function drain(server: Server, timeoutMs: number): Promise<void> {
+  const closed = closeServer(server);
+  const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+  const deadline = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref());
+  await Promise.race([closed, deadline]);
+  clearInterval(idleSweep);
+  server.closeAllConnections();
+  await closed;
+}

@@ -1,0 +1,92 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { createSingleFlight } from '../cache/single-flight.js';
+import { createWorkLimiter, WorkRefusedError } from '../cache/work-limiter.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { Identity } from './identity.js';
+
+export interface BasicAuthenticatorOptions {
+  store: CredentialStore;
+  hasher: SecretHasher;
+  /** A hash of a random secret with the store's cost, compared when the key is unknown. */
+  dummyHash: string;
+  cacheTtlSec: number;
+  cacheMaxEntries: number;
+  maxConcurrentHashes: number;
+  maxQueuedHashes: number;
+}
+
+export interface BasicAuthenticator {
+  /** A verified pair seen within the cache TTL: no Redis, no bcrypt. */
+  cached(key: string, secret: string): Identity | undefined;
+  /** Full check; null is a denial. Throws GatewayError for 503s (store down, overloaded). */
+  verify(key: string, secret: string): Promise<Identity | null>;
+  evictKey(key: string): void;
+  evictSubject(subject: string): void;
+  flush(): void;
+}
+
+/**
+ * Caddy's model: verified pairs are cached in process, keyed by an HMAC of the whole pair
+ * under a per-process random key, so the cache never holds a secret and an entry can only
+ * be hit by the exact pair that was verified (secrets over bcrypt's 72 bytes are refused
+ * before they get here, so no two secrets share a cache entry or a hash).
+ */
+export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
+  const hmacKey = randomBytes(32);
+  const cache = new LRUCache<string, Identity>({
+    max: options.cacheMaxEntries,
+    ttl: Math.max(options.cacheTtlSec, 0) * 1000 || 1,
+    ttlAutopurge: false,
+  });
+  const caching = options.cacheTtlSec > 0;
+  const singleFlight = createSingleFlight<Identity | null>();
+  const limiter = createWorkLimiter(options.maxConcurrentHashes, options.maxQueuedHashes);
+
+  const cacheKey = (key: string, secret: string): string =>
+    createHmac('sha256', hmacKey).update(key).update(':').update(secret).digest('base64');
+
+  const compare = async (secret: string, hash: string): Promise<boolean> => {
+    try {
+      return await limiter.run(() => options.hasher.verify(secret, hash));
+    } catch (error) {
+      if (error instanceof WorkRefusedError) throw new GatewayError('overloaded', { cause: error, retryAfterSec: 1 });
+      throw error;
+    }
+  };
+
+  const check = async (key: string, secret: string, id: string): Promise<Identity | null> => {
+    const record = await options.store.getKey(key);
+    const usable = record !== undefined && record.status === 'active';
+    // An unknown or revoked key still pays one compare, so timing does not tell it apart.
+    const matches = await compare(secret, usable ? record.secretHash : options.dummyHash);
+    if (!usable || !matches) return null;
+    const identity: Identity = { subject: record.subject, method: 'basic', key };
+    if (caching) cache.set(id, identity);
+    return identity;
+  };
+
+  return {
+    cached(key, secret) {
+      return caching ? cache.get(cacheKey(key, secret)) : undefined;
+    },
+    verify(key, secret) {
+      if (secret === '' || key === '' || Buffer.byteLength(secret) > MAX_SECRET_BYTES || key.length > 128) {
+        return Promise.resolve(null);
+      }
+      const id = cacheKey(key, secret);
+      return singleFlight.run(id, () => check(key, secret, id));
+    },
+    evictKey(key) {
+      for (const [id, identity] of cache.entries()) if (identity.key === key) cache.delete(id);
+    },
+    evictSubject(subject) {
+      for (const [id, identity] of cache.entries()) if (identity.subject === subject) cache.delete(id);
+    },
+    flush() {
+      cache.clear();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import { LRUCache } from 'lru-cache';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { Identity } from '../identity.js';
+import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
+
+export interface BearerVerifierOptions {
+  sources: readonly KeySource[];
+  clockToleranceSec: number;
+  cacheTtlSec: number;
+  cacheMaxEntries: number;
+  /** Milliseconds since the epoch; injectable so tests can move time. */
+  now?: () => number;
+}
+
+export interface BearerVerifier {
+  /** A token verified earlier and not yet expired: no signature check. */
+  cached(token: string): Identity | undefined;
+  /** Throws GatewayError: invalid_token, token_expired, or credential_store_unavailable. */
+  verify(token: string): Promise<Identity>;
+  evictSubject(subject: string): void;
+}
+
+const SUBJECT = /^[A-Za-z0-9._@:+-]{1,128}$/;
+
+/**
+ * Verifies with jose. Every source carries its own algorithm allow-list (without one, jose
+ * lets HS/RS confusion through as a plain TypeError); `exp` and `sub` are required (jose
+ * treats `exp` as optional); a future `iat` is refused (jose checks it only with
+ * maxTokenAge). Verified tokens are cached by their exact text until min(TTL, exp).
+ */
+export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
+  const now = options.now ?? Date.now;
+  const cache = new LRUCache<string, Identity>({
+    max: options.cacheMaxEntries,
+    // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
+    maxSize: 64 * 1024 * 1024,
+    sizeCalculation: (_value, token) => token.length + 64,
+    ttl: Math.max(options.cacheTtlSec, 1) * 1000,
+    perf: { now },
+  });
+  const caching = options.cacheTtlSec > 0;
+
+  const verifyWith = async (source: KeySource, token: string): Promise<JWTPayload> => {
+    // jose's overloads split key and resolver; the union is the same call at run time.
+    const key = source.key as Parameters<typeof jwtVerify>[1] & Uint8Array;
+    const { payload } = await jwtVerify(token, key, {
+      algorithms: [...source.algorithms],
+      ...(source.issuer === undefined ? {} : { issuer: source.issuer }),
+      ...(source.audience === undefined ? {} : { audience: source.audience }),
+      requiredClaims: ['exp', 'sub'],
+      clockTolerance: options.clockToleranceSec,
+      currentDate: new Date(now()),
+    });
+    if (typeof payload.iat === 'number' && payload.iat * 1000 > now() + options.clockToleranceSec * 1000) {
+      throw new errors.JWTClaimValidationFailed('"iat" claim is in the future', payload, 'iat', 'check_failed');
+    }
+    return payload;
+  };
+
+  return {
+    cached(token) {
+      return caching ? cache.get(token) : undefined;
+    },
+    async verify(token) {
+      let issuer: unknown;
+      try {
+        issuer = decodeJwt(token).iss;
+      } catch (error) {
+        throw new GatewayError('invalid_token', { cause: error });
+      }
+      let failure: GatewayError | undefined;
+      for (const source of options.sources) {
+        if (source.issuer !== undefined && issuer !== source.issuer) continue;
+        try {
+          const payload = await verifyWith(source, token);
+          if (typeof payload.sub !== 'string' || !SUBJECT.test(payload.sub) || typeof payload.exp !== 'number') {
+            throw new GatewayError('invalid_token');
+          }
+          const identity: Identity = { subject: payload.sub, method: 'bearer' };
+          const remainingMs = payload.exp * 1000 - now();
+          if (caching && remainingMs > 0) {
+            cache.set(token, identity, { ttl: Math.min(remainingMs, options.cacheTtlSec * 1000) });
+          }
+          return identity;
+        } catch (error) {
+          const mapped = mapVerificationError(error);
+          // The most telling failure wins: expired (signature was good) over unavailable over invalid.
+          if (failure === undefined || rank(mapped) > rank(failure)) failure = mapped;
+        }
+      }
+      throw failure ?? new GatewayError('invalid_token');
+    },
+    evictSubject(subject) {
+      for (const [token, identity] of cache.entries()) if (identity.subject === subject) cache.delete(token);
+    },
+  };
+}
+
+function mapVerificationError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error instanceof errors.JWTExpired) return new GatewayError('token_expired', { cause: error });
+  if (error instanceof KeySourceUnavailableError || error instanceof errors.JWKSTimeout) {
+    return new GatewayError('credential_store_unavailable', { cause: error, retryAfterSec: 5 });
+  }
+  // Everything else, including jose's plain TypeErrors for key/algorithm mismatches.
+  return new GatewayError('invalid_token', { cause: error });
+}
+
+function rank(error: GatewayError): number {
+  return error.code === 'token_expired' ? 3 : error.code === 'credential_store_unavailable' ? 2 : 1;
+}

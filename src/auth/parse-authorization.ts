@@ -1,0 +1,58 @@
+/**
+ * The Authorization header, parsed without deciding anything: verification happens later
+ * and only the HTTP edge turns a result into a response.
+ */
+export type ParsedAuthorization =
+  | { readonly scheme: 'none' }
+  | { readonly scheme: 'basic'; readonly key: string; readonly secret: string }
+  | { readonly scheme: 'bearer'; readonly token: string }
+  /** A scheme the gateway does not accept (e.g. Digest): answered like missing credentials. */
+  | { readonly scheme: 'unsupported' }
+  | { readonly scheme: 'malformed_basic' }
+  | { readonly scheme: 'malformed_bearer' };
+
+const BASIC = /^basic +/i;
+const BEARER = /^bearer +/i;
+// RFC 4648 §4 alphabet with correct padding; Buffer.from() would skip anything else silently.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// RFC 6750 §2.1 b64token.
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+// C0 controls and DEL (RFC 7617 §2: user-id and password must not contain them).
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+const NONE = { scheme: 'none' } as const;
+const UNSUPPORTED = { scheme: 'unsupported' } as const;
+const MALFORMED_BASIC = { scheme: 'malformed_basic' } as const;
+const MALFORMED_BEARER = { scheme: 'malformed_bearer' } as const;
+
+export function parseAuthorization(header: string | undefined, maxTokenBytes: number): ParsedAuthorization {
+  if (header === undefined || header === '') return NONE;
+  const basic = BASIC.exec(header);
+  if (basic !== null) return parseBasic(header.slice(basic[0].length));
+  const bearer = BEARER.exec(header);
+  if (bearer !== null) {
+    const token = header.slice(bearer[0].length);
+    if (token.length > maxTokenBytes || !B64TOKEN.test(token)) return MALFORMED_BEARER;
+    return { scheme: 'bearer', token };
+  }
+  return UNSUPPORTED;
+}
+
+/** RFC 7617: base64 of `user-id ":" password`, UTF-8, split at the first colon. */
+export function parseBasic(encoded: string): ParsedAuthorization {
+  if (encoded.length === 0 || encoded.length > 1024 || !BASE64.test(encoded)) return MALFORMED_BASIC;
+  const bytes = Buffer.from(encoded, 'base64');
+  // Non-zero padding bits decode to the same bytes as the canonical form: refuse them too.
+  if (bytes.toString('base64') !== encoded) return MALFORMED_BASIC;
+  let decoded: string;
+  try {
+    decoded = utf8.decode(bytes);
+  } catch {
+    return MALFORMED_BASIC;
+  }
+  const colon = decoded.indexOf(':');
+  if (colon === -1 || CONTROL.test(decoded)) return MALFORMED_BASIC;
+  return { scheme: 'basic', key: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}

@@ -1,0 +1,40 @@
+import { createGateway } from '../app.js';
+import type { GatewayConfig } from '../config/config-schema.js';
+import { createLogger } from '../observability/create-logger.js';
+
+/** Runs until SIGTERM/SIGINT, then drains. Resolves with the process exit code. */
+export async function serve(config: GatewayConfig, output: NodeJS.WritableStream = process.stderr): Promise<number> {
+  const logger = createLogger(config.logging.level);
+  const gateway = await createGateway(config, { logger });
+  const { port } = await gateway.listen();
+  if (gateway.bootstrap !== undefined) {
+    const { key, secret, subject } = gateway.bootstrap;
+    const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+    // Printed to stderr, outside the JSON log stream: a secret must never reach a log line.
+    output.write(
+      `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
+        `  key:    ${key}\n  secret: ${secret}\n` +
+        `  try:    curl -u '${key}:${secret}' http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/accounts\n\n`,
+    );
+  }
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'draining');
+      gateway.close().then(
+        () => {
+          logger.info('stopped');
+          logger.flush(() => resolve(0));
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          logger.flush(() => resolve(1));
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

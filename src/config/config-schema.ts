@@ -1,0 +1,212 @@
+import { z } from 'zod';
+
+const hostname = z.string().min(1);
+const port = z.number().int().min(0).max(65535);
+const durationMs = z.number().int().positive();
+const headerName = z
+  .string()
+  .regex(/^[a-z0-9-]+$/, 'must be a lower-case header name (letters, digits, "-")');
+const subject = z
+  .string()
+  .regex(/^[A-Za-z0-9._@:+-]{1,128}$/, 'must be 1-128 of A-Z a-z 0-9 . _ @ : + -');
+const bcryptHash = z.string().regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
+const keyId = z.string().regex(/^[A-Za-z0-9_-]{3,64}$/, 'must be 3-64 of A-Z a-z 0-9 _ -');
+
+const upstreamSchema = z.strictObject({
+  /** `builtin` runs the reference accounts service in process, on loopback. */
+  url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
+  timeoutMs: durationMs.default(10_000),
+  connectTimeoutMs: durationMs.default(2_000),
+  maxSockets: z.number().int().positive().default(256),
+});
+
+const routeSchema = z.strictObject({
+  name: z.string().min(1),
+  /** Raw request paths, matched exactly. */
+  paths: z.array(z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path')).min(1),
+  methods: z.array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'])).min(1).default(['GET', 'HEAD']),
+  upstream: z.string().min(1),
+  /** The path the upstream receives, whatever spelling of `paths` the client used. */
+  upstreamPath: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'),
+  auth: z.array(z.enum(['basic', 'bearer'])).min(1).default(['basic', 'bearer']),
+});
+
+const cacheSchema = z.strictObject({
+  ttlSec: z.number().int().min(0).default(60),
+  maxEntries: z.number().int().positive().default(10_000),
+});
+
+const bearerIssuerSchema = z
+  .strictObject({
+    name: z.string().min(1),
+    /** Mandatory: jose refuses nothing by algorithm unless told, so each source names its own. */
+    algorithms: z.array(z.enum(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])).min(1),
+    issuer: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+    secret: z.string().min(32, 'must be at least 32 characters').optional(),
+    publicKey: z.string().min(1).optional(),
+    publicKeyFile: z.string().min(1).optional(),
+    jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+  })
+  .superRefine((value, ctx) => {
+    const sources = [value.secret, value.publicKey, value.publicKeyFile, value.jwksUrl].filter(
+      (v) => v !== undefined,
+    );
+    if (sources.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'exactly one of secret, publicKey, publicKeyFile, jwksUrl is required',
+      });
+    }
+    const hmac = value.algorithms.filter((a) => a.startsWith('HS'));
+    if (value.secret !== undefined && hmac.length !== value.algorithms.length) {
+      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: 'a secret takes only HS* algorithms' });
+    }
+    if (value.secret === undefined && hmac.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: 'HS* algorithms need a secret' });
+    }
+  });
+
+const redisSchema = z.strictObject({
+  url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
+  /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
+  sentinelName: z.string().optional(),
+  nodes: z.array(z.string().regex(/^[^:]+:\d+$/, 'must be host:port')).default([]),
+  keyPrefix: z.string().regex(/^[A-Za-z0-9:{}_-]*$/).default('{ag}:'),
+  commandTimeoutMs: durationMs.default(300),
+});
+
+const seedKeySchema = z.strictObject({
+  key: keyId,
+  secretHash: bcryptHash,
+  subject,
+  label: z.string().max(200).default(''),
+});
+
+const seedUserSchema = z.strictObject({
+  username: z.string().regex(/^[A-Za-z0-9._@+-]{1,128}$/, 'must be 1-128 of A-Z a-z 0-9 . _ @ + -'),
+  passwordHash: bcryptHash,
+  subject,
+});
+
+const accountSchema = z.looseObject({ id: z.number().int() });
+
+export const configSchema = z.strictObject({
+  server: z
+    .strictObject({
+      host: hostname.default('127.0.0.1'),
+      port: port.default(8080),
+      headersTimeoutMs: durationMs.default(10_000),
+      requestTimeoutMs: durationMs.default(30_000),
+      keepAliveTimeoutMs: durationMs.default(5_000),
+      maxHeaderCount: z.number().int().min(8).max(1000).default(100),
+      /** Peers whose X-Forwarded-* values are kept and appended to. */
+      trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
+      /** How long SIGTERM waits for in-flight requests. */
+      drainTimeoutMs: durationMs.default(10_000),
+    })
+    .prefault({}),
+  admin: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      host: hostname.default('127.0.0.1'),
+      port: port.default(9090),
+    })
+    .prefault({}),
+  upstreams: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamSchema).default({
+    accounts: { url: 'builtin', timeoutMs: 10_000, connectTimeoutMs: 2_000, maxSockets: 256 },
+  }),
+  routes: z.array(routeSchema).min(1).default([
+    {
+      name: 'accounts',
+      paths: ['/account', '/accounts', '/accounts/'],
+      methods: ['GET', 'HEAD'],
+      upstream: 'accounts',
+      upstreamPath: '/accounts',
+      auth: ['basic', 'bearer'],
+    },
+  ]),
+  forwarding: z
+    .strictObject({
+      /** Send the client's Authorization header upstream (off: the gateway consumes it). */
+      forwardAuthorization: z.boolean().default(false),
+      /** End-to-end request headers passed to the upstream; everything else is dropped. */
+      allowHeaders: z
+        .array(headerName)
+        .default([
+          'accept',
+          'accept-encoding',
+          'accept-language',
+          'cache-control',
+          'content-length',
+          'content-type',
+          'if-match',
+          'if-modified-since',
+          'if-none-match',
+          'if-unmodified-since',
+          'pragma',
+          'range',
+          'user-agent',
+        ]),
+    })
+    .prefault({}),
+  auth: z
+    .strictObject({
+      realm: z.string().regex(/^[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}$/, 'must be printable ASCII without " or \\').default('accounts-gateway'),
+      basic: z
+        .strictObject({
+          cache: cacheSchema.prefault({}),
+          /** bcrypt compares running at once (libuv runs them on its thread pool). */
+          maxConcurrentHashes: z.number().int().positive().default(4),
+          /** compares waiting for a slot before new ones are refused with 503. */
+          maxQueuedHashes: z.number().int().min(0).default(64),
+        })
+        .prefault({}),
+      bearer: z
+        .strictObject({
+          maxTokenBytes: z.number().int().min(128).default(8192),
+          clockToleranceSec: z.number().int().min(0).default(5),
+          cache: cacheSchema.prefault({}),
+          issuers: z.array(bearerIssuerSchema).default([]),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  credentials: z
+    .strictObject({
+      store: z.enum(['memory', 'redis']).default('memory'),
+      redis: redisSchema.prefault({}),
+      bcryptCost: z.number().int().min(4).max(15).default(10),
+      /** Memory store only: the pairs and users it starts with. */
+      seed: z
+        .strictObject({
+          keys: z.array(seedKeySchema).default([]),
+          users: z.array(seedUserSchema).default([]),
+        })
+        .prefault({}),
+      /** Memory store only: make one pair at start and print it once (the zero-setup demo). */
+      bootstrap: z
+        .strictObject({ enabled: z.boolean().default(false), subject: subject.default('demo') })
+        .prefault({}),
+    })
+    .prefault({}),
+  referenceUpstream: z
+    .strictObject({
+      /** Accounts per subject, served by the built-in upstream. */
+      accounts: z.record(subject, z.array(accountSchema)).default({}),
+    })
+    .prefault({}),
+  logging: z
+    .strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      requests: z.boolean().default(true),
+    })
+    .prefault({}),
+});
+
+export type GatewayConfig = z.output<typeof configSchema>;
+export type RouteConfig = GatewayConfig['routes'][number];
+export type UpstreamConfig = GatewayConfig['upstreams'][string];
+export type BearerIssuerConfig = GatewayConfig['auth']['bearer']['issuers'][number];
+export type RedisConfig = GatewayConfig['credentials']['redis'];

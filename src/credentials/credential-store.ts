@@ -1,0 +1,49 @@
+export type KeyStatus = 'active' | 'revoked';
+
+/** A key/secret pair as stored: the secret itself is never kept, only its bcrypt hash. */
+export interface KeyRecord {
+  readonly key: string;
+  readonly subject: string;
+  readonly secretHash: string;
+  readonly label: string;
+  readonly status: KeyStatus;
+  readonly createdAt: string;
+  readonly revokedAt?: string | undefined;
+}
+
+export interface UserRecord {
+  readonly username: string;
+  readonly subject: string;
+  readonly passwordHash: string;
+  readonly createdAt: string;
+}
+
+/** What a revocation event names: one pair, or every credential of a subject. */
+export type Revocation = { readonly kind: 'key'; readonly key: string } | { readonly kind: 'subject'; readonly subject: string };
+
+/**
+ * Where credentials live. Implementations throw a GatewayError with code
+ * `credential_store_unavailable` when they cannot answer: "unknown" and "cannot tell" must
+ * never be confused, or an outage would turn into 401s (or worse, passes).
+ */
+export interface CredentialStore {
+  getKey(key: string): Promise<KeyRecord | undefined>;
+  listKeys(subject: string): Promise<KeyRecord[]>;
+  /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
+  createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
+  /** Marks a pair revoked and announces it to every gateway; undefined when unknown. */
+  revokeKey(key: string, at: string): Promise<KeyRecord | undefined>;
+  getUser(username: string): Promise<UserRecord | undefined>;
+  putUser(record: UserRecord): Promise<void>;
+  /** Removes a user and announces that the subject's cached credentials must go. */
+  removeUser(username: string): Promise<boolean>;
+  /** Resolves when the store answers; throws when it does not. */
+  ping(): Promise<void>;
+  /**
+   * Calls `listener` for every revocation announced by any gateway or writer; `flush` is
+   * called when events may have been missed (a dropped subscription), so the caller can
+   * drop everything it cached.
+   */
+  subscribe(listener: (revocation: Revocation) => void, flush: () => void): void;
+  close(): Promise<void>;
+}

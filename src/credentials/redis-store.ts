@@ -1,0 +1,196 @@
+import { Cluster, Redis } from 'ioredis';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { RedisConfig } from '../config/config-schema.js';
+import type { CredentialStore, KeyRecord, KeyStatus, Revocation, UserRecord } from './credential-store.js';
+
+/**
+ * Redis layout (documented in the README; the web application writes the same keys).
+ * Every key starts with `keyPrefix`, whose default `{ag}:` is a Cluster hash tag, so all of
+ * them live in one slot and the multi-key scripts below stay atomic on Redis Cluster.
+ *
+ *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at
+ *   <p>subject:<subject>:keys   SET  every key id of the subject
+ *   <p>subject:<subject>:active SET  the active key ids of the subject
+ *   <p>user:<username>          HASH password_hash, subject, created_at
+ *   <p>revocations              pub/sub channel: "key:<key>" or "subject:<subject>"
+ */
+export function redisKeys(prefix: string) {
+  return {
+    key: (key: string) => `${prefix}key:${key}`,
+    subjectKeys: (subject: string) => `${prefix}subject:${subject}:keys`,
+    subjectActive: (subject: string) => `${prefix}subject:${subject}:active`,
+    user: (username: string) => `${prefix}user:${username}`,
+    channel: `${prefix}revocations`,
+  };
+}
+
+const CREATE_KEY = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[1]) then return -1 end
+redis.call('HSET', KEYS[1], 'secret_hash', ARGV[2], 'subject', ARGV[3], 'label', ARGV[4], 'status', 'active', 'created_at', ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[6])
+redis.call('SADD', KEYS[3], ARGV[6])
+return 1`;
+
+const REVOKE_KEY = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HGET', KEYS[1], 'status') ~= 'revoked' then
+  redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
+end
+redis.call('SREM', KEYS[2], ARGV[2])
+redis.call('PUBLISH', KEYS[3], 'key:' .. ARGV[2])
+return 1`;
+
+const REMOVE_USER = `
+local subject = redis.call('HGET', KEYS[1], 'subject')
+if not subject then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], 'subject:' .. subject)
+return 1`;
+
+type Client = Redis | Cluster;
+
+export function createRedisClient(config: RedisConfig): Client {
+  const options = {
+    // Fail fast during an outage: a command waits at most commandTimeoutMs, is retried
+    // once, and the client keeps reconnecting in the background.
+    commandTimeout: config.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (times: number) => Math.min(50 * times, 1_000),
+  };
+  const nodes = config.nodes.map((node) => {
+    const [host = '127.0.0.1', port = '6379'] = node.split(':');
+    return { host, port: Number(port) };
+  });
+  if (config.mode === 'cluster') return new Cluster(nodes, { redisOptions: options });
+  if (config.mode === 'sentinel') {
+    return new Redis({ ...options, sentinels: nodes, name: config.sentinelName ?? 'mymaster' });
+  }
+  return new Redis(config.url, options);
+}
+
+function unavailable(cause: unknown): GatewayError {
+  return new GatewayError('credential_store_unavailable', { cause });
+}
+
+async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw unavailable(error);
+  }
+}
+
+function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
+  const { secret_hash: secretHash, subject, status } = fields;
+  if (secretHash === undefined || subject === undefined) return undefined;
+  return {
+    key,
+    subject,
+    secretHash,
+    label: fields.label ?? '',
+    status: (status === 'active' ? 'active' : 'revoked') satisfies KeyStatus,
+    createdAt: fields.created_at ?? '',
+    revokedAt: fields.revoked_at,
+  };
+}
+
+export function createRedisStore(config: RedisConfig, client: Client = createRedisClient(config)): CredentialStore {
+  const k = redisKeys(config.keyPrefix);
+  let subscriber: Client | undefined;
+  client.on('error', () => {
+    // Connection errors surface as failed commands (503); the client reconnects by itself.
+  });
+
+  const getKey = (key: string) => guarded(async () => toKeyRecord(key, await client.hgetall(k.key(key))));
+
+  return {
+    getKey,
+    listKeys: (subject) =>
+      guarded(async () => {
+        const ids = (await client.smembers(k.subjectKeys(subject))).sort();
+        const records = await Promise.all(ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id)))));
+        return records.filter((r): r is KeyRecord => r !== undefined && r.subject === subject);
+      }),
+    createKey: (record, maxActive) =>
+      guarded(async () => {
+        const created = await client.eval(
+          CREATE_KEY,
+          3,
+          k.key(record.key),
+          k.subjectKeys(record.subject),
+          k.subjectActive(record.subject),
+          String(maxActive),
+          record.secretHash,
+          record.subject,
+          record.label,
+          record.createdAt,
+          record.key,
+        );
+        return created === 1;
+      }),
+    revokeKey: (key, at) =>
+      guarded(async () => {
+        const found = await getKey(key);
+        if (found === undefined) return undefined;
+        await client.eval(REVOKE_KEY, 3, k.key(key), k.subjectActive(found.subject), k.channel, at, key);
+        return found.status === 'revoked' ? found : { ...found, status: 'revoked' as const, revokedAt: at };
+      }),
+    getUser: (username) =>
+      guarded(async () => {
+        const fields = await client.hgetall(k.user(username));
+        const { password_hash: passwordHash, subject } = fields;
+        if (passwordHash === undefined || subject === undefined) return undefined;
+        return { username, subject, passwordHash, createdAt: fields.created_at ?? '' } satisfies UserRecord;
+      }),
+    putUser: (record) =>
+      guarded(async () => {
+        await client.hset(k.user(record.username), {
+          password_hash: record.passwordHash,
+          subject: record.subject,
+          created_at: record.createdAt,
+        });
+      }),
+    removeUser: (username) =>
+      guarded(async () => (await client.eval(REMOVE_USER, 2, k.user(username), k.channel)) === 1),
+    ping: () =>
+      guarded(async () => {
+        await client.ping();
+      }),
+    subscribe(listener, flush) {
+      if (subscriber !== undefined) throw new Error('subscribe() may be called once');
+      // Both client kinds have duplicate(); their signatures differ only in option types.
+      const sub = (client as Redis).duplicate();
+      subscriber = sub;
+      sub.on('error', () => {
+        // Reconnects by itself; a reconnect flushes (below), so no event is trusted as seen.
+      });
+      let readyBefore = false;
+      sub.on('ready', () => {
+        // ioredis resubscribes on reconnect, but events published while we were away are
+        // lost: drop everything cached so a missed revocation cannot outlive the outage.
+        if (readyBefore) flush();
+        readyBefore = true;
+      });
+      sub.on('message', (_channel: string, message: string) => {
+        const revocation = parseRevocation(message);
+        if (revocation !== undefined) listener(revocation);
+      });
+      sub.subscribe(k.channel).catch(() => {
+        // Retried by ioredis's autoResubscribe once the connection is back.
+      });
+    },
+    async close() {
+      await Promise.allSettled([client.quit(), subscriber?.quit()]);
+      client.disconnect();
+      subscriber?.disconnect();
+    },
+  };
+}
+
+export function parseRevocation(message: string): Revocation | undefined {
+  if (message.startsWith('key:')) return { kind: 'key', key: message.slice(4) };
+  if (message.startsWith('subject:')) return { kind: 'subject', subject: message.slice(8) };
+  return undefined;
+}

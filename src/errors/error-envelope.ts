@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { ERROR_CATALOGUE, type ErrorCode } from './error-codes.js';
+import type { GatewayError } from './gateway-error.js';
+
+export function errorBody(code: ErrorCode, requestId: string): string {
+  const { status, message } = ERROR_CATALOGUE[code];
+  return JSON.stringify({ result: 'error', status, error: { code, message }, request_id: requestId });
+}
+
+/**
+ * The one place an error becomes a response. It never throws: when the response has
+ * already started (an upstream reset mid-body), the socket is destroyed so the client sees
+ * the truncation instead of a response that looks complete.
+ */
+export function writeError(res: ServerResponse, error: GatewayError, requestId: string): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(error.code, requestId);
+  const headers: Record<string, string | string[]> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    'cache-control': 'no-store',
+    'x-request-id': requestId,
+  };
+  if (error.challenges !== undefined && error.challenges.length > 0) {
+    headers['www-authenticate'] = [...error.challenges];
+  }
+  if (error.allow !== undefined) headers.allow = error.allow.join(', ');
+  if (error.retryAfterSec !== undefined) headers['retry-after'] = String(error.retryAfterSec);
+  // A 400 means the message framing itself may be off: do not reuse the connection.
+  if (error.status === 400) headers.connection = 'close';
+  try {
+    res.writeHead(error.status, headers);
+    res.end(res.req.method === 'HEAD' ? undefined : body);
+  } catch {
+    res.destroy();
+  }
+}
+
+/** For errors the HTTP parser raises before a request object exists. */
+export function writeRawError(socket: Socket, code: ErrorCode, requestId: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = errorBody(code, requestId);
+  const { status } = ERROR_CATALOGUE[code];
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      'cache-control: no-store\r\n' +
+      `x-request-id: ${requestId}\r\n` +
+      'connection: close\r\n\r\n' +
+      body,
+  );
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
+};

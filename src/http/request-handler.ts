@@ -1,0 +1,143 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { Authenticator } from '../auth/authenticate.js';
+import type { Identity } from '../auth/identity.js';
+import type { GatewayMetrics } from '../admin/metrics.js';
+import { writeError } from '../errors/error-envelope.js';
+import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import type { Logger } from '../observability/create-logger.js';
+import type { Forwarder } from '../proxy/forwarder.js';
+import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
+import type { RouteTable } from '../routing/route-table.js';
+import { checkFraming } from './check-framing.js';
+import { pickRequestId } from './request-id.js';
+import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
+
+export interface RequestHandlerOptions {
+  routes: RouteTable<RouteEntry>;
+  authenticator: Authenticator;
+  forwarder: Forwarder;
+  headerPolicy: HeaderPolicy;
+  maxHeaderCount: number;
+  logger: Logger;
+  logRequests: boolean;
+  metrics: GatewayMetrics;
+}
+
+interface RequestState {
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly method: string;
+  route: string;
+  identity: Identity | undefined;
+  error: GatewayError | undefined;
+}
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Parse, then decide, then act: every refusal happens before anything is forwarded. */
+export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
+  const { routes, authenticator, forwarder, headerPolicy, logger, metrics } = options;
+
+  const finish = (state: RequestState, res: ServerResponse): void => {
+    const durationMs = performance.now() - state.startedAt;
+    metrics.observeRequest(state.route, res.statusCode, durationMs / 1000);
+    if (!options.logRequests && state.error === undefined) return;
+    const error = state.error;
+    const line = {
+      request_id: state.requestId,
+      method: state.method,
+      route: state.route,
+      status: res.statusCode,
+      duration_ms: Math.round(durationMs * 100) / 100,
+      auth_method: state.identity?.method,
+      subject: state.identity?.subject,
+      key: state.identity?.key,
+      error_code: error?.code,
+      aborted: res.writableFinished ? undefined : true,
+    };
+    if (error !== undefined && error.status >= 500) {
+      logger.warn({ ...line, cause: describeCause(error.cause) }, 'request failed');
+    } else if (options.logRequests) {
+      logger.info(line, 'request');
+    }
+  };
+
+  const fail = (state: RequestState, res: ServerResponse, error: unknown): void => {
+    const failure = toGatewayError(error);
+    state.error = failure;
+    writeError(res, failure, state.requestId);
+  };
+
+  const forward = (req: IncomingMessage, res: ServerResponse, state: RequestState, route: ProxyRoute, identity: Identity, query: string): void => {
+    if (res.destroyed) return;
+    const headers = buildUpstreamHeaders(headerPolicy, {
+      headers: req.headers,
+      identity,
+      requestId: state.requestId,
+      clientAddress: req.socket.remoteAddress ?? '',
+      upstreamHost: route.upstream.host,
+      encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
+    });
+    // Only now, with the request accepted, may the client send its body (see checkContinue).
+    if (req.headers.expect !== undefined) res.writeContinue();
+    forwarder.forward(req, res, {
+      upstream: route.upstream,
+      path: route.upstreamPath + query,
+      headers,
+      requestId: state.requestId,
+      onError: (error) => fail(state, res, error),
+    });
+  };
+
+  const serveEndpoint = (req: IncomingMessage, res: ServerResponse, state: RequestState, route: EndpointRoute, identity: Identity | undefined, param: string | undefined, query: string): void => {
+    route.handle({ req, res, requestId: state.requestId, identity, param, query }).catch((error: unknown) => fail(state, res, error));
+  };
+
+  return (req, res) => {
+    const state: RequestState = {
+      requestId: pickRequestId(req.headers['x-request-id']),
+      startedAt: performance.now(),
+      method: req.method ?? '',
+      route: 'none',
+      identity: undefined,
+      error: undefined,
+    };
+    res.once('close', () => finish(state, res));
+    const framing = checkFraming(req, options.maxHeaderCount);
+    if (framing !== undefined) return fail(state, res, new GatewayError(framing));
+    // Absolute-form (`GET http://host/...`) and `*` never match: they are not origin-form.
+    const match = routes.match(req.url ?? '');
+    if (match.kind !== 'match') return fail(state, res, new GatewayError(match.kind));
+    const route = match.entry;
+    state.route = route.name;
+    if (!route.methods.has(state.method)) {
+      return fail(state, res, new GatewayError('method_not_allowed', { allow: route.allow }));
+    }
+    if (route.schemes === null) {
+      if (route.kind === 'endpoint') serveEndpoint(req, res, state, route, undefined, match.param, match.query);
+      return;
+    }
+    const proceed = (identity: Identity): void => {
+      state.identity = identity;
+      if (route.kind === 'proxy') forward(req, res, state, route, identity, match.query);
+      else serveEndpoint(req, res, state, route, identity, match.param, match.query);
+    };
+    let result: Identity | Promise<Identity>;
+    try {
+      result = authenticator.authenticate(req.headers.authorization, route.schemes);
+    } catch (error) {
+      return fail(state, res, error);
+    }
+    if (result instanceof Promise) result.then(proceed, (error: unknown) => fail(state, res, error));
+    else proceed(result);
+  };
+}
+
+function describeCause(cause: unknown): string | undefined {
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    return code === undefined ? `${cause.name}: ${cause.message}` : `${cause.name} ${code}: ${cause.message}`;
+  }
+  return undefined;
+}

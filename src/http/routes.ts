@@ -1,0 +1,39 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthScheme } from '../auth/authenticate.js';
+import type { Identity } from '../auth/identity.js';
+import type { UpstreamTarget } from '../proxy/forwarder.js';
+
+interface RouteBase {
+  readonly name: string;
+  readonly methods: ReadonlySet<string>;
+  /** For the `Allow` header of a 405. */
+  readonly allow: readonly string[];
+}
+
+/** A configured route: authenticated, then forwarded to `upstreamPath` on its upstream. */
+export interface ProxyRoute extends RouteBase {
+  readonly kind: 'proxy';
+  readonly schemes: readonly AuthScheme[];
+  readonly upstream: UpstreamTarget;
+  readonly upstreamPath: string;
+}
+
+export interface EndpointContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  /** Undefined only for endpoints that take no credentials. */
+  readonly identity: Identity | undefined;
+  /** The path segment a parameterized endpoint matched (e.g. a key id). */
+  readonly param: string | undefined;
+  readonly query: string;
+}
+
+/** One of the gateway's own endpoints; `schemes: null` means it takes no credentials. */
+export interface EndpointRoute extends RouteBase {
+  readonly kind: 'endpoint';
+  readonly schemes: readonly AuthScheme[] | null;
+  handle(context: EndpointContext): Promise<void>;
+}
+
+export type RouteEntry = ProxyRoute | EndpointRoute;

@@ -1,0 +1,92 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { Identity } from '../auth/identity.js';
+
+export interface HeaderPolicy {
+  /** End-to-end request headers that may pass (lower case). Everything else is dropped. */
+  readonly allow: ReadonlySet<string>;
+  readonly forwardAuthorization: boolean;
+  readonly trustedProxies: ReadonlySet<string>;
+}
+
+// RFC 9110 §7.6.1 hop-by-hop fields, and what proxies must not forward besides.
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
+
+export function createHeaderPolicy(options: {
+  allowHeaders: readonly string[];
+  forwardAuthorization: boolean;
+  trustedProxies: readonly string[];
+}): HeaderPolicy {
+  const allow = new Set(options.allowHeaders.map((h) => h.toLowerCase()));
+  // These are set by the gateway or never forwarded, whatever the allow-list says.
+  for (const name of [...HOP_BY_HOP, 'host', 'authorization', 'x-request-id', 'forwarded']) allow.delete(name);
+  for (const name of allow) if (name.startsWith('x-auth-') || name.startsWith('x-forwarded-')) allow.delete(name);
+  return {
+    allow,
+    forwardAuthorization: options.forwardAuthorization,
+    trustedProxies: new Set(options.trustedProxies.map(normalizeAddress)),
+  };
+}
+
+export interface UpstreamRequestFacts {
+  readonly headers: IncomingHttpHeaders;
+  readonly identity: Identity;
+  readonly requestId: string;
+  readonly clientAddress: string;
+  readonly upstreamHost: string;
+  readonly encrypted: boolean;
+}
+
+/**
+ * The upstream's request headers, built afresh from an allow-list rather than by deleting
+ * from the client's set: http-proxy-3 would otherwise copy every client header, spoofed
+ * identity and hop-by-hop ones included (sagemathinc/http-proxy-3#28).
+ */
+export function buildUpstreamHeaders(policy: HeaderPolicy, facts: UpstreamRequestFacts): OutgoingHttpHeaders {
+  const incoming = facts.headers;
+  const out: OutgoingHttpHeaders = {};
+  const connectionNamed = incoming.connection === undefined ? undefined : connectionTokens(incoming.connection);
+  for (const name in incoming) {
+    if (!policy.allow.has(name) || connectionNamed?.has(name) === true) continue;
+    const value = incoming[name];
+    if (value !== undefined) out[name] = value;
+  }
+  if (policy.forwardAuthorization && incoming.authorization !== undefined) out.authorization = incoming.authorization;
+  out.host = facts.upstreamHost;
+  out['x-request-id'] = facts.requestId;
+  out['x-auth-subject'] = facts.identity.subject;
+  out['x-auth-method'] = facts.identity.method;
+  if (facts.identity.key !== undefined) out['x-auth-key'] = facts.identity.key;
+
+  const client = normalizeAddress(facts.clientAddress);
+  const trusted = policy.trustedProxies.has(client);
+  const forwardedFor = trusted ? single(incoming['x-forwarded-for']) : undefined;
+  out['x-forwarded-for'] = forwardedFor === undefined ? client : `${forwardedFor}, ${client}`;
+  out['x-forwarded-proto'] = (trusted ? single(incoming['x-forwarded-proto']) : undefined) ?? (facts.encrypted ? 'https' : 'http');
+  const forwardedHost = (trusted ? single(incoming['x-forwarded-host']) : undefined) ?? incoming.host;
+  if (forwardedHost !== undefined) out['x-forwarded-host'] = forwardedHost;
+  return out;
+}
+
+function connectionTokens(value: string): Set<string> {
+  return new Set(value.split(',').map((token) => token.trim().toLowerCase()));
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** `::ffff:127.0.0.1` (IPv4 on a dual-stack socket) is the same client as `127.0.0.1`. */
+export function normalizeAddress(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}

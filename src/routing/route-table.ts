@@ -1,0 +1,51 @@
+import { checkRequestTarget } from './check-request-target.js';
+
+/**
+ * What a raw request target resolves to. Paths are compared exactly, byte for byte:
+ * `/accounts` and `/Accounts` or `/accounts//` are different paths, and only the
+ * configured spellings match.
+ */
+export type TargetMatch<T> =
+  | { readonly kind: 'match'; readonly entry: T; readonly param: string | undefined; readonly query: string }
+  | { readonly kind: 'invalid_path' }
+  | { readonly kind: 'not_found' };
+
+export interface RouteTable<T> {
+  match(target: string): TargetMatch<T>;
+}
+
+export interface RouteTableEntries<T> {
+  /** Exact paths. */
+  readonly exact: ReadonlyMap<string, T>;
+  /** `prefix` + one segment matching `param` (e.g. `/keys/` + a key id). */
+  readonly parameterized?: readonly { prefix: string; param: RegExp; entry: T }[];
+}
+
+export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T> {
+  const exact = new Map(entries.exact);
+  const parameterized = entries.parameterized ?? [];
+  return {
+    match(target) {
+      const q = target.indexOf('?');
+      const rawPath = q === -1 ? target : target.slice(0, q);
+      // Fast path: a configured path is clean by construction, so only the query needs a look.
+      const hit = exact.get(rawPath);
+      if (hit !== undefined) {
+        if (q !== -1 && target.includes('#', q)) return INVALID;
+        return { kind: 'match', entry: hit, param: undefined, query: q === -1 ? '' : target.slice(q) };
+      }
+      const checked = checkRequestTarget(target);
+      if (checked === undefined) return INVALID;
+      for (const { prefix, param, entry } of parameterized) {
+        if (checked.path.startsWith(prefix)) {
+          const rest = checked.path.slice(prefix.length);
+          if (param.test(rest)) return { kind: 'match', entry, param: rest, query: checked.query };
+        }
+      }
+      return NOT_FOUND;
+    },
+  };
+}
+
+const INVALID = { kind: 'invalid_path' } as const;
+const NOT_FOUND = { kind: 'not_found' } as const;
