@@ -98,7 +98,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const upstream = upstreams.get(route.upstream);
-    if (upstream === undefined) throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
+    if (upstream === undefined)
+      throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
     const entry: ProxyRoute = {
       kind: 'proxy',
       name: route.name,
@@ -115,7 +116,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const handler = createRequestHandler({
     routes: createRouteTable({ exact }),
     authenticator,
-    forwarder: createForwarder({ connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)) }),
+    forwarder: createForwarder({
+      connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)),
+    }),
     headerPolicy: createHeaderPolicy({
       allowHeaders: config.forwarding.allowHeaders,
       forwardAuthorization: config.forwarding.forwardAuthorization,
@@ -130,7 +133,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const admin = config.admin.enabled
     ? createAdminServer({
         metrics,
-        ready: () => store.ping().then(() => true, () => false),
+        ready: () =>
+          store.ping().then(
+            () => true,
+            () => false,
+          ),
       })
     : undefined;
 
@@ -139,13 +146,24 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     store,
     async listen() {
       const port = await listenOn(server, config.server.host, config.server.port);
-      const adminPort = admin === undefined ? undefined : await listenOn(admin, config.admin.host, config.admin.port);
-      logger.info({ host: config.server.host, port, admin_port: adminPort, store: store === deps.store ? 'injected' : config.credentials.store }, 'gateway listening');
+      const adminPort =
+        admin === undefined
+          ? undefined
+          : await listenOn(admin, config.admin.host, config.admin.port);
+      logger.info(
+        {
+          host: config.server.host,
+          port,
+          admin_port: adminPort,
+          store: store === deps.store ? 'injected' : config.credentials.store,
+        },
+        'gateway listening',
+      );
       return { port, adminPort };
     },
     async close() {
       await drain(server, config.server.drainTimeoutMs);
-      await Promise.all([admin, ...helpers].map((s) => (s === undefined ? undefined : closeServer(s))));
+      await Promise.all([...(admin === undefined ? [] : [admin]), ...helpers].map(closeServer));
       for (const upstream of upstreams.values()) upstream.agent.destroy();
       await store.close();
     },
@@ -156,8 +174,20 @@ function createStore(config: GatewayConfig): CredentialStore {
   if (config.credentials.store === 'redis') return createRedisStore(config.credentials.redis);
   const { seed } = config.credentials;
   return createMemoryStore({
-    keys: seed.keys.map((k) => ({ key: k.key, subject: k.subject, secretHash: k.secretHash, label: k.label, status: 'active', createdAt: new Date(0).toISOString() })),
-    users: seed.users.map((u) => ({ username: u.username, subject: u.subject, passwordHash: u.passwordHash, createdAt: new Date(0).toISOString() })),
+    keys: seed.keys.map((k) => ({
+      key: k.key,
+      subject: k.subject,
+      secretHash: k.secretHash,
+      label: k.label,
+      status: 'active',
+      createdAt: new Date(0).toISOString(),
+    })),
+    users: seed.users.map((u) => ({
+      username: u.username,
+      subject: u.subject,
+      passwordHash: u.passwordHash,
+      createdAt: new Date(0).toISOString(),
+    })),
   });
 }
 
@@ -167,7 +197,8 @@ async function makeBootstrapPair(
   hasher: ReturnType<typeof createSecretHasher>,
   now: () => number,
 ): Promise<Gateway['bootstrap']> {
-  if (!config.credentials.bootstrap.enabled || config.credentials.store !== 'memory') return undefined;
+  if (!config.credentials.bootstrap.enabled || config.credentials.store !== 'memory')
+    return undefined;
   const { key, secret } = generateKeyPair();
   const subject = config.credentials.bootstrap.subject;
   const record: KeyRecord = {

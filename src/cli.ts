@@ -49,7 +49,9 @@ main(hideBin(process.argv)).then(
       process.stderr.write(`accounts-gateway: ${error.message}\n`);
       process.exitCode = 2;
     } else {
-      process.stderr.write(`accounts-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `accounts-gateway: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
       process.exitCode = 1;
     }
   },

@@ -12,10 +12,14 @@ export function createAdminServer(options: AdminOptions): Server {
   return createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const json = (status: number, body: unknown): void => {
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'no-store',
+      });
       res.end(JSON.stringify(body));
     };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { status: 'method_not_allowed' });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return json(405, { status: 'method_not_allowed' });
     if (path === '/healthz') return json(200, { status: 'ok' });
     if (path === '/readyz') {
       options.ready().then(

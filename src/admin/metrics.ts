@@ -22,7 +22,11 @@ export function createMetrics(): GatewayMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const ready = new Gauge({ name: 'gateway_ready', help: '1 when the gateway can serve.', registers: [registry] });
+  const ready = new Gauge({
+    name: 'gateway_ready',
+    help: '1 when the gateway can serve.',
+    registers: [registry],
+  });
   return {
     registry,
     observeRequest(route, status, seconds) {

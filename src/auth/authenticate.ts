@@ -12,7 +12,10 @@ export interface Authenticator {
    * for a denial or a failure. A cache hit returns synchronously: the hot path pays for no
    * promise, no Redis and no bcrypt.
    */
-  authenticate(header: string | undefined, schemes: readonly AuthScheme[]): Identity | Promise<Identity>;
+  authenticate(
+    header: string | undefined,
+    schemes: readonly AuthScheme[],
+  ): Identity | Promise<Identity>;
 }
 
 export interface AuthenticatorOptions {
@@ -30,14 +33,21 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const bearerRejected = `Bearer realm="${realm}", error="invalid_token"`;
 
   const challenges = (schemes: readonly AuthScheme[], tokenRejected: boolean): string[] =>
-    schemes.map((s) => (s === 'basic' ? basicChallenge : tokenRejected ? bearerRejected : bearerChallenge));
+    schemes.map((s) =>
+      s === 'basic' ? basicChallenge : tokenRejected ? bearerRejected : bearerChallenge,
+    );
 
-  const deny = (code: 'missing_credentials' | 'invalid_credentials', schemes: readonly AuthScheme[]): GatewayError =>
-    new GatewayError(code, { challenges: challenges(schemes, false) });
+  const deny = (
+    code: 'missing_credentials' | 'invalid_credentials',
+    schemes: readonly AuthScheme[],
+  ): GatewayError => new GatewayError(code, { challenges: challenges(schemes, false) });
 
   const withChallenge = (error: unknown, schemes: readonly AuthScheme[]): never => {
     if (error instanceof GatewayError && error.status === 401) {
-      throw new GatewayError(error.code, { cause: error.cause, challenges: challenges(schemes, true) });
+      throw new GatewayError(error.code, {
+        cause: error.cause,
+        challenges: challenges(schemes, true),
+      });
     }
     throw error;
   };
@@ -64,7 +74,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           if (!schemes.includes('bearer')) throw deny('missing_credentials', schemes);
           const hit = bearer.cached(parsed.token);
           if (hit !== undefined) return hit;
-          return bearer.verify(parsed.token).catch((error: unknown) => withChallenge(error, schemes));
+          return bearer
+            .verify(parsed.token)
+            .catch((error: unknown) => withChallenge(error, schemes));
         }
         case 'none':
         case 'unsupported':

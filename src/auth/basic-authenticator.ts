@@ -52,7 +52,8 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     try {
       return await limiter.run(() => options.hasher.verify(secret, hash));
     } catch (error) {
-      if (error instanceof WorkRefusedError) throw new GatewayError('overloaded', { cause: error, retryAfterSec: 1 });
+      if (error instanceof WorkRefusedError)
+        throw new GatewayError('overloaded', { cause: error, retryAfterSec: 1 });
       throw error;
     }
   };
@@ -73,7 +74,12 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       return caching ? cache.get(cacheKey(key, secret)) : undefined;
     },
     verify(key, secret) {
-      if (secret === '' || key === '' || Buffer.byteLength(secret) > MAX_SECRET_BYTES || key.length > 128) {
+      if (
+        secret === '' ||
+        key === '' ||
+        Buffer.byteLength(secret) > MAX_SECRET_BYTES ||
+        key.length > 128
+      ) {
         return Promise.resolve(null);
       }
       const id = cacheKey(key, secret);
@@ -83,7 +89,8 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       for (const [id, identity] of cache.entries()) if (identity.key === key) cache.delete(id);
     },
     evictSubject(subject) {
-      for (const [id, identity] of cache.entries()) if (identity.subject === subject) cache.delete(id);
+      for (const [id, identity] of cache.entries())
+        if (identity.subject === subject) cache.delete(id);
     },
     flush() {
       cache.clear();

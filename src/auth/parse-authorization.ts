@@ -27,7 +27,10 @@ const UNSUPPORTED = { scheme: 'unsupported' } as const;
 const MALFORMED_BASIC = { scheme: 'malformed_basic' } as const;
 const MALFORMED_BEARER = { scheme: 'malformed_bearer' } as const;
 
-export function parseAuthorization(header: string | undefined, maxTokenBytes: number): ParsedAuthorization {
+export function parseAuthorization(
+  header: string | undefined,
+  maxTokenBytes: number,
+): ParsedAuthorization {
   if (header === undefined || header === '') return NONE;
   const basic = BASIC.exec(header);
   if (basic !== null) return parseBasic(header.slice(basic[0].length));
@@ -42,7 +45,8 @@ export function parseAuthorization(header: string | undefined, maxTokenBytes: nu
 
 /** RFC 7617: base64 of `user-id ":" password`, UTF-8, split at the first colon. */
 export function parseBasic(encoded: string): ParsedAuthorization {
-  if (encoded.length === 0 || encoded.length > 1024 || !BASE64.test(encoded)) return MALFORMED_BASIC;
+  if (encoded.length === 0 || encoded.length > 1024 || !BASE64.test(encoded))
+    return MALFORMED_BASIC;
   const bytes = Buffer.from(encoded, 'base64');
   // Non-zero padding bits decode to the same bytes as the canonical form: refuse them too.
   if (bytes.toString('base64') !== encoded) return MALFORMED_BASIC;

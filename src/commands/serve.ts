@@ -3,7 +3,10 @@ import type { GatewayConfig } from '../config/config-schema.js';
 import { createLogger } from '../observability/create-logger.js';
 
 /** Runs until SIGTERM/SIGINT, then drains. Resolves with the process exit code. */
-export async function serve(config: GatewayConfig, output: NodeJS.WritableStream = process.stderr): Promise<number> {
+export async function serve(
+  config: GatewayConfig,
+  output: NodeJS.WritableStream = process.stderr,
+): Promise<number> {
   const logger = createLogger(config.logging.level);
   const gateway = await createGateway(config, { logger });
   const { port } = await gateway.listen();

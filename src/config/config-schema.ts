@@ -9,7 +9,9 @@ const headerName = z
 const subject = z
   .string()
   .regex(/^[A-Za-z0-9._@:+-]{1,128}$/, 'must be 1-128 of A-Z a-z 0-9 . _ @ : + -');
-const bcryptHash = z.string().regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
+const bcryptHash = z
+  .string()
+  .regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
 const keyId = z.string().regex(/^[A-Za-z0-9_-]{3,64}$/, 'must be 3-64 of A-Z a-z 0-9 _ -');
 
 const upstreamSchema = z.strictObject({
@@ -23,12 +25,22 @@ const upstreamSchema = z.strictObject({
 const routeSchema = z.strictObject({
   name: z.string().min(1),
   /** Raw request paths, matched exactly. */
-  paths: z.array(z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path')).min(1),
-  methods: z.array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'])).min(1).default(['GET', 'HEAD']),
+  paths: z
+    .array(z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'))
+    .min(1),
+  methods: z
+    .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
+    .min(1)
+    .default(['GET', 'HEAD']),
   upstream: z.string().min(1),
   /** The path the upstream receives, whatever spelling of `paths` the client used. */
-  upstreamPath: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'),
-  auth: z.array(z.enum(['basic', 'bearer'])).min(1).default(['basic', 'bearer']),
+  upstreamPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'),
+  auth: z
+    .array(z.enum(['basic', 'bearer']))
+    .min(1)
+    .default(['basic', 'bearer']),
 });
 
 const cacheSchema = z.strictObject({
@@ -40,7 +52,26 @@ const bearerIssuerSchema = z
   .strictObject({
     name: z.string().min(1),
     /** Mandatory: jose refuses nothing by algorithm unless told, so each source names its own. */
-    algorithms: z.array(z.enum(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])).min(1),
+    algorithms: z
+      .array(
+        z.enum([
+          'HS256',
+          'HS384',
+          'HS512',
+          'RS256',
+          'RS384',
+          'RS512',
+          'PS256',
+          'PS384',
+          'PS512',
+          'ES256',
+          'ES384',
+          'ES512',
+          'EdDSA',
+          'Ed25519',
+        ]),
+      )
+      .min(1),
     issuer: z.string().min(1).optional(),
     audience: z.string().min(1).optional(),
     secret: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -60,20 +91,34 @@ const bearerIssuerSchema = z
     }
     const hmac = value.algorithms.filter((a) => a.startsWith('HS'));
     if (value.secret !== undefined && hmac.length !== value.algorithms.length) {
-      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: 'a secret takes only HS* algorithms' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['algorithms'],
+        message: 'a secret takes only HS* algorithms',
+      });
     }
     if (value.secret === undefined && hmac.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: 'HS* algorithms need a secret' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['algorithms'],
+        message: 'HS* algorithms need a secret',
+      });
     }
   });
 
 const redisSchema = z.strictObject({
-  url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  url: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
   mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
   /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
   sentinelName: z.string().optional(),
   nodes: z.array(z.string().regex(/^[^:]+:\d+$/, 'must be host:port')).default([]),
-  keyPrefix: z.string().regex(/^[A-Za-z0-9:{}_-]*$/).default('{ag}:'),
+  keyPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9:{}_-]*$/)
+    .default('{ag}:'),
   commandTimeoutMs: durationMs.default(300),
 });
 
@@ -117,16 +162,19 @@ export const configSchema = z.strictObject({
   upstreams: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamSchema).default({
     accounts: { url: 'builtin', timeoutMs: 10_000, connectTimeoutMs: 2_000, maxSockets: 256 },
   }),
-  routes: z.array(routeSchema).min(1).default([
-    {
-      name: 'accounts',
-      paths: ['/account', '/accounts', '/accounts/'],
-      methods: ['GET', 'HEAD'],
-      upstream: 'accounts',
-      upstreamPath: '/accounts',
-      auth: ['basic', 'bearer'],
-    },
-  ]),
+  routes: z
+    .array(routeSchema)
+    .min(1)
+    .default([
+      {
+        name: 'accounts',
+        paths: ['/account', '/accounts', '/accounts/'],
+        methods: ['GET', 'HEAD'],
+        upstream: 'accounts',
+        upstreamPath: '/accounts',
+        auth: ['basic', 'bearer'],
+      },
+    ]),
   forwarding: z
     .strictObject({
       /** Send the client's Authorization header upstream (off: the gateway consumes it). */
@@ -153,7 +201,10 @@ export const configSchema = z.strictObject({
     .prefault({}),
   auth: z
     .strictObject({
-      realm: z.string().regex(/^[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}$/, 'must be printable ASCII without " or \\').default('accounts-gateway'),
+      realm: z
+        .string()
+        .regex(/^[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}$/, 'must be printable ASCII without " or \\')
+        .default('accounts-gateway'),
       basic: z
         .strictObject({
           cache: cacheSchema.prefault({}),

@@ -30,7 +30,9 @@ export function loadConfigFile(
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(file, [`cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})`]);
+    throw new ConfigError(file, [
+      `cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    ]);
   }
   return parseConfig(text, file, env, overrides);
 }
@@ -43,7 +45,10 @@ export function parseConfig(
 ): GatewayConfig {
   const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
-    throw new ConfigError(source, document.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`));
+    throw new ConfigError(
+      source,
+      document.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`),
+    );
   }
   const problems: string[] = [];
   const raw = substituteEnv(document.toJS() ?? {}, env, problems);
@@ -56,7 +61,9 @@ export function parseConfig(
 }
 
 function formatIssue(issue: z.core.$ZodIssue): string {
-  const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+  const path = issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`))
+    .join('');
   if (issue.code === 'unrecognized_keys') {
     return `${path || '(root)'}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
   }
@@ -68,7 +75,8 @@ function applyOverrides(raw: unknown, overrides: ConfigOverrides, problems: stri
   const root = raw as Record<string, unknown>;
   const section = (name: string): Record<string, unknown> => {
     const value = root[name];
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      return value as Record<string, unknown>;
     const created: Record<string, unknown> = {};
     root[name] = created;
     return created;
@@ -93,9 +101,16 @@ function applyOverrides(raw: unknown, overrides: ConfigOverrides, problems: stri
     const upstreams = section('upstreams');
     const names = Object.keys(upstreams);
     // The override names no upstream: it replaces `accounts`, or the only one there is.
-    const name = names.includes('accounts') || names.length === 0 ? 'accounts' : names.length === 1 ? names[0] : undefined;
+    const name =
+      names.includes('accounts') || names.length === 0
+        ? 'accounts'
+        : names.length === 1
+          ? names[0]
+          : undefined;
     if (name === undefined) {
-      problems.push('--upstream-url: several upstreams are configured and none is named "accounts"');
+      problems.push(
+        '--upstream-url: several upstreams are configured and none is named "accounts"',
+      );
     } else {
       const upstream = (upstreams[name] ??= {}) as Record<string, unknown>;
       upstream.url = overrides.upstreamUrl;
@@ -108,34 +123,47 @@ function crossCheck(config: GatewayConfig): string[] {
   const names = new Set<string>();
   const paths = new Map<string, string>();
   config.routes.forEach((route, i) => {
-    if (names.has(route.name)) problems.push(`routes[${i}].name: duplicate route name ${route.name}`);
+    if (names.has(route.name))
+      problems.push(`routes[${i}].name: duplicate route name ${route.name}`);
     names.add(route.name);
     if (config.upstreams[route.upstream] === undefined) {
       problems.push(`routes[${i}].upstream: no upstream named ${route.upstream}`);
     }
     route.paths.forEach((path, j) => {
       const owner = paths.get(path);
-      if (owner !== undefined) problems.push(`routes[${i}].paths[${j}]: ${path} is already a path of route ${owner}`);
+      if (owner !== undefined)
+        problems.push(`routes[${i}].paths[${j}]: ${path} is already a path of route ${owner}`);
       paths.set(path, route.name);
-      if (RESERVED_PATHS.has(path)) problems.push(`routes[${i}].paths[${j}]: ${path} is served by the gateway itself`);
+      if (RESERVED_PATHS.has(path))
+        problems.push(`routes[${i}].paths[${j}]: ${path} is served by the gateway itself`);
     });
   });
   const issuerNames = new Set<string>();
   config.auth.bearer.issuers.forEach((issuer, i) => {
-    if (issuerNames.has(issuer.name)) problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${issuer.name}`);
+    if (issuerNames.has(issuer.name))
+      problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${issuer.name}`);
     issuerNames.add(issuer.name);
   });
   if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
     problems.push('server.headersTimeoutMs: must not exceed server.requestTimeoutMs');
   }
-  if (config.admin.enabled && config.admin.port !== 0 && config.admin.port === config.server.port && config.admin.host === config.server.host) {
+  if (
+    config.admin.enabled &&
+    config.admin.port !== 0 &&
+    config.admin.port === config.server.port &&
+    config.admin.host === config.server.host
+  ) {
     problems.push('admin.port: must differ from server.port');
   }
   return problems;
 }
 
 /** Paths of the gateway's own endpoints, which a configured route may not shadow. */
-export const RESERVED_PATHS: ReadonlySet<string> = new Set(['/keys', '/auth/token', '/.well-known/jwks.json']);
+export const RESERVED_PATHS: ReadonlySet<string> = new Set([
+  '/keys',
+  '/auth/token',
+  '/.well-known/jwks.json',
+]);
 
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {

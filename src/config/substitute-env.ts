@@ -9,9 +9,15 @@ export type Environment = Readonly<Record<string, string | undefined>>;
  * of the document. A scalar that is one reference and nothing else becomes a number or
  * boolean when its value reads as one (`port: ${PORT:-8080}`).
  */
-export function substituteEnv(tree: unknown, env: Environment, problems: string[], path = ''): unknown {
+export function substituteEnv(
+  tree: unknown,
+  env: Environment,
+  problems: string[],
+  path = '',
+): unknown {
   if (typeof tree === 'string') return substituteString(tree, env, problems, path);
-  if (Array.isArray(tree)) return tree.map((item, i) => substituteEnv(item, env, problems, `${path}[${i}]`));
+  if (Array.isArray(tree))
+    return tree.map((item, i) => substituteEnv(item, env, problems, `${path}[${i}]`));
   if (tree !== null && typeof tree === 'object') {
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(tree)) {
@@ -22,7 +28,12 @@ export function substituteEnv(tree: unknown, env: Environment, problems: string[
   return tree;
 }
 
-function substituteString(value: string, env: Environment, problems: string[], path: string): unknown {
+function substituteString(
+  value: string,
+  env: Environment,
+  problems: string[],
+  path: string,
+): unknown {
   if (!value.includes('${')) return value;
   const result = value.replace(REFERENCE, (_match, name: string, fallback: string | undefined) => {
     const found = env[name];

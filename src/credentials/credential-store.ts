@@ -19,7 +19,9 @@ export interface UserRecord {
 }
 
 /** What a revocation event names: one pair, or every credential of a subject. */
-export type Revocation = { readonly kind: 'key'; readonly key: string } | { readonly kind: 'subject'; readonly subject: string };
+export type Revocation =
+  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'subject'; readonly subject: string };
 
 /**
  * Where credentials live. Implementations throw a GatewayError with code

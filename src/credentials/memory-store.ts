@@ -4,7 +4,9 @@ import type { CredentialStore, KeyRecord, Revocation, UserRecord } from './crede
  * The embedded store for the zero-setup default and single-instance use: one process,
  * nothing persisted. Revocations reach only this process's listeners.
  */
-export function createMemoryStore(seed: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] } = {}): CredentialStore {
+export function createMemoryStore(
+  seed: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] } = {},
+): CredentialStore {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
   const listeners: ((revocation: Revocation) => void)[] = [];
@@ -15,7 +17,9 @@ export function createMemoryStore(seed: { keys?: readonly KeyRecord[]; users?: r
     getKey: (key) => Promise.resolve(keys.get(key)),
     listKeys: (subject) => Promise.resolve([...keys.values()].filter((k) => k.subject === subject)),
     createKey(record, maxActive) {
-      const active = [...keys.values()].filter((k) => k.subject === record.subject && k.status === 'active');
+      const active = [...keys.values()].filter(
+        (k) => k.subject === record.subject && k.status === 'active',
+      );
       if (active.length >= maxActive || keys.has(record.key)) return Promise.resolve(false);
       keys.set(record.key, record);
       return Promise.resolve(true);
@@ -23,7 +27,8 @@ export function createMemoryStore(seed: { keys?: readonly KeyRecord[]; users?: r
     revokeKey(key, at) {
       const found = keys.get(key);
       if (found === undefined) return Promise.resolve(undefined);
-      const revoked: KeyRecord = found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
+      const revoked: KeyRecord =
+        found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
       keys.set(key, revoked);
       announce({ kind: 'key', key });
       return Promise.resolve(revoked);

@@ -1,7 +1,13 @@
 import { Cluster, Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { RedisConfig } from '../config/config-schema.js';
-import type { CredentialStore, KeyRecord, KeyStatus, Revocation, UserRecord } from './credential-store.js';
+import type {
+  CredentialStore,
+  KeyRecord,
+  KeyStatus,
+  Revocation,
+  UserRecord,
+} from './credential-store.js';
 
 /**
  * Redis layout (documented in the README; the web application writes the same keys).
@@ -96,21 +102,27 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
   };
 }
 
-export function createRedisStore(config: RedisConfig, client: Client = createRedisClient(config)): CredentialStore {
+export function createRedisStore(
+  config: RedisConfig,
+  client: Client = createRedisClient(config),
+): CredentialStore {
   const k = redisKeys(config.keyPrefix);
   let subscriber: Client | undefined;
   client.on('error', () => {
     // Connection errors surface as failed commands (503); the client reconnects by itself.
   });
 
-  const getKey = (key: string) => guarded(async () => toKeyRecord(key, await client.hgetall(k.key(key))));
+  const getKey = (key: string) =>
+    guarded(async () => toKeyRecord(key, await client.hgetall(k.key(key))));
 
   return {
     getKey,
     listKeys: (subject) =>
       guarded(async () => {
         const ids = (await client.smembers(k.subjectKeys(subject))).sort();
-        const records = await Promise.all(ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id)))));
+        const records = await Promise.all(
+          ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id)))),
+        );
         return records.filter((r): r is KeyRecord => r !== undefined && r.subject === subject);
       }),
     createKey: (record, maxActive) =>
@@ -134,15 +146,30 @@ export function createRedisStore(config: RedisConfig, client: Client = createRed
       guarded(async () => {
         const found = await getKey(key);
         if (found === undefined) return undefined;
-        await client.eval(REVOKE_KEY, 3, k.key(key), k.subjectActive(found.subject), k.channel, at, key);
-        return found.status === 'revoked' ? found : { ...found, status: 'revoked' as const, revokedAt: at };
+        await client.eval(
+          REVOKE_KEY,
+          3,
+          k.key(key),
+          k.subjectActive(found.subject),
+          k.channel,
+          at,
+          key,
+        );
+        return found.status === 'revoked'
+          ? found
+          : { ...found, status: 'revoked' as const, revokedAt: at };
       }),
     getUser: (username) =>
       guarded(async () => {
         const fields = await client.hgetall(k.user(username));
         const { password_hash: passwordHash, subject } = fields;
         if (passwordHash === undefined || subject === undefined) return undefined;
-        return { username, subject, passwordHash, createdAt: fields.created_at ?? '' } satisfies UserRecord;
+        return {
+          username,
+          subject,
+          passwordHash,
+          createdAt: fields.created_at ?? '',
+        } satisfies UserRecord;
       }),
     putUser: (record) =>
       guarded(async () => {

@@ -13,7 +13,8 @@ export interface SecretHasher {
 export function createSecretHasher(cost: number): SecretHasher {
   return {
     hash: (secret) => bcrypt.hash(secret, cost),
-    verify: (secret, hash) => (BCRYPT_HASH.test(hash) ? bcrypt.compare(secret, hash) : Promise.resolve(false)),
+    verify: (secret, hash) =>
+      BCRYPT_HASH.test(hash) ? bcrypt.compare(secret, hash) : Promise.resolve(false),
   };
 }
 

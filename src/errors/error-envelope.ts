@@ -5,7 +5,12 @@ import type { GatewayError } from './gateway-error.js';
 
 export function errorBody(code: ErrorCode, requestId: string): string {
   const { status, message } = ERROR_CATALOGUE[code];
-  return JSON.stringify({ result: 'error', status, error: { code, message }, request_id: requestId });
+  return JSON.stringify({
+    result: 'error',
+    status,
+    error: { code, message },
+    request_id: requestId,
+  });
 }
 
 /**

@@ -22,7 +22,10 @@ export class GatewayError extends Error {
   readonly retryAfterSec: number | undefined;
 
   constructor(code: ErrorCode, options: GatewayErrorOptions = {}) {
-    super(ERROR_CATALOGUE[code].message, options.cause === undefined ? {} : { cause: options.cause });
+    super(
+      ERROR_CATALOGUE[code].message,
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
     this.name = 'GatewayError';
     this.code = code;
     this.status = ERROR_CATALOGUE[code].status;
@@ -33,5 +36,7 @@ export class GatewayError extends Error {
 }
 
 export function toGatewayError(error: unknown): GatewayError {
-  return error instanceof GatewayError ? error : new GatewayError('internal_error', { cause: error });
+  return error instanceof GatewayError
+    ? error
+    : new GatewayError('internal_error', { cause: error });
 }

@@ -23,11 +23,13 @@ export function checkFraming(req: IncomingMessage, maxHeaderCount: number): Erro
   if (authorizations > 1) return 'malformed_authorization';
   const transferEncoding = req.headers['transfer-encoding'];
   if (transferEncoding !== undefined) {
-    if (req.httpVersionMinor === 0 || transferEncoding.trim().toLowerCase() !== 'chunked') return 'bad_request';
+    if (req.httpVersionMinor === 0 || transferEncoding.trim().toLowerCase() !== 'chunked')
+      return 'bad_request';
   }
   if (req.method === 'GET' || req.method === 'HEAD') {
     const length = req.headers['content-length'];
-    if (transferEncoding !== undefined || (length !== undefined && length !== '0')) return 'bad_request';
+    if (transferEncoding !== undefined || (length !== undefined && length !== '0'))
+      return 'bad_request';
   }
   return undefined;
 }

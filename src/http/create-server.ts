@@ -44,6 +44,7 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
 
 function clientErrorCode(code: string | undefined): ErrorCode {
   if (code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT') return 'request_timeout';
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT')
+    return 'request_timeout';
   return 'bad_request';
 }

@@ -12,7 +12,13 @@ export function listEnvelope(records: readonly Record<string, unknown>[], status
   });
 }
 
-export function writeJson(res: ServerResponse, status: number, body: string, requestId: string, extra: Record<string, string> = {}): void {
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  requestId: string,
+  extra: Record<string, string> = {},
+): void {
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),

@@ -69,7 +69,14 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     writeError(res, failure, state.requestId);
   };
 
-  const forward = (req: IncomingMessage, res: ServerResponse, state: RequestState, route: ProxyRoute, identity: Identity, query: string): void => {
+  const forward = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: RequestState,
+    route: ProxyRoute,
+    identity: Identity,
+    query: string,
+  ): void => {
     if (res.destroyed) return;
     const headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
@@ -90,8 +97,18 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     });
   };
 
-  const serveEndpoint = (req: IncomingMessage, res: ServerResponse, state: RequestState, route: EndpointRoute, identity: Identity | undefined, param: string | undefined, query: string): void => {
-    route.handle({ req, res, requestId: state.requestId, identity, param, query }).catch((error: unknown) => fail(state, res, error));
+  const serveEndpoint = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: RequestState,
+    route: EndpointRoute,
+    identity: Identity | undefined,
+    param: string | undefined,
+    query: string,
+  ): void => {
+    route
+      .handle({ req, res, requestId: state.requestId, identity, param, query })
+      .catch((error: unknown) => fail(state, res, error));
   };
 
   return (req, res) => {
@@ -115,7 +132,8 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
       return fail(state, res, new GatewayError('method_not_allowed', { allow: route.allow }));
     }
     if (route.schemes === null) {
-      if (route.kind === 'endpoint') serveEndpoint(req, res, state, route, undefined, match.param, match.query);
+      if (route.kind === 'endpoint')
+        serveEndpoint(req, res, state, route, undefined, match.param, match.query);
       return;
     }
     const proceed = (identity: Identity): void => {
@@ -129,7 +147,8 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     } catch (error) {
       return fail(state, res, error);
     }
-    if (result instanceof Promise) result.then(proceed, (error: unknown) => fail(state, res, error));
+    if (result instanceof Promise)
+      result.then(proceed, (error: unknown) => fail(state, res, error));
     else proceed(result);
   };
 }
@@ -137,7 +156,9 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
 function describeCause(cause: unknown): string | undefined {
   if (cause instanceof Error) {
     const code = (cause as NodeJS.ErrnoException).code;
-    return code === undefined ? `${cause.name}: ${cause.message}` : `${cause.name} ${code}: ${cause.message}`;
+    return code === undefined
+      ? `${cause.name}: ${cause.message}`
+      : `${cause.name} ${code}: ${cause.message}`;
   }
   return undefined;
 }

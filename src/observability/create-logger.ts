@@ -6,8 +6,14 @@ export type { Logger };
  * JSON logs, written asynchronously (no synchronous write on the request path). Redaction
  * is a second line of defence: no code logs headers or secrets on purpose.
  */
-export function createLogger(level: string, destination: number | NodeJS.WritableStream = 1): Logger {
-  const stream = typeof destination === 'number' ? pino.destination({ dest: destination, sync: false }) : destination;
+export function createLogger(
+  level: string,
+  destination: number | NodeJS.WritableStream = 1,
+): Logger {
+  const stream =
+    typeof destination === 'number'
+      ? pino.destination({ dest: destination, sync: false })
+      : destination;
   return pino(
     {
       level,

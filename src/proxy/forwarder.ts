@@ -1,4 +1,9 @@
-import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer } from 'http-proxy-3';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -12,8 +17,17 @@ export interface UpstreamTarget {
   readonly agent: Agent;
 }
 
-export function createUpstreamTarget(name: string, url: URL, options: { timeoutMs: number; maxSockets: number }): UpstreamTarget {
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: Math.min(options.maxSockets, 256), scheduling: 'lifo' as const };
+export function createUpstreamTarget(
+  name: string,
+  url: URL,
+  options: { timeoutMs: number; maxSockets: number },
+): UpstreamTarget {
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: options.maxSockets,
+    maxFreeSockets: Math.min(options.maxSockets, 256),
+    scheduling: 'lifo' as const,
+  };
   // Keep-alive: http-proxy-3's default (agent: false) sends `Connection: close` upstream.
   const agent = url.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
   return { name, url, host: url.host, timeoutMs: options.timeoutMs, agent };
@@ -36,10 +50,20 @@ export interface Forwarder {
   forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange): void;
 }
 
-const RESPONSE_HOP_BY_HOP = ['keep-alive', 'proxy-connection', 'proxy-authenticate', 'trailer', 'upgrade'];
+const RESPONSE_HOP_BY_HOP = [
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'trailer',
+  'upgrade',
+];
 
 export function createForwarder(options: { connectTimeoutMs: number }): Forwarder {
-  const proxy = createProxyServer({ xfwd: false, ws: false, connectTimeout: options.connectTimeoutMs });
+  const proxy = createProxyServer({
+    xfwd: false,
+    ws: false,
+    connectTimeout: options.connectTimeoutMs,
+  });
   const exchanges = new WeakMap<IncomingMessage, ExchangeState>();
 
   proxy.on('proxyReq', (proxyReq, req) => {
@@ -69,7 +93,9 @@ export function createForwarder(options: { connectTimeoutMs: number }): Forwarde
     if (state === undefined) return;
     const code = (error as NodeJS.ErrnoException).code;
     const timedOut = state.timedOut || code === 'ECONNECT_TIMEOUT';
-    state.onError(new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }));
+    state.onError(
+      new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }),
+    );
   };
 
   return {
@@ -79,9 +105,14 @@ export function createForwarder(options: { connectTimeoutMs: number }): Forwarde
       req.headers = exchange.headers as IncomingMessage['headers'];
       // toProxy: http-proxy-3 then takes req.url as it is instead of re-parsing it with
       // new URL(), which would re-encode the query and resolve dot segments.
-      proxy.web(req, res, { target: exchange.upstream.url, agent: exchange.upstream.agent, toProxy: true }, (error, failedReq) => {
-        onProxyError(error, failedReq as IncomingMessage);
-      });
+      proxy.web(
+        req,
+        res,
+        { target: exchange.upstream.url, agent: exchange.upstream.agent, toProxy: true },
+        (error, failedReq) => {
+          onProxyError(error, failedReq);
+        },
+      );
     },
   };
 }

@@ -29,8 +29,10 @@ export function createHeaderPolicy(options: {
 }): HeaderPolicy {
   const allow = new Set(options.allowHeaders.map((h) => h.toLowerCase()));
   // These are set by the gateway or never forwarded, whatever the allow-list says.
-  for (const name of [...HOP_BY_HOP, 'host', 'authorization', 'x-request-id', 'forwarded']) allow.delete(name);
-  for (const name of allow) if (name.startsWith('x-auth-') || name.startsWith('x-forwarded-')) allow.delete(name);
+  for (const name of [...HOP_BY_HOP, 'host', 'authorization', 'x-request-id', 'forwarded'])
+    allow.delete(name);
+  for (const name of allow)
+    if (name.startsWith('x-auth-') || name.startsWith('x-forwarded-')) allow.delete(name);
   return {
     allow,
     forwardAuthorization: options.forwardAuthorization,
@@ -52,16 +54,21 @@ export interface UpstreamRequestFacts {
  * from the client's set: http-proxy-3 would otherwise copy every client header, spoofed
  * identity and hop-by-hop ones included (sagemathinc/http-proxy-3#28).
  */
-export function buildUpstreamHeaders(policy: HeaderPolicy, facts: UpstreamRequestFacts): OutgoingHttpHeaders {
+export function buildUpstreamHeaders(
+  policy: HeaderPolicy,
+  facts: UpstreamRequestFacts,
+): OutgoingHttpHeaders {
   const incoming = facts.headers;
   const out: OutgoingHttpHeaders = {};
-  const connectionNamed = incoming.connection === undefined ? undefined : connectionTokens(incoming.connection);
+  const connectionNamed =
+    incoming.connection === undefined ? undefined : connectionTokens(incoming.connection);
   for (const name in incoming) {
     if (!policy.allow.has(name) || connectionNamed?.has(name) === true) continue;
     const value = incoming[name];
     if (value !== undefined) out[name] = value;
   }
-  if (policy.forwardAuthorization && incoming.authorization !== undefined) out.authorization = incoming.authorization;
+  if (policy.forwardAuthorization && incoming.authorization !== undefined)
+    out.authorization = incoming.authorization;
   out.host = facts.upstreamHost;
   out['x-request-id'] = facts.requestId;
   out['x-auth-subject'] = facts.identity.subject;
@@ -72,8 +79,11 @@ export function buildUpstreamHeaders(policy: HeaderPolicy, facts: UpstreamReques
   const trusted = policy.trustedProxies.has(client);
   const forwardedFor = trusted ? single(incoming['x-forwarded-for']) : undefined;
   out['x-forwarded-for'] = forwardedFor === undefined ? client : `${forwardedFor}, ${client}`;
-  out['x-forwarded-proto'] = (trusted ? single(incoming['x-forwarded-proto']) : undefined) ?? (facts.encrypted ? 'https' : 'http');
-  const forwardedHost = (trusted ? single(incoming['x-forwarded-host']) : undefined) ?? incoming.host;
+  out['x-forwarded-proto'] =
+    (trusted ? single(incoming['x-forwarded-proto']) : undefined) ??
+    (facts.encrypted ? 'https' : 'http');
+  const forwardedHost =
+    (trusted ? single(incoming['x-forwarded-host']) : undefined) ?? incoming.host;
   if (forwardedHost !== undefined) out['x-forwarded-host'] = forwardedHost;
   return out;
 }

@@ -26,7 +26,8 @@ export function checkRequestTarget(target: string): RequestTarget | undefined {
     const hex = path.slice(i + 1, i + 3);
     if (!HEX.test(hex)) return undefined;
     const byte = Number.parseInt(hex, 16);
-    if (byte < 0x20 || byte === 0x7f || byte === 0x2e || byte === 0x2f || byte === 0x5c) return undefined;
+    if (byte < 0x20 || byte === 0x7f || byte === 0x2e || byte === 0x2f || byte === 0x5c)
+      return undefined;
   }
   for (const segment of path.split('/')) {
     if (segment === '.' || segment === '..') return undefined;

@@ -6,7 +6,12 @@ import { checkRequestTarget } from './check-request-target.js';
  * configured spellings match.
  */
 export type TargetMatch<T> =
-  | { readonly kind: 'match'; readonly entry: T; readonly param: string | undefined; readonly query: string }
+  | {
+      readonly kind: 'match';
+      readonly entry: T;
+      readonly param: string | undefined;
+      readonly query: string;
+    }
   | { readonly kind: 'invalid_path' }
   | { readonly kind: 'not_found' };
 
@@ -32,7 +37,12 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
       const hit = exact.get(rawPath);
       if (hit !== undefined) {
         if (q !== -1 && target.includes('#', q)) return INVALID;
-        return { kind: 'match', entry: hit, param: undefined, query: q === -1 ? '' : target.slice(q) };
+        return {
+          kind: 'match',
+          entry: hit,
+          param: undefined,
+          query: q === -1 ? '' : target.slice(q),
+        };
       }
       const checked = checkRequestTarget(target);
       if (checked === undefined) return INVALID;

@@ -52,8 +52,16 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       clockTolerance: options.clockToleranceSec,
       currentDate: new Date(now()),
     });
-    if (typeof payload.iat === 'number' && payload.iat * 1000 > now() + options.clockToleranceSec * 1000) {
-      throw new errors.JWTClaimValidationFailed('"iat" claim is in the future', payload, 'iat', 'check_failed');
+    if (
+      typeof payload.iat === 'number' &&
+      payload.iat * 1000 > now() + options.clockToleranceSec * 1000
+    ) {
+      throw new errors.JWTClaimValidationFailed(
+        '"iat" claim is in the future',
+        payload,
+        'iat',
+        'check_failed',
+      );
     }
     return payload;
   };
@@ -74,7 +82,11 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
         if (source.issuer !== undefined && issuer !== source.issuer) continue;
         try {
           const payload = await verifyWith(source, token);
-          if (typeof payload.sub !== 'string' || !SUBJECT.test(payload.sub) || typeof payload.exp !== 'number') {
+          if (
+            typeof payload.sub !== 'string' ||
+            !SUBJECT.test(payload.sub) ||
+            typeof payload.exp !== 'number'
+          ) {
             throw new GatewayError('invalid_token');
           }
           const identity: Identity = { subject: payload.sub, method: 'bearer' };
@@ -92,14 +104,16 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       throw failure ?? new GatewayError('invalid_token');
     },
     evictSubject(subject) {
-      for (const [token, identity] of cache.entries()) if (identity.subject === subject) cache.delete(token);
+      for (const [token, identity] of cache.entries())
+        if (identity.subject === subject) cache.delete(token);
     },
   };
 }
 
 function mapVerificationError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
-  if (error instanceof errors.JWTExpired) return new GatewayError('token_expired', { cause: error });
+  if (error instanceof errors.JWTExpired)
+    return new GatewayError('token_expired', { cause: error });
   if (error instanceof KeySourceUnavailableError || error instanceof errors.JWKSTimeout) {
     return new GatewayError('credential_store_unavailable', { cause: error, retryAfterSec: 5 });
   }

@@ -1,4 +1,4 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
   createLocalJWKSet,
@@ -29,12 +29,18 @@ export class KeySourceUnavailableError extends Error {
 }
 
 export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_000): KeySource {
-  const base = { name: config.name, algorithms: config.algorithms, issuer: config.issuer, audience: config.audience };
+  const base = {
+    name: config.name,
+    algorithms: config.algorithms,
+    issuer: config.issuer,
+    audience: config.audience,
+  };
   if (config.secret !== undefined) return { ...base, key: new TextEncoder().encode(config.secret) };
-  if (config.jwksUrl !== undefined) return { ...base, key: createResilientRemoteJwks(new URL(config.jwksUrl), fetchTimeoutMs) };
+  if (config.jwksUrl !== undefined)
+    return { ...base, key: createResilientRemoteJwks(new URL(config.jwksUrl), fetchTimeoutMs) };
   const text = config.publicKey ?? readFileSync(config.publicKeyFile ?? '', 'utf8');
   const key = text.trimStart().startsWith('{')
-    ? createPublicKey({ key: JSON.parse(text) as import('node:crypto').JsonWebKey, format: 'jwk' })
+    ? createPublicKey({ key: JSON.parse(text) as JsonWebKey, format: 'jwk' })
     : createPublicKey(text);
   return { ...base, key };
 }
@@ -45,8 +51,16 @@ export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_0
  * key set keeps verifying, the endpoint is retried at most once per backoff period, and
  * only when no key set was ever fetched does verification fail, as "unavailable".
  */
-export function createResilientRemoteJwks(url: URL, timeoutMs: number, now: () => number = Date.now): JWTVerifyGetKey {
-  const remote = createRemoteJWKSet(url, { timeoutDuration: timeoutMs, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+export function createResilientRemoteJwks(
+  url: URL,
+  timeoutMs: number,
+  now: () => number = Date.now,
+): JWTVerifyGetKey {
+  const remote = createRemoteJWKSet(url, {
+    timeoutDuration: timeoutMs,
+    cooldownDuration: 30_000,
+    cacheMaxAge: 600_000,
+  });
   let lastGood: JSONWebKeySet | undefined;
   let stale: JWTVerifyGetKey | undefined;
   let retryAt = 0;
@@ -67,7 +81,11 @@ export function createResilientRemoteJwks(url: URL, timeoutMs: number, now: () =
       backoffMs = 1_000;
       return key;
     } catch (error) {
-      if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) throw error;
+      if (
+        error instanceof errors.JWKSNoMatchingKey ||
+        error instanceof errors.JWKSMultipleMatchingKeys
+      )
+        throw error;
       retryAt = now() + backoffMs;
       backoffMs = Math.min(backoffMs * 2, 60_000);
       return fallback(error)(header, token);

@@ -1,0 +1,61 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly rawHeaders: readonly string[];
+  readonly body: string;
+}
+
+export interface EchoUpstream {
+  readonly url: string;
+  readonly received: RecordedRequest[];
+  /** Replaces the default answer (200 with the spec's envelope) for the next requests. */
+  respondWith(handler: (req: IncomingMessage, res: ServerResponse) => void): void;
+  close(): Promise<void>;
+}
+
+/** A real upstream on loopback that records exactly what the gateway sent it. */
+export async function startEchoUpstream(): Promise<EchoUpstream> {
+  const received: RecordedRequest[] = [];
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    const body = JSON.stringify({
+      result: 'success',
+      status: 200,
+      meta: { count: 0, limit: 1000, order: 'desc', last_id: null },
+      data: [],
+    });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString(),
+      });
+      handler(req, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    respondWith(next) {
+      handler = next;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly adminUrl: string | undefined;
+  readonly child: ChildProcess;
+  /** Every JSON log line so far. */
+  readonly logs: Record<string, unknown>[];
+  /** Everything written to stdout and stderr so far, verbatim. */
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function writeConfig(yaml: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-test-'));
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+/** Spawns the built CLI (`serve`) and resolves once it logs that it listens. */
+export function startGateway(
+  yaml: string,
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<GatewayProcess> {
+  const file = writeConfig(yaml);
+  const child = spawn(
+    process.execPath,
+    [CLI, 'serve', '--config', file, '--listen', '127.0.0.1:0', ...extraArgs],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    },
+  );
+  const logs: Record<string, unknown>[] = [];
+  let output = '';
+  let pending = '';
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null): void =>
+      reject(new Error(`gateway exited (${String(code)}) before listening:\n${output}`));
+    child.once('exit', onExit);
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      output += text;
+      pending += text;
+      let newline = pending.indexOf('\n');
+      while (newline !== -1) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf('\n');
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        logs.push(entry);
+        if (entry.msg === 'gateway listening') {
+          child.off('exit', onExit);
+          const port = entry.port as number;
+          const adminPort = entry.admin_port as number | undefined;
+          resolve({
+            url: `http://127.0.0.1:${port}`,
+            port,
+            adminUrl: adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`,
+            child,
+            logs,
+            output: () => output,
+            stop: (signal = 'SIGTERM') =>
+              new Promise((done) => {
+                if (child.exitCode !== null) return done(child.exitCode);
+                child.once('exit', (code) => done(code));
+                child.kill(signal);
+              }),
+          });
+        }
+      }
+    });
+  });
+}
