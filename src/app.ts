@@ -4,6 +4,8 @@ import { createAdminServer } from './admin/admin-server.js';
 import { createMetrics } from './admin/metrics.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator } from './auth/basic-authenticator.js';
+import { createLoginThrottle } from './auth/login-throttle.js';
+import { createSecretVerifier } from './auth/secret-verifier.js';
 import { createBearerVerifier } from './auth/jwt/bearer-verifier.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
 import type { GatewayConfig } from './config/config-schema.js';
@@ -12,6 +14,9 @@ import { generateKeyPair, randomBase62 } from './credentials/generate-key-pair.j
 import { createMemoryStore } from './credentials/memory-store.js';
 import { createRedisStore } from './credentials/redis-store.js';
 import { createSecretHasher } from './credentials/secret-hasher.js';
+import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
+import { createKeysEndpoints, KEY_ID } from './endpoints/keys-endpoints.js';
+import { createTokenEndpoint } from './endpoints/token-endpoint.js';
 import { createGatewayServer } from './http/create-server.js';
 import { createRequestHandler } from './http/request-handler.js';
 import type { ProxyRoute, RouteEntry } from './http/routes.js';
@@ -20,6 +25,7 @@ import { createForwarder, createUpstreamTarget, type UpstreamTarget } from './pr
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
+import { createTokenSigner, GATEWAY_TOKEN_SOURCE } from './tokens/token-signer.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -48,17 +54,32 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
 
   const bootstrap = await makeBootstrapPair(config, store, hasher, now);
 
-  const basic = createBasicAuthenticator({
-    store,
+  const hashing = {
     hasher,
     dummyHash: await hasher.hash(randomBase62(48)),
-    cacheTtlSec: config.auth.basic.cache.ttlSec,
-    cacheMaxEntries: config.auth.basic.cache.maxEntries,
     maxConcurrentHashes: config.auth.basic.maxConcurrentHashes,
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
+  };
+  // One bound on bcrypt for Basic checks, password exchanges and new pairs alike.
+  const verifier = createSecretVerifier(hashing);
+  const basic = createBasicAuthenticator({
+    store,
+    ...hashing,
+    verifier,
+    cacheTtlSec: config.auth.basic.cache.ttlSec,
+    cacheMaxEntries: config.auth.basic.cache.maxEntries,
   });
+  const signer = await createTokenSigner(config.tokens, now);
+  if (signer.ephemeral) {
+    logger.warn(
+      'tokens are signed with a key generated at start: they stop working on restart and other instances reject them; set tokens.signingKey',
+    );
+  }
   const bearer = createBearerVerifier({
-    sources: config.auth.bearer.issuers.map((issuer) => createKeySource(issuer)),
+    sources: [
+      signer.keySource,
+      ...config.auth.bearer.issuers.map((issuer) => createKeySource(issuer)),
+    ],
     clockToleranceSec: config.auth.bearer.clockToleranceSec,
     cacheTtlSec: config.auth.bearer.cache.ttlSec,
     cacheMaxEntries: config.auth.bearer.cache.maxEntries,
@@ -111,10 +132,35 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     };
     for (const path of route.paths) exact.set(path, entry);
   }
+  const keys = createKeysEndpoints({
+    store,
+    verifier,
+    schemes: ['basic', 'bearer'],
+    realm: config.auth.realm,
+    maxActivePerSubject: config.keys.maxActivePerSubject,
+    maxBodyBytes: config.server.maxBodyBytes,
+    gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
+    now,
+  });
+  exact.set('/keys', keys.collection);
+  exact.set(
+    '/auth/token',
+    createTokenEndpoint({
+      store,
+      verifier,
+      signer,
+      throttle: createLoginThrottle(config.login, now),
+      maxBodyBytes: config.server.maxBodyBytes,
+    }),
+  );
+  exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
 
   const metrics = createMetrics();
   const handler = createRequestHandler({
-    routes: createRouteTable({ exact }),
+    routes: createRouteTable({
+      exact,
+      parameterized: [{ prefix: '/keys/', param: KEY_ID, entry: keys.item }],
+    }),
     authenticator,
     forwarder: createForwarder({
       connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)),
@@ -159,6 +205,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         },
         'gateway listening',
       );
+      // Written at once (logs are batched otherwise): supervisors and tests wait for it.
+      logger.flush();
       return { port, adminPort };
     },
     async close() {

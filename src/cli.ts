@@ -1,58 +1,139 @@
 #!/usr/bin/env node
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError } from './config/load-config.js';
-import { loadConfigFromArgs, withConfigOptions } from './commands/config-options.js';
+import {
+  addUserCommand,
+  changePasswordCommand,
+  createKeyCommand,
+  listKeysCommand,
+  removeUserCommand,
+  revokeKeyCommand,
+  withStore,
+  type Output,
+} from './commands/admin-commands.js';
+import { CliError, EXIT } from './commands/cli-error.js';
+import {
+  loadConfigFromArgs,
+  withConfigOptions,
+  type ConfigArgs,
+} from './commands/config-options.js';
+import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
+import type { GatewayConfig } from './config/config-schema.js';
+import { ConfigError } from './config/load-config.js';
+import type { CredentialStore } from './credentials/credential-store.js';
 
-/** Exit codes: 0 success, 1 runtime failure, 2 invalid configuration or usage. */
+const withJson = <T>(y: Argv<T>) =>
+  withConfigOptions(y).option('json', { type: 'boolean', default: false, describe: 'print JSON' });
+
+type AdminAction = (config: GatewayConfig, store: CredentialStore, output: Output) => Promise<void>;
+
+/** Loads the config, opens its store, runs the command, closes the store. */
+async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminAction): Promise<void> {
+  const config = loadConfigFromArgs(args);
+  const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
+  await withStore(config, (store) => action(config, store, output));
+}
+
+/** The only place that reads argv or sets the exit code. */
 async function main(argv: string[]): Promise<number> {
-  let exitCode = 0;
+  let exitCode: number = EXIT.ok;
   await yargs(argv)
     .scriptName('accounts-gateway')
-    .env('GATEWAY')
-    .command(
-      'serve',
-      'Run the gateway',
-      (y) => withConfigOptions(y),
-      async (args) => {
-        exitCode = await serve(loadConfigFromArgs(args));
-      },
+    .command('serve', 'Run the gateway', withConfigOptions, async (args) => {
+      exitCode = await serve(loadConfigFromArgs(args));
+    })
+    .command('check', 'Validate a configuration file and exit', withConfigOptions, (args) => {
+      loadConfigFromArgs(args);
+      process.stdout.write(`${args.config}: configuration is valid\n`);
+    })
+    .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
+      y
+        .command(
+          'create',
+          'Make a pair for a subject; prints the secret once',
+          (c) =>
+            withJson(c)
+              .option('subject', { type: 'string', demandOption: true })
+              .option('label', { type: 'string', default: '' }),
+          (args) =>
+            runAdmin(args, (config, store, out) =>
+              createKeyCommand(config, store, out, args.subject, args.label),
+            ),
+        )
+        .command(
+          'list',
+          "List a subject's pairs (never a secret)",
+          (c) => withJson(c).option('subject', { type: 'string', demandOption: true }),
+          (args) =>
+            runAdmin(args, (_config, store, out) => listKeysCommand(store, out, args.subject)),
+        )
+        .command(
+          'revoke <key>',
+          'Revoke a pair on every gateway at once',
+          (c) => withJson(c).positional('key', { type: 'string', demandOption: true }),
+          (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
+        )
+        .demandCommand(1, 'Name a keys command: create, list or revoke.'),
     )
-    .command(
-      'check',
-      'Validate a configuration file and exit',
-      (y) => withConfigOptions(y),
-      (args) => {
-        loadConfigFromArgs(args);
-        process.stdout.write(`${args.config}: configuration is valid\n`);
-      },
+    .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
+      y
+        .command(
+          'add <username>',
+          'Add a user; the password is read from stdin or a prompt',
+          (c) =>
+            withJson(c)
+              .positional('username', { type: 'string', demandOption: true })
+              .option('subject', { type: 'string', demandOption: true }),
+          async (args) => {
+            const password = await readPassword();
+            await runAdmin(args, (config, store, out) =>
+              addUserCommand(config, store, out, args.username, args.subject, password),
+            );
+          },
+        )
+        .command(
+          'passwd <username>',
+          "Change a user's password (read from stdin or a prompt)",
+          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
+          async (args) => {
+            const password = await readPassword();
+            await runAdmin(args, (config, store, out) =>
+              changePasswordCommand(config, store, out, args.username, password),
+            );
+          },
+        )
+        .command(
+          'remove <username>',
+          'Remove a user',
+          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
+          (args) =>
+            runAdmin(args, (_config, store, out) => removeUserCommand(store, out, args.username)),
+        )
+        .demandCommand(1, 'Name a users command: add, passwd or remove.'),
     )
     .demandCommand(1, 'Name a command: serve, check, keys or users.')
     .strict()
     .help()
     .fail((message, error) => {
-      throw error ?? new UsageError(message);
+      throw error ?? new CliError(message, EXIT.usage);
     })
     .parseAsync();
   return exitCode;
 }
-
-class UsageError extends Error {}
 
 main(hideBin(process.argv)).then(
   (code) => {
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof ConfigError || error instanceof UsageError) {
-      process.stderr.write(`accounts-gateway: ${error.message}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(
-        `accounts-gateway: ${error instanceof Error ? error.message : String(error)}\n`,
-      );
-      process.exitCode = 1;
-    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`accounts-gateway: ${message}\n`);
+    process.exitCode =
+      error instanceof CliError
+        ? error.exitCode
+        : error instanceof ConfigError
+          ? EXIT.usage
+          : EXIT.failure;
   },
 );

@@ -25,16 +25,23 @@ export interface AuthenticatorOptions {
   maxTokenBytes: number;
 }
 
+/** RFC 6750 §3: once a token was presented and refused, the challenge says why. */
+export function bearerChallenge(realm: string, tokenRejected: boolean): string {
+  return tokenRejected
+    ? `Bearer realm="${realm}", error="invalid_token"`
+    : `Bearer realm="${realm}"`;
+}
+
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   const { basic, bearer, realm } = options;
-  // RFC 7617 §2.1 (charset) and RFC 6750 §3 (error="invalid_token" once a token was presented).
+  // RFC 7617 §2.1: the charset parameter tells clients to send UTF-8.
   const basicChallenge = `Basic realm="${realm}", charset="UTF-8"`;
-  const bearerChallenge = `Bearer realm="${realm}"`;
-  const bearerRejected = `Bearer realm="${realm}", error="invalid_token"`;
+  const bearerChallengeText = bearerChallenge(realm, false);
+  const bearerRejected = bearerChallenge(realm, true);
 
   const challenges = (schemes: readonly AuthScheme[], tokenRejected: boolean): string[] =>
     schemes.map((s) =>
-      s === 'basic' ? basicChallenge : tokenRejected ? bearerRejected : bearerChallenge,
+      s === 'basic' ? basicChallenge : tokenRejected ? bearerRejected : bearerChallengeText,
     );
 
   const deny = (

@@ -4,4 +4,8 @@ export interface Identity {
   readonly method: 'basic' | 'bearer';
   /** The public key id, for Basic; never the secret. */
   readonly key?: string | undefined;
+  /** Bearer: the name of the key source that verified the token. */
+  readonly source?: string | undefined;
+  /** Bearer, tokens the gateway issued: the web-app user the token was exchanged for. */
+  readonly username?: string | undefined;
 }

@@ -57,6 +57,10 @@ export function parseBasic(encoded: string): ParsedAuthorization {
     return MALFORMED_BASIC;
   }
   const colon = decoded.indexOf(':');
-  if (colon === -1 || CONTROL.test(decoded)) return MALFORMED_BASIC;
+  if (colon === -1 || hasControlCharacter(decoded)) return MALFORMED_BASIC;
   return { scheme: 'basic', key: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL.test(text);
 }

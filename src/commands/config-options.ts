@@ -21,7 +21,7 @@ export function withConfigOptions<T>(yargs: Argv<T>) {
     .option('config', {
       alias: 'c',
       type: 'string',
-      default: DEFAULT_CONFIG_FILE,
+      default: process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG_FILE,
       defaultDescription: 'config/gateway.yaml',
       describe: 'YAML configuration file (env GATEWAY_CONFIG)',
     })

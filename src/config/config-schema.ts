@@ -150,6 +150,13 @@ export const configSchema = z.strictObject({
       trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
       /** How long SIGTERM waits for in-flight requests. */
       drainTimeoutMs: durationMs.default(10_000),
+      /** Largest JSON body the gateway's own endpoints read. */
+      maxBodyBytes: z
+        .number()
+        .int()
+        .min(256)
+        .max(1024 * 1024)
+        .default(4096),
     })
     .prefault({}),
   admin: z
@@ -242,6 +249,41 @@ export const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  /** The tokens `POST /auth/token` issues (and the Bearer verifier accepts). */
+  tokens: z
+    .strictObject({
+      issuer: z.string().min(1).default('accounts-gateway'),
+      audience: z.string().min(1).default('accounts'),
+      lifetimeSec: z.number().int().min(30).max(86_400).default(900),
+      algorithm: z.enum(['ES256', 'EdDSA']).default('ES256'),
+      /** PKCS#8 PEM private key; without one a key is generated at start (development only). */
+      signingKey: z.string().min(1).optional(),
+      signingKeyFile: z.string().min(1).optional(),
+      /** Public keys (SPKI PEM) of earlier signing keys, still published and accepted during rotation. */
+      previousPublicKeys: z.array(z.string().min(1)).default([]),
+    })
+    .refine((t) => t.signingKey === undefined || t.signingKeyFile === undefined, {
+      message: 'give signingKey or signingKeyFile, not both',
+    })
+    .prefault({}),
+  /** Key-pair self-service (`/keys`). */
+  keys: z
+    .strictObject({
+      maxActivePerSubject: z.number().int().min(1).max(1000).default(10),
+    })
+    .prefault({}),
+  /** Failed `POST /auth/token` attempts, per username and per client address. */
+  login: z
+    .strictObject({
+      windowSec: z.number().int().positive().default(900),
+      /** Failures after which each further attempt waits (delayMs × failures beyond it). */
+      slowAfterFailures: z.number().int().min(0).default(3),
+      delayMs: z.number().int().min(0).max(10_000).default(250),
+      /** Failures after which attempts are refused with 429 until the window passes. */
+      maxFailures: z.number().int().positive().default(10),
+      maxTrackedClients: z.number().int().positive().default(100_000),
+    })
+    .prefault({}),
   referenceUpstream: z
     .strictObject({
       /** Accounts per subject, served by the built-in upstream. */
@@ -261,3 +303,5 @@ export type RouteConfig = GatewayConfig['routes'][number];
 export type UpstreamConfig = GatewayConfig['upstreams'][string];
 export type BearerIssuerConfig = GatewayConfig['auth']['bearer']['issuers'][number];
 export type RedisConfig = GatewayConfig['credentials']['redis'];
+export type TokensConfig = GatewayConfig['tokens'];
+export type LoginConfig = GatewayConfig['login'];

@@ -30,6 +30,7 @@ export type Revocation =
  */
 export interface CredentialStore {
   getKey(key: string): Promise<KeyRecord | undefined>;
+  /** Newest first (see newestFirst), as the listing envelope's `order: "desc"` says. */
   listKeys(subject: string): Promise<KeyRecord[]>;
   /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
   createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
@@ -48,4 +49,13 @@ export interface CredentialStore {
    */
   subscribe(listener: (revocation: Revocation) => void, flush: () => void): void;
   close(): Promise<void>;
+}
+
+/** Orders pairs newest first; ties (same timestamp) by key id, so the order is stable. */
+export function newestFirst(a: KeyRecord, b: KeyRecord): number {
+  return a.createdAt === b.createdAt
+    ? a.key.localeCompare(b.key)
+    : a.createdAt < b.createdAt
+      ? 1
+      : -1;
 }

@@ -1,4 +1,10 @@
-import type { CredentialStore, KeyRecord, Revocation, UserRecord } from './credential-store.js';
+import {
+  newestFirst,
+  type CredentialStore,
+  type KeyRecord,
+  type Revocation,
+  type UserRecord,
+} from './credential-store.js';
 
 /**
  * The embedded store for the zero-setup default and single-instance use: one process,
@@ -15,7 +21,8 @@ export function createMemoryStore(
   };
   return {
     getKey: (key) => Promise.resolve(keys.get(key)),
-    listKeys: (subject) => Promise.resolve([...keys.values()].filter((k) => k.subject === subject)),
+    listKeys: (subject) =>
+      Promise.resolve([...keys.values()].filter((k) => k.subject === subject).sort(newestFirst)),
     createKey(record, maxActive) {
       const active = [...keys.values()].filter(
         (k) => k.subject === record.subject && k.status === 'active',

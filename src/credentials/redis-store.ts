@@ -1,12 +1,13 @@
 import { Cluster, Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { RedisConfig } from '../config/config-schema.js';
-import type {
-  CredentialStore,
-  KeyRecord,
-  KeyStatus,
-  Revocation,
-  UserRecord,
+import {
+  newestFirst,
+  type CredentialStore,
+  type KeyRecord,
+  type KeyStatus,
+  type Revocation,
+  type UserRecord,
 } from './credential-store.js';
 
 /**
@@ -119,11 +120,13 @@ export function createRedisStore(
     getKey,
     listKeys: (subject) =>
       guarded(async () => {
-        const ids = (await client.smembers(k.subjectKeys(subject))).sort();
+        const ids = await client.smembers(k.subjectKeys(subject));
         const records = await Promise.all(
           ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id)))),
         );
-        return records.filter((r): r is KeyRecord => r !== undefined && r.subject === subject);
+        return records
+          .filter((r): r is KeyRecord => r !== undefined && r.subject === subject)
+          .sort(newestFirst);
       }),
     createKey: (record, maxActive) =>
       guarded(async () => {
@@ -193,19 +196,19 @@ export function createRedisStore(
       sub.on('error', () => {
         // Reconnects by itself; a reconnect flushes (below), so no event is trusted as seen.
       });
-      let readyBefore = false;
       sub.on('ready', () => {
-        // ioredis resubscribes on reconnect, but events published while we were away are
-        // lost: drop everything cached so a missed revocation cannot outlive the outage.
-        if (readyBefore) flush();
-        readyBefore = true;
+        // Subscribe on every (re)connection: ioredis's autoResubscribe restores only
+        // channels that were subscribed before, so a SUBSCRIBE queued while Redis was down
+        // at start would be lost for good. Whatever was published while no subscription
+        // stood is lost too: once subscribed again, drop everything cached, so a missed
+        // revocation cannot outlive the outage.
+        sub.subscribe(k.channel).then(flush, () => {
+          // The connection dropped again; the next 'ready' subscribes (and flushes) anew.
+        });
       });
       sub.on('message', (_channel: string, message: string) => {
         const revocation = parseRevocation(message);
         if (revocation !== undefined) listener(revocation);
-      });
-      sub.subscribe(k.channel).catch(() => {
-        // Retried by ioredis's autoResubscribe once the connection is back.
       });
     },
     async close() {

@@ -35,8 +35,9 @@ export function writeError(res: ServerResponse, error: GatewayError, requestId: 
   }
   if (error.allow !== undefined) headers.allow = error.allow.join(', ');
   if (error.retryAfterSec !== undefined) headers['retry-after'] = String(error.retryAfterSec);
-  // A 400 means the message framing itself may be off: do not reuse the connection.
-  if (error.status === 400) headers.connection = 'close';
+  // After a 400 the framing itself may be off, after a 413 a body is left unread: either
+  // way the connection is not reused.
+  if (error.status === 400 || error.status === 413) headers.connection = 'close';
   try {
     res.writeHead(error.status, headers);
     res.end(res.req.method === 'HEAD' ? undefined : body);

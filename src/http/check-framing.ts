@@ -19,7 +19,8 @@ export function checkFraming(req: IncomingMessage, maxHeaderCount: number): Erro
     if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
   }
-  if (hosts > 1) return 'bad_request';
+  // RFC 9112 §3.2: exactly one Host on HTTP/1.1 (at most one on 1.0).
+  if (hosts > 1 || (hosts === 0 && req.httpVersionMinor === 1)) return 'bad_request';
   if (authorizations > 1) return 'malformed_authorization';
   const transferEncoding = req.headers['transfer-encoding'];
   if (transferEncoding !== undefined) {

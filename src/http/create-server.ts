@@ -22,7 +22,8 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
       // clients linger far past them.
       connectionsCheckingInterval: 1_000,
       maxHeaderSize: 16 * 1024,
-      requireHostHeader: true,
+      // Host is checked in checkFraming, so a missing one gets the gateway's error body.
+      requireHostHeader: false,
     },
     handler,
   );

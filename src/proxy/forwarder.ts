@@ -71,6 +71,9 @@ export function createForwarder(options: { connectTimeoutMs: number }): Forwarde
     if (state === undefined) return;
     // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
     // own flag so a timeout answers 504 and a reset 502.
+    // http-proxy-3 joins the path with its own urlJoin, which drops an empty query (`?`):
+    // put back exactly the path we decided, as long as the request line is not yet built.
+    if (!proxyReq.headersSent) proxyReq.path = state.path;
     proxyReq.setTimeout(state.upstream.timeoutMs, () => {
       state.timedOut = true;
       proxyReq.destroy();

@@ -38,6 +38,8 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     sizeCalculation: (_value, token) => token.length + 64,
     ttl: Math.max(options.cacheTtlSec, 1) * 1000,
     perf: { now },
+    // Read the (injectable) clock on every lookup: an entry must end exactly at `exp`.
+    ttlResolution: 0,
   });
   const caching = options.cacheTtlSec > 0;
 
@@ -89,7 +91,13 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
           ) {
             throw new GatewayError('invalid_token');
           }
-          const identity: Identity = { subject: payload.sub, method: 'bearer' };
+          const username = payload.preferred_username;
+          const identity: Identity = {
+            subject: payload.sub,
+            method: 'bearer',
+            source: source.name,
+            username: typeof username === 'string' ? username : undefined,
+          };
           const remainingMs = payload.exp * 1000 - now();
           if (caching && remainingMs > 0) {
             cache.set(token, identity, { ttl: Math.min(remainingMs, options.cacheTtlSec * 1000) });

@@ -1,0 +1,157 @@
+import type { GatewayConfig } from '../config/config-schema.js';
+import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
+import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import { createRedisStore } from '../credentials/redis-store.js';
+import { createSecretHasher } from '../credentials/secret-hasher.js';
+import { keyView } from '../endpoints/keys-endpoints.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { CliError, EXIT } from './cli-error.js';
+
+/** Where a command writes what it has to say: a human line, or the JSON form with --json. */
+export interface Output {
+  json: boolean;
+  write(text: string): void;
+}
+
+const SUBJECT = /^[A-Za-z0-9._@:+-]{1,128}$/;
+const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
+
+/** Opens the store the gateway uses; the admin commands only make sense against Redis. */
+export function openStore(config: GatewayConfig): CredentialStore {
+  if (config.credentials.store !== 'redis') {
+    throw new CliError(
+      'these commands manage the Redis store: set credentials.store: redis or pass --redis-url',
+      EXIT.usage,
+    );
+  }
+  // A one-off command pays for connecting within its first command's timeout: allow more
+  // than the gateway's per-request budget.
+  const { redis } = config.credentials;
+  return createRedisStore({ ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) });
+}
+
+export async function withStore(
+  config: GatewayConfig,
+  action: (store: CredentialStore) => Promise<void>,
+): Promise<void> {
+  const store = openStore(config);
+  try {
+    await action(store);
+  } catch (error) {
+    if (error instanceof GatewayError && error.code === 'credential_store_unavailable') {
+      throw new CliError('the credential store (Redis) is unavailable', EXIT.failure);
+    }
+    throw error;
+  } finally {
+    await store.close();
+  }
+}
+
+function print(output: Output, json: unknown, human: string): void {
+  output.write(output.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+}
+
+function checkSubject(subject: string): void {
+  if (!SUBJECT.test(subject))
+    throw new CliError('--subject must be 1-128 of A-Z a-z 0-9 . _ @ : + -', EXIT.usage);
+}
+
+function checkUsername(username: string): void {
+  if (!USERNAME.test(username))
+    throw new CliError('USERNAME must be 1-128 of A-Z a-z 0-9 . _ @ + -', EXIT.usage);
+}
+
+export async function createKeyCommand(
+  config: GatewayConfig,
+  store: CredentialStore,
+  output: Output,
+  subject: string,
+  label: string,
+): Promise<void> {
+  checkSubject(subject);
+  const { key, secret } = generateKeyPair();
+  const record: KeyRecord = {
+    key,
+    subject,
+    secretHash: await createSecretHasher(config.credentials.bcryptCost).hash(secret),
+    label,
+    status: 'active',
+    createdAt: new Date().toISOString(),
+  };
+  if (!(await store.createKey(record, config.keys.maxActivePerSubject))) {
+    throw new CliError(
+      `subject ${subject} already has ${config.keys.maxActivePerSubject} active pairs (keys.maxActivePerSubject)`,
+      EXIT.conflict,
+    );
+  }
+  print(
+    output,
+    { ...keyView(record), subject, secret },
+    `key:    ${key}\nsecret: ${secret}\n(the secret is shown this once)`,
+  );
+}
+
+export async function listKeysCommand(
+  store: CredentialStore,
+  output: Output,
+  subject: string,
+): Promise<void> {
+  checkSubject(subject);
+  const records = await store.listKeys(subject);
+  const lines = records.map((r) => `${r.key}  ${r.status.padEnd(7)}  ${r.createdAt}  ${r.label}`);
+  print(
+    output,
+    records.map(keyView),
+    lines.length === 0 ? `no pairs for ${subject}` : lines.join('\n'),
+  );
+}
+
+export async function revokeKeyCommand(
+  store: CredentialStore,
+  output: Output,
+  key: string,
+): Promise<void> {
+  const revoked = await store.revokeKey(key, new Date().toISOString());
+  if (revoked === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
+  print(output, keyView(revoked), `revoked ${key}`);
+}
+
+export async function addUserCommand(
+  config: GatewayConfig,
+  store: CredentialStore,
+  output: Output,
+  username: string,
+  subject: string,
+  password: string,
+): Promise<void> {
+  checkUsername(username);
+  checkSubject(subject);
+  if ((await store.getUser(username)) !== undefined)
+    throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
+  const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
+  await store.putUser({ username, subject, passwordHash, createdAt: new Date().toISOString() });
+  print(output, { username, subject }, `added ${username} (subject ${subject})`);
+}
+
+export async function changePasswordCommand(
+  config: GatewayConfig,
+  store: CredentialStore,
+  output: Output,
+  username: string,
+  password: string,
+): Promise<void> {
+  const user = await store.getUser(username);
+  if (user === undefined) throw new CliError(`no user ${username}`, EXIT.notFound);
+  const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
+  await store.putUser({ ...user, passwordHash });
+  print(output, { username, subject: user.subject }, `changed the password of ${username}`);
+}
+
+export async function removeUserCommand(
+  store: CredentialStore,
+  output: Output,
+  username: string,
+): Promise<void> {
+  if (!(await store.removeUser(username))) throw new CliError(`no user ${username}`, EXIT.notFound);
+  print(output, { username, removed: true }, `removed ${username}`);
+}

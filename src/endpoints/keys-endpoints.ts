@@ -1,0 +1,141 @@
+import type { AuthScheme } from '../auth/authenticate.js';
+import { bearerChallenge } from '../auth/authenticate.js';
+import type { Identity } from '../auth/identity.js';
+import { hasControlCharacter } from '../auth/parse-authorization.js';
+import type { SecretVerifier } from '../auth/secret-verifier.js';
+import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
+import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { listEnvelope, writeJson } from '../http/json-response.js';
+import { readJsonBody } from '../http/read-json-body.js';
+import type { EndpointContext, EndpointRoute } from '../http/routes.js';
+
+export interface KeysEndpointsOptions {
+  store: CredentialStore;
+  verifier: SecretVerifier;
+  schemes: readonly AuthScheme[];
+  realm: string;
+  maxActivePerSubject: number;
+  maxBodyBytes: number;
+  /** The key source name of tokens the gateway issues (their user must still exist). */
+  gatewayTokenSource: string;
+  now: () => number;
+}
+
+export const KEY_ID = /^[A-Za-z0-9_-]{3,64}$/;
+const MAX_LABEL_CHARS = 200;
+
+/** What a client may see of a pair: never the secret, never its hash. */
+export function keyView(record: KeyRecord): Record<string, unknown> {
+  return {
+    id: record.key,
+    key: record.key,
+    label: record.label,
+    status: record.status,
+    created_at: record.createdAt,
+    ...(record.revokedAt === undefined ? {} : { revoked_at: record.revokedAt }),
+  };
+}
+
+/**
+ * Key-pair self-service, always scoped to the caller's subject: `GET /keys`, `POST /keys`,
+ * `DELETE /keys/{key}`. Another subject's pair answers exactly like one that does not exist.
+ */
+export function createKeysEndpoints(options: KeysEndpointsOptions): {
+  collection: EndpointRoute;
+  item: EndpointRoute;
+} {
+  const { store } = options;
+
+  // A token the gateway issued outlives its user by at most its lifetime; for managing
+  // pairs it must not: the user must still exist and still own the subject.
+  const callerOf = async (identity: Identity | undefined): Promise<Identity> => {
+    if (identity === undefined) throw new GatewayError('missing_credentials');
+    if (identity.source === options.gatewayTokenSource && identity.username !== undefined) {
+      const user = await store.getUser(identity.username);
+      if (user?.subject !== identity.subject) {
+        throw new GatewayError('invalid_token', {
+          challenges: [bearerChallenge(options.realm, true)],
+        });
+      }
+    }
+    return identity;
+  };
+
+  const list = async ({ res, requestId, identity }: EndpointContext): Promise<void> => {
+    const caller = await callerOf(identity);
+    const records = await store.listKeys(caller.subject);
+    writeJson(res, 200, listEnvelope(records.map(keyView)), requestId);
+  };
+
+  const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
+    const caller = await callerOf(identity);
+    const label = parseLabel(await readJsonBody(req, res, options.maxBodyBytes));
+    const { key, secret } = generateKeyPair();
+    const record: KeyRecord = {
+      key,
+      subject: caller.subject,
+      secretHash: await options.verifier.hash(secret),
+      label,
+      status: 'active',
+      createdAt: new Date(options.now()).toISOString(),
+    };
+    if (!(await store.createKey(record, options.maxActivePerSubject)))
+      throw new GatewayError('limit_exceeded');
+    writeJson(res, 201, listEnvelope([{ ...keyView(record), secret }], 201), requestId, {
+      pragma: 'no-cache',
+    });
+  };
+
+  const revoke = async ({
+    res,
+    requestId,
+    identity,
+    param,
+    query,
+  }: EndpointContext): Promise<void> => {
+    const caller = await callerOf(identity);
+    const record = param === undefined ? undefined : await store.getKey(param);
+    if (record === undefined || record.subject !== caller.subject)
+      throw new GatewayError('not_found');
+    if (record.status === 'active' && !new URLSearchParams(query).has('force', 'true')) {
+      const active = (await store.listKeys(caller.subject)).filter((k) => k.status === 'active');
+      // Revoking the last active pair would lock the subject out of the API: ask for intent.
+      if (active.length <= 1) throw new GatewayError('conflict');
+    }
+    const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString());
+    if (revoked === undefined) throw new GatewayError('not_found');
+    writeJson(res, 200, listEnvelope([keyView(revoked)]), requestId);
+  };
+
+  return {
+    collection: {
+      kind: 'endpoint',
+      name: 'keys',
+      methods: new Set(['GET', 'HEAD', 'POST']),
+      allow: ['GET', 'HEAD', 'POST'],
+      schemes: options.schemes,
+      handle: (context) => (context.req.method === 'POST' ? create(context) : list(context)),
+    },
+    item: {
+      kind: 'endpoint',
+      name: 'key',
+      methods: new Set(['DELETE']),
+      allow: ['DELETE'],
+      schemes: options.schemes,
+      handle: revoke,
+    },
+  };
+}
+
+function parseLabel(body: unknown): string {
+  if (body === undefined) return '';
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new GatewayError('bad_request');
+  const { label } = body as { label?: unknown };
+  if (label === undefined) return '';
+  if (typeof label !== 'string' || label.length > MAX_LABEL_CHARS || hasControlCharacter(label)) {
+    throw new GatewayError('bad_request');
+  }
+  return label;
+}

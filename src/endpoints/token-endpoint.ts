@@ -1,0 +1,80 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { LoginThrottle } from '../auth/login-throttle.js';
+import type { SecretVerifier } from '../auth/secret-verifier.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { listEnvelope, writeJson } from '../http/json-response.js';
+import { readJsonBody } from '../http/read-json-body.js';
+import type { EndpointContext, EndpointRoute } from '../http/routes.js';
+import type { TokenSigner } from '../tokens/token-signer.js';
+
+export interface TokenEndpointOptions {
+  store: CredentialStore;
+  verifier: SecretVerifier;
+  signer: TokenSigner;
+  throttle: LoginThrottle;
+  maxBodyBytes: number;
+}
+
+const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
+
+/**
+ * `POST /auth/token` {"username","password"} -> a short-lived Bearer JWT (spec §5.2). The
+ * web-app password is checked like a secret: bcrypt against the stored hash, or against
+ * the dummy hash when the user does not exist, so neither body nor timing tells them apart.
+ */
+export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRoute {
+  const handle = async ({ req, res, requestId }: EndpointContext): Promise<void> => {
+    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
+    const address = req.socket.remoteAddress ?? '';
+    const decision = options.throttle.check(username, address);
+    if (decision.kind === 'refuse')
+      throw new GatewayError('rate_limited', { retryAfterSec: decision.retryAfterSec });
+    if (decision.delayMs > 0) await delay(decision.delayMs);
+    const user = await options.store.getUser(username);
+    // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.
+    const matches =
+      Buffer.byteLength(password) <= MAX_SECRET_BYTES &&
+      (await options.verifier.verify(password, user?.passwordHash));
+    if (!matches || user === undefined) {
+      options.throttle.recordFailure(username, address);
+      throw new GatewayError('invalid_credentials');
+    }
+    options.throttle.recordSuccess(username);
+    const token = await options.signer.issue(user.subject, user.username);
+    const body = listEnvelope([
+      {
+        access_token: token.accessToken,
+        token_type: 'Bearer',
+        expires_in: token.expiresIn,
+        expires_at: token.expiresAt,
+      },
+    ]);
+    writeJson(res, 200, body, requestId, { pragma: 'no-cache' });
+  };
+  return {
+    kind: 'endpoint',
+    name: 'token',
+    methods: new Set(['POST']),
+    allow: ['POST'],
+    schemes: null,
+    handle,
+  };
+}
+
+function parseLogin(body: unknown): { username: string; password: string } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new GatewayError('bad_request');
+  const { username, password } = body as { username?: unknown; password?: unknown };
+  if (
+    typeof username !== 'string' ||
+    !USERNAME.test(username) ||
+    typeof password !== 'string' ||
+    password === '' ||
+    password.length > 1024
+  ) {
+    throw new GatewayError('bad_request');
+  }
+  return { username, password };
+}

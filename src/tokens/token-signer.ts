@@ -1,0 +1,112 @@
+import {
+  randomUUID,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+} from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import {
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  exportJWK,
+  SignJWT,
+  type JSONWebKeySet,
+  type JWK,
+} from 'jose';
+import type { TokensConfig } from '../config/config-schema.js';
+import type { KeySource } from '../auth/jwt/key-sources.js';
+
+export interface IssuedToken {
+  readonly accessToken: string;
+  readonly expiresIn: number;
+  readonly expiresAt: string;
+}
+
+export interface TokenSigner {
+  issue(subject: string, username: string): Promise<IssuedToken>;
+  /** Public keys of the current and previous signing keys (RFC 7517 JWK Set). */
+  readonly jwks: JSONWebKeySet;
+  /** What the Bearer verifier needs to accept the tokens issued here, with no extra config. */
+  readonly keySource: KeySource;
+  /** True when no key was configured and one was generated at start (development only). */
+  readonly ephemeral: boolean;
+}
+
+type SigningAlgorithm = TokensConfig['algorithm'];
+
+/** The name of the key source for gateway-issued tokens (see Identity.source). */
+export const GATEWAY_TOKEN_SOURCE = 'gateway';
+
+export async function createTokenSigner(
+  config: TokensConfig,
+  now: () => number = Date.now,
+): Promise<TokenSigner> {
+  const pem =
+    config.signingKey ??
+    (config.signingKeyFile === undefined ? undefined : readFileSync(config.signingKeyFile, 'utf8'));
+  const privateKey = pem === undefined ? generateKey(config.algorithm) : createPrivateKey(pem);
+  checkKeyFits(privateKey, config.algorithm, 'tokens.signingKey');
+  const current = await publicJwk(createPublicKey(privateKey), config.algorithm);
+  const previous = await Promise.all(
+    config.previousPublicKeys.map((text, i) => {
+      const key = createPublicKey(text);
+      const algorithm = algorithmOf(key, `tokens.previousPublicKeys[${i}]`);
+      return publicJwk(key, algorithm);
+    }),
+  );
+  const jwks: JSONWebKeySet = { keys: [current, ...previous] };
+  const kid = current.kid ?? '';
+  return {
+    ephemeral: pem === undefined,
+    jwks,
+    keySource: {
+      name: GATEWAY_TOKEN_SOURCE,
+      algorithms: [...new Set(jwks.keys.map((k) => k.alg ?? config.algorithm))],
+      issuer: config.issuer,
+      audience: config.audience,
+      key: createLocalJWKSet(jwks),
+    },
+    async issue(subject, username) {
+      const issuedAt = Math.floor(now() / 1000);
+      const expiresAt = issuedAt + config.lifetimeSec;
+      const accessToken = await new SignJWT({ preferred_username: username })
+        .setProtectedHeader({ alg: config.algorithm, kid, typ: 'at+jwt' })
+        .setIssuer(config.issuer)
+        .setAudience(config.audience)
+        .setSubject(subject)
+        .setIssuedAt(issuedAt)
+        .setExpirationTime(expiresAt)
+        .setJti(randomUUID())
+        .sign(privateKey);
+      return {
+        accessToken,
+        expiresIn: config.lifetimeSec,
+        expiresAt: new Date(expiresAt * 1000).toISOString(),
+      };
+    },
+  };
+}
+
+function generateKey(algorithm: SigningAlgorithm): KeyObject {
+  return algorithm === 'ES256'
+    ? generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey
+    : generateKeyPairSync('ed25519').privateKey;
+}
+
+function algorithmOf(key: KeyObject, where: string): SigningAlgorithm {
+  if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')
+    return 'ES256';
+  throw new Error(`${where}: must be a P-256 (ES256) or Ed25519 (EdDSA) key`);
+}
+
+function checkKeyFits(key: KeyObject, algorithm: SigningAlgorithm, where: string): void {
+  if (algorithmOf(key, where) !== algorithm)
+    throw new Error(`${where}: the key does not fit tokens.algorithm ${algorithm}`);
+}
+
+async function publicJwk(key: KeyObject, algorithm: SigningAlgorithm): Promise<JWK> {
+  const jwk = await exportJWK(key);
+  return { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: algorithm, use: 'sig' };
+}

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { expectGatewayError, upstreamMark } from './errors-expect.js';
+import { rawRequest } from './raw-http.js';
+
+const prefix = uniquePrefix('framing');
+const KEY = 'ak_framing';
+const SECRET = 'framing-secret-0123456789abcdefghijklmn';
+const AUTH = `Authorization: ${basicHeader(KEY, SECRET)}\r\n`;
+const MAX_HEADER_COUNT = 100;
+
+let upstream: EchoUpstream;
+let gateway: GatewayProcess;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'fran' });
+  gateway = await startGateway(`
+server: { maxHeaderCount: ${MAX_HEADER_COUNT} }
+admin: { port: 0 }
+upstreams:
+  accounts: { url: ${upstream.url} }
+credentials:
+  store: redis
+  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+logging: { level: info }
+`);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+});
+
+/** `count` header lines in all: Host, Authorization, Connection and fillers. */
+function requestWithHeaderLines(count: number, authorizationLast = false): string {
+  const fillers = Array.from({ length: count - 3 }, (_, i) => `X-Filler-${i}: ${i}\r\n`).join('');
+  return authorizationLast
+    ? `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n${fillers}${AUTH}\r\n`
+    : `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Connection: close\r\n${fillers}\r\n`;
+}
+
+describe('a well-framed request', () => {
+  it(`is forwarded with exactly server.maxHeaderCount (${MAX_HEADER_COUNT}) header lines`, async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(gateway.port, requestWithHeaderLines(MAX_HEADER_COUNT));
+    expect(res.status).toBe(200);
+    expect(mark.since().map((r) => r.url)).toEqual(['/accounts']);
+  });
+
+  it('is forwarded with Content-Length: 0 on GET', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
+    expect(res.status).toBe(200);
+    expect(mark.since()).toHaveLength(1);
+  });
+});
+
+describe('requests whose framing is refused even with valid credentials', () => {
+  const badRequests: [string, string][] = [
+    [
+      'two Host lines',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\nHost: evil.example\r\n${AUTH}Connection: close\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding on an HTTP/1.0 GET',
+      `GET /accounts HTTP/1.0\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding on an HTTP/1.0 POST (refused before the 405)',
+      `POST /accounts HTTP/1.0\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: ,chunked on GET',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: ,chunked\r\nConnection: close\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: ,chunked on POST (refused before the 405)',
+      `POST /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: ,chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: chunked on GET',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    ],
+    [
+      'Content-Length: 5 with a body on GET',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Length: 5\r\nConnection: close\r\n\r\nhello`,
+    ],
+    ['a request line with no HTTP version', `GET /accounts\r\n${AUTH}\r\n`],
+    // What Node's own parser refuses reaches the client in the same envelope.
+    [
+      'two different Content-Length values',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Length: 0\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello`,
+    ],
+    [
+      'Content-Length and Transfer-Encoding together',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'an obs-folded header line',
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}X-Folded: a\r\n b\r\nConnection: close\r\n\r\n`,
+    ],
+  ];
+
+  it.each(badRequests)(
+    'answers 400 bad_request for %s and forwards nothing',
+    async (_what, bytes) => {
+      const mark = upstreamMark(upstream);
+      const res = await rawRequest(gateway.port, bytes);
+      expectGatewayError(res, 'bad_request');
+      expect(mark.since()).toEqual([]);
+    },
+  );
+
+  it("answers HTTP/1.1 without Host with the gateway's bad_request envelope, not Node's bare 400", async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      `GET /accounts HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    expectGatewayError(res, 'bad_request');
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('refuses a request without credentials before sending 100 Continue', async () => {
+    const res = await rawRequest(
+      gateway.port,
+      'GET /accounts HTTP/1.1\r\nHost: gateway.test\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
+    );
+    expectGatewayError(res, 'missing_credentials');
+    expect(res.raw).not.toContain('100 Continue');
+  });
+
+  it('answers 400 bad_request, headers only, for Content-Length: 5 with a body on HEAD', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      `HEAD /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Length: 5\r\nConnection: close\r\n\r\nhello`,
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers).toMatchObject({
+      'cache-control': 'no-store',
+      'content-type': 'application/json; charset=utf-8',
+    });
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.body).toBe('');
+    expect(mark.since()).toEqual([]);
+  });
+
+  it(`answers 431 headers_too_large for ${MAX_HEADER_COUNT + 1} header lines and forwards nothing`, async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(gateway.port, requestWithHeaderLines(MAX_HEADER_COUNT + 1));
+    expectGatewayError(res, 'headers_too_large');
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('answers 431 headers_too_large, not 401, when Authorization comes after 150 header lines', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(gateway.port, requestWithHeaderLines(150, true));
+    expectGatewayError(res, 'headers_too_large');
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('answers 431 headers_too_large for 1,200 header lines, past Node’s own line limit', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(gateway.port, requestWithHeaderLines(1_200, true));
+    expectGatewayError(res, 'headers_too_large');
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('answers 431 headers_too_large for a header block over 16 KiB', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}X-Big: ${'b'.repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`,
+    );
+    expectGatewayError(res, 'headers_too_large');
+    expect(mark.since()).toEqual([]);
+  });
+});

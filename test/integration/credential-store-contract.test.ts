@@ -1,0 +1,317 @@
+import bcrypt from 'bcrypt';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import type {
+  CredentialStore,
+  KeyRecord,
+  Revocation,
+  UserRecord,
+} from '../../src/credentials/credential-store.js';
+import { createMemoryStore } from '../../src/credentials/memory-store.js';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { GatewayError } from '../../src/errors/gateway-error.js';
+import { freePort } from '../support/redis-server.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { redisConfig, untilSubscribers } from './in-process-gateway.js';
+
+/**
+ * What one test gets: `store` to act on, and `observer`, whose subscribe() listener must
+ * see what `store` announces (the same store in memory; another instance on the same Redis).
+ */
+interface StoreUnderTest {
+  readonly store: CredentialStore;
+  readonly observer: CredentialStore;
+  /** Resolves once the observer's subscription is live. */
+  readonly subscribed: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+const HASH = '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq';
+
+function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
+  return {
+    key,
+    subject,
+    secretHash: HASH,
+    label: `label of ${key}`,
+    status: 'active',
+    createdAt: '2024-05-01T10:00:00.000Z',
+    ...overrides,
+  };
+}
+
+function userRecord(username: string, subject: string): UserRecord {
+  return {
+    username,
+    subject,
+    passwordHash: HASH,
+    createdAt: '2024-05-01T10:00:00.000Z',
+  };
+}
+
+/** Subscribes the observer and returns the first revocation it hears. */
+function nextRevocation(target: StoreUnderTest): Promise<Revocation> {
+  return new Promise((resolve) => {
+    target.observer.subscribe(resolve, () => undefined);
+  });
+}
+
+function byKey(a: KeyRecord, b: KeyRecord): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+/** The behaviour every CredentialStore must have, whatever keeps the data. */
+function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
+  describe(`${name} credential store`, () => {
+    let target: StoreUnderTest;
+    let store: CredentialStore;
+
+    beforeEach(async () => {
+      target = await makeStore();
+      store = target.store;
+    });
+
+    afterEach(async () => {
+      await target.close();
+    });
+
+    it('answers undefined for a key it does not hold', async () => {
+      await expect(store.getKey('ak_unknown')).resolves.toBeUndefined();
+    });
+
+    it('returns a created pair by key, and lists only the pairs of that subject', async () => {
+      const a1 = keyRecord('ak_alice1', 'alice');
+      const a2 = keyRecord('ak_alice2', 'alice', { label: '' });
+      const b1 = keyRecord('ak_bob1', 'bob');
+      for (const record of [a1, b1, a2])
+        await expect(store.createKey(record, 10)).resolves.toBe(true);
+
+      await expect(store.getKey('ak_alice1')).resolves.toEqual(a1);
+      await expect(store.getKey('ak_bob1')).resolves.toEqual(b1);
+      expect((await store.listKeys('alice')).sort(byKey)).toEqual([a1, a2]);
+      await expect(store.listKeys('bob')).resolves.toEqual([b1]);
+      await expect(store.listKeys('carol')).resolves.toEqual([]);
+    });
+
+    it('refuses a new pair once the subject holds maxActive active pairs', async () => {
+      await expect(store.createKey(keyRecord('ak_cap1', 'alice'), 2)).resolves.toBe(true);
+      await expect(store.createKey(keyRecord('ak_cap2', 'alice'), 2)).resolves.toBe(true);
+      await expect(store.createKey(keyRecord('ak_cap3', 'alice'), 2)).resolves.toBe(false);
+
+      await expect(store.getKey('ak_cap3')).resolves.toBeUndefined();
+      // The cap is per subject: another subject is not affected.
+      await expect(store.createKey(keyRecord('ak_cap4', 'bob'), 2)).resolves.toBe(true);
+    });
+
+    it('refuses to create a pair whose key already exists, keeping the original', async () => {
+      const original = keyRecord('ak_taken', 'alice');
+      await expect(store.createKey(original, 10)).resolves.toBe(true);
+
+      await expect(
+        store.createKey(
+          keyRecord('ak_taken', 'alice', { secretHash: HASH.replace('C6', 'D7') }),
+          10,
+        ),
+      ).resolves.toBe(false);
+      await expect(store.createKey(keyRecord('ak_taken', 'bob'), 10)).resolves.toBe(false);
+      await expect(store.getKey('ak_taken')).resolves.toEqual(original);
+      await expect(store.listKeys('bob')).resolves.toEqual([]);
+    });
+
+    it('marks a revoked pair revoked and frees its place under the active cap', async () => {
+      const original = keyRecord('ak_old', 'alice');
+      await store.createKey(original, 1);
+      await expect(store.createKey(keyRecord('ak_new', 'alice'), 1)).resolves.toBe(false);
+
+      const revokedAt = '2024-06-01T12:00:00.000Z';
+      const expected = { ...original, status: 'revoked', revokedAt };
+      await expect(store.revokeKey('ak_old', revokedAt)).resolves.toEqual(expected);
+      await expect(store.getKey('ak_old')).resolves.toEqual(expected);
+
+      await expect(store.createKey(keyRecord('ak_new', 'alice'), 1)).resolves.toBe(true);
+      expect((await store.listKeys('alice')).sort(byKey)).toEqual([
+        keyRecord('ak_new', 'alice'),
+        expected,
+      ]);
+    });
+
+    it('keeps the first revocation time when a pair is revoked twice', async () => {
+      const original = keyRecord('ak_twice', 'alice');
+      await store.createKey(original, 10);
+      const expected = { ...original, status: 'revoked', revokedAt: '2024-06-01T12:00:00.000Z' };
+
+      await store.revokeKey('ak_twice', '2024-06-01T12:00:00.000Z');
+      await expect(store.revokeKey('ak_twice', '2024-07-01T12:00:00.000Z')).resolves.toEqual(
+        expected,
+      );
+      await expect(store.getKey('ak_twice')).resolves.toEqual(expected);
+    });
+
+    it('announces a revocation to subscribed listeners', async () => {
+      await store.createKey(keyRecord('ak_announced', 'alice'), 10);
+      const heard = nextRevocation(target);
+      await target.subscribed();
+
+      await store.revokeKey('ak_announced', '2024-06-01T12:00:00.000Z');
+
+      await expect(heard).resolves.toEqual({ kind: 'key', key: 'ak_announced' });
+    });
+
+    it('answers undefined when revoking a key it does not hold', async () => {
+      await expect(
+        store.revokeKey('ak_unknown', '2024-06-01T12:00:00.000Z'),
+      ).resolves.toBeUndefined();
+      await expect(store.getKey('ak_unknown')).resolves.toBeUndefined();
+    });
+
+    it('stores, returns and removes web-app users', async () => {
+      const user = userRecord('alice@example.com', 'alice');
+      await expect(store.getUser('alice@example.com')).resolves.toBeUndefined();
+
+      await store.putUser(user);
+      await expect(store.getUser('alice@example.com')).resolves.toEqual(user);
+
+      const changed = { ...user, passwordHash: HASH.replace('C6', 'D7') };
+      await store.putUser(changed);
+      await expect(store.getUser('alice@example.com')).resolves.toEqual(changed);
+
+      await expect(store.removeUser('alice@example.com')).resolves.toBe(true);
+      await expect(store.getUser('alice@example.com')).resolves.toBeUndefined();
+      await expect(store.removeUser('alice@example.com')).resolves.toBe(false);
+    });
+
+    it("announces the subject's revocation when a user is removed", async () => {
+      await store.putUser(userRecord('bob@example.com', 'bob'));
+      const heard = nextRevocation(target);
+      await target.subscribed();
+
+      await store.removeUser('bob@example.com');
+
+      await expect(heard).resolves.toEqual({ kind: 'subject', subject: 'bob' });
+    });
+
+    it('resolves ping while it can answer', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}
+
+credentialStoreContract('the memory', () => {
+  const store = createMemoryStore();
+  return Promise.resolve({
+    store,
+    observer: store,
+    subscribed: () => Promise.resolve(),
+    close: () => store.close(),
+  });
+});
+
+credentialStoreContract('the Redis', () => {
+  // A fresh prefix per test: each one starts from an empty keyspace on the shared Redis.
+  const url = inject('redisUrl');
+  const prefix = uniquePrefix('contract');
+  const store = createRedisStore(redisConfig(url, prefix));
+  // A second gateway's store on the same Redis: revocations must reach it too.
+  const observer = createRedisStore(redisConfig(url, prefix));
+  return Promise.resolve({
+    store,
+    observer,
+    subscribed: () => untilSubscribers(url, prefix, 1),
+    close: async () => {
+      await Promise.all([store.close(), observer.close()]);
+    },
+  });
+});
+
+describe('the Redis credential store reading what another service wrote', () => {
+  const url = inject('redisUrl');
+  const prefix = uniquePrefix('layout');
+  let store: CredentialStore;
+
+  beforeEach(() => {
+    store = createRedisStore(redisConfig(url, prefix));
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('reads back a pair written with the documented layout (HSET + SADD)', async () => {
+    const before = Date.now();
+    await seedKey(url, prefix, {
+      key: 'ak_webapp1',
+      secret: 'written-by-the-web-app-0123456789',
+      subject: 'dora',
+      label: 'made by the web app',
+    });
+
+    const record = await store.getKey('ak_webapp1');
+    expect(record).toEqual({
+      key: 'ak_webapp1',
+      subject: 'dora',
+      secretHash: expect.stringMatching(/^\$2b\$04\$/) as unknown,
+      label: 'made by the web app',
+      status: 'active',
+      createdAt: expect.any(String) as unknown,
+    });
+    if (record === undefined) throw new Error('unreachable');
+    expect(Date.parse(record.createdAt)).toBeGreaterThanOrEqual(before - 1000);
+    await expect(
+      bcrypt.compare('written-by-the-web-app-0123456789', record.secretHash),
+    ).resolves.toBe(true);
+    await expect(store.listKeys('dora')).resolves.toEqual([record]);
+  });
+
+  it('counts a pair written by another service against the active cap', async () => {
+    await seedKey(url, prefix, {
+      key: 'ak_webapp2',
+      secret: 'a-secret-0123456789',
+      subject: 'erin',
+    });
+
+    await expect(store.createKey(keyRecord('ak_erin2', 'erin'), 1)).resolves.toBe(false);
+    await expect(store.createKey(keyRecord('ak_erin2', 'erin'), 2)).resolves.toBe(true);
+  });
+
+  it('reads a pair another service wrote as revoked as revoked, and lists it', async () => {
+    await seedKey(url, prefix, {
+      key: 'ak_webapp3',
+      secret: 'a-secret-0123456789',
+      subject: 'fred',
+      status: 'revoked',
+    });
+
+    const record = await store.getKey('ak_webapp3');
+    expect(record?.status).toBe('revoked');
+    await expect(store.listKeys('fred')).resolves.toEqual([record]);
+    // A revoked pair does not count against the cap.
+    await expect(store.createKey(keyRecord('ak_fred2', 'fred'), 1)).resolves.toBe(true);
+  });
+});
+
+describe('the Redis credential store without a reachable Redis', () => {
+  it('rejects with credential_store_unavailable within a second instead of answering "unknown"', async () => {
+    const store = createRedisStore(
+      redisConfig(`redis://127.0.0.1:${await freePort()}`, uniquePrefix('dead')),
+    );
+    try {
+      for (const operation of [
+        () => store.getKey('ak_any'),
+        () => store.listKeys('alice'),
+        () => store.getUser('alice@example.com'),
+        () => store.ping(),
+      ]) {
+        const started = performance.now();
+        const error = await operation().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        const elapsedMs = performance.now() - started;
+        expect(error).toBeInstanceOf(GatewayError);
+        expect(error).toMatchObject({ code: 'credential_store_unavailable', status: 503 });
+        expect(elapsedMs).toBeLessThan(1_000);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,164 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import {
+  ECHO_BODY,
+  errorBody,
+  pollStatus,
+  redisConfig,
+  startInProcessGateway,
+  type RunningGateway,
+} from './in-process-gateway.js';
+
+const prefix = uniquePrefix('outage');
+const cachedPair = { key: 'ak_cached', secret: 'cached-secret-0123456789', subject: 'alice' };
+const uncachedPair = { key: 'ak_uncached', secret: 'uncached-secret-0123456789', subject: 'bob' };
+
+// This file stops and restarts Redis, so it has one of its own.
+let redis: TestRedis;
+let upstream: EchoUpstream;
+let running: RunningGateway;
+
+async function seedBoth(): Promise<void> {
+  await seedKey(redis.url, prefix, cachedPair);
+  await seedKey(redis.url, prefix, uncachedPair);
+}
+
+function request(pair: { key: string; secret: string }): Promise<Response> {
+  return fetch(`${running.url}/accounts`, {
+    headers: { authorization: basicHeader(pair.key, pair.secret) },
+  });
+}
+
+beforeAll(async () => {
+  redis = await startLocalRedis();
+  upstream = await startEchoUpstream();
+  await seedBoth();
+  running = await startInProcessGateway({
+    redisUrl: redis.url,
+    keyPrefix: prefix,
+    upstreamUrl: upstream.url,
+    cacheTtlSec: 300,
+  });
+});
+
+afterAll(async () => {
+  await running.close();
+  await upstream.close();
+  await redis.stop();
+});
+
+describe('a Redis outage', () => {
+  it('answers 503 quickly for unverified pairs, keeps cached pairs working, and recovers without a restart', async () => {
+    const first = await request(cachedPair);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual(ECHO_BODY);
+    const ready = await fetch(`${running.adminUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready' });
+
+    await redis.stop();
+
+    const elapsedMs: number[] = [];
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const started = performance.now();
+      const res = await request(uncachedPair);
+      const body: unknown = await res.json();
+      elapsedMs.push(performance.now() - started);
+      // Never 401: "cannot tell" must not look like "wrong secret".
+      expect(res.status).toBe(503);
+      expect(res.headers.get('www-authenticate')).toBeNull();
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(body).toEqual(
+        errorBody('credential_store_unavailable', 503, 'Credentials cannot be checked right now.'),
+      );
+    }
+    console.log(
+      `Redis down: 503 for an uncached pair after ${elapsedMs.map((ms) => ms.toFixed(0)).join(', ')} ms`,
+    );
+    // ioredis's defaults would hold the request ~20 s; the command timeout must cut it short.
+    for (const ms of elapsedMs) expect(ms).toBeLessThan(2_000);
+    // The gateway answered the 503s itself: the unverified pair never reached the upstream.
+    expect(upstream.received.filter((r) => r.headers['x-auth-key'] === uncachedPair.key)).toEqual(
+      [],
+    );
+
+    const hit = await request(cachedPair);
+    expect(hit.status).toBe(200);
+    expect(await hit.json()).toEqual(ECHO_BODY);
+    expect(upstream.received.at(-1)?.headers['x-auth-subject']).toBe('alice');
+
+    const notReady = await fetch(`${running.adminUrl}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({ status: 'not_ready' });
+
+    await redis.start();
+    // A restarted redis-server starts empty (no persistence): write the pairs again.
+    await seedBoth();
+
+    const recovered = await pollStatus(() => request(uncachedPair), 200, {
+      deadlineMs: 10_000,
+      intervalMs: 50,
+    });
+    console.log(`Redis back: first 200 after ${recovered.elapsedMs.toFixed(0)} ms`);
+    expect(recovered.body).toEqual(ECHO_BODY);
+    expect((await request(cachedPair)).status).toBe(200);
+
+    const readyAgain = await fetch(`${running.adminUrl}/readyz`);
+    expect(readyAgain.status).toBe(200);
+    expect(await readyAgain.json()).toEqual({ status: 'ready' });
+  });
+});
+
+describe('a gateway started while Redis is down', () => {
+  let downRedis: TestRedis | undefined;
+  let late: RunningGateway | undefined;
+
+  afterEach(async () => {
+    await late?.close();
+    await downRedis?.stop();
+  });
+
+  it('listens for revocations once Redis comes up, so a revoked pair stops working before the cache TTL', async () => {
+    downRedis = await startLocalRedis();
+    await downRedis.stop();
+    const latePrefix = uniquePrefix('late');
+    late = await startInProcessGateway({
+      redisUrl: downRedis.url,
+      keyPrefix: latePrefix,
+      upstreamUrl: upstream.url,
+      cacheTtlSec: 300,
+    });
+    const gatewayUrl = late.url;
+    // An outage of about a second at start: /readyz says so on each check. Long enough for
+    // ioredis (maxRetriesPerRequest 1) to drop the queued SUBSCRIBE of the revocation
+    // listener; the store must still end up subscribed once Redis answers.
+    for (let check = 0; check < 3; check += 1) {
+      expect((await fetch(`${late.adminUrl}/readyz`)).status).toBe(503);
+    }
+
+    await downRedis.start();
+    const pair = { key: 'ak_late', secret: 'late-secret-0123456789', subject: 'dave' };
+    await seedKey(downRedis.url, latePrefix, pair);
+    const send = (): Promise<Response> =>
+      fetch(`${gatewayUrl}/accounts`, {
+        headers: { authorization: basicHeader(pair.key, pair.secret) },
+      });
+    await pollStatus(send, 200, { deadlineMs: 10_000, intervalMs: 50 });
+    expect((await send()).status).toBe(200);
+
+    const revoker = createRedisStore(redisConfig(downRedis.url, latePrefix));
+    try {
+      await revoker.revokeKey(pair.key, new Date().toISOString());
+    } finally {
+      await revoker.close();
+    }
+
+    const rejected = await pollStatus(send, 401, { deadlineMs: 5_000 });
+    expect(rejected.body).toEqual(
+      errorBody('invalid_credentials', 401, 'The credentials are not valid.'),
+    );
+  });
+});

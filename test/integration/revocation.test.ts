@@ -1,0 +1,169 @@
+import bcrypt from 'bcrypt';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CredentialStore } from '../../src/credentials/credential-store.js';
+import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { basicHeader, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import {
+  ECHO_BODY,
+  errorBody,
+  pollStatus,
+  redisConfig,
+  startInProcessGateway,
+  untilSubscribers,
+  type RunningGateway,
+} from './in-process-gateway.js';
+
+// Far beyond every deadline below: only a revocation event or a flush can explain a 401.
+const CACHE_TTL_SEC = 300;
+const PROPAGATION_DEADLINE_MS = 5_000;
+
+const prefix = uniquePrefix('revocation');
+// `CLIENT KILL TYPE pubsub` drops every subscriber of a server: this file has a Redis of its
+// own so it cannot cut the subscriptions of test files running beside it.
+let redis: TestRedis;
+let upstream: EchoUpstream;
+let gateways: RunningGateway[] = [];
+let revoker: CredentialStore;
+let admin: Redis;
+
+function request(
+  gateway: RunningGateway,
+  pair: { key: string; secret: string },
+): Promise<Response> {
+  return fetch(`${gateway.url}/accounts`, {
+    headers: { authorization: basicHeader(pair.key, pair.secret) },
+  });
+}
+
+const invalidCredentials = errorBody('invalid_credentials', 401, 'The credentials are not valid.');
+
+beforeAll(async () => {
+  redis = await startLocalRedis();
+  upstream = await startEchoUpstream();
+  gateways = await Promise.all(
+    [1, 2].map(() =>
+      startInProcessGateway({
+        redisUrl: redis.url,
+        keyPrefix: prefix,
+        upstreamUrl: upstream.url,
+        cacheTtlSec: CACHE_TTL_SEC,
+      }),
+    ),
+  );
+  revoker = createRedisStore(redisConfig(redis.url, prefix));
+  admin = new Redis(redis.url);
+  // Both gateways listen on the revocation channel before any test revokes anything.
+  await untilSubscribers(redis.url, prefix, 2);
+});
+
+afterAll(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  await revoker.close();
+  admin.disconnect();
+  await upstream.close();
+  await redis.stop();
+});
+
+describe('revocation across gateways sharing one Redis', () => {
+  it('makes a revoked pair fail with 401 on every gateway long before the cache TTL', async () => {
+    const pair = { key: 'ak_revoked', secret: 'revoked-secret-0123456789', subject: 'alice' };
+    await seedKey(redis.url, prefix, pair);
+    for (const gateway of gateways) {
+      // Twice: the first verifies and caches, the second is served from the cache.
+      for (let i = 0; i < 2; i += 1) {
+        const res = await request(gateway, pair);
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual(ECHO_BODY);
+      }
+    }
+
+    await expect(revoker.revokeKey(pair.key, new Date().toISOString())).resolves.toMatchObject({
+      key: pair.key,
+      status: 'revoked',
+    });
+
+    const results = await Promise.all(
+      gateways.map((gateway) =>
+        pollStatus(() => request(gateway, pair), 401, { deadlineMs: PROPAGATION_DEADLINE_MS }),
+      ),
+    );
+    console.log(
+      `revocation reached both gateways after ${results.map((r) => r.elapsedMs.toFixed(1)).join(' ms, ')} ms`,
+    );
+    for (const result of results) expect(result.body).toEqual(invalidCredentials);
+    // And it stays rejected: no later request finds a stale entry.
+    for (const gateway of gateways) expect((await request(gateway, pair)).status).toBe(401);
+  });
+
+  it('keeps serving other cached pairs of the subject when one pair is revoked', async () => {
+    const kept = { key: 'ak_kept', secret: 'kept-secret-0123456789', subject: 'bob' };
+    const dropped = { key: 'ak_dropped', secret: 'dropped-secret-0123456789', subject: 'bob' };
+    await seedKey(redis.url, prefix, kept);
+    await seedKey(redis.url, prefix, dropped);
+    const [gateway] = gateways;
+    if (gateway === undefined) throw new Error('no gateway');
+    expect((await request(gateway, kept)).status).toBe(200);
+    expect((await request(gateway, dropped)).status).toBe(200);
+
+    await revoker.revokeKey(dropped.key, new Date().toISOString());
+    await pollStatus(() => request(gateway, dropped), 401, {
+      deadlineMs: PROPAGATION_DEADLINE_MS,
+    });
+
+    // Delete the kept pair's hash behind the gateway's back (no event): only its cache
+    // entry can still let it through, so this shows the eviction was not a flush.
+    await admin.del(redisKeys(prefix).key(kept.key));
+    const res = await request(gateway, kept);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(ECHO_BODY);
+  });
+
+  it('flushes the cache after the subscription drops and comes back, so a missed change takes effect', async () => {
+    const pair = { key: 'ak_rotated', secret: 'old-secret-0123456789', subject: 'carol' };
+    const newSecret = 'new-secret-0123456789';
+    await seedKey(redis.url, prefix, pair);
+    for (const gateway of gateways) expect((await request(gateway, pair)).status).toBe(200);
+
+    // Another service changes the hash directly and publishes nothing.
+    await admin.hset(
+      redisKeys(prefix).key(pair.key),
+      'secret_hash',
+      await bcrypt.hash(newSecret, TEST_BCRYPT_COST),
+    );
+    // Still cached: nothing told the gateways.
+    for (const gateway of gateways) expect((await request(gateway, pair)).status).toBe(200);
+
+    const killed = (await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub')) as number;
+    expect(killed).toBe(2);
+
+    const results = await Promise.all(
+      gateways.map((gateway) =>
+        pollStatus(() => request(gateway, pair), 401, { deadlineMs: 10_000 }),
+      ),
+    );
+    console.log(
+      `cache flushed after the subscription dropped: ${results.map((r) => r.elapsedMs.toFixed(1)).join(' ms, ')} ms`,
+    );
+    for (const result of results) expect(result.body).toEqual(invalidCredentials);
+    for (const gateway of gateways) {
+      const res = await request(gateway, { key: pair.key, secret: newSecret });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual(ECHO_BODY);
+    }
+
+    // Both resubscribed: a revocation after the drop still reaches them.
+    await untilSubscribers(redis.url, prefix, 2);
+    const next = { key: 'ak_after_drop', secret: 'after-drop-secret-0123456789', subject: 'carol' };
+    await seedKey(redis.url, prefix, next);
+    for (const gateway of gateways) expect((await request(gateway, next)).status).toBe(200);
+    await revoker.revokeKey(next.key, new Date().toISOString());
+    for (const gateway of gateways) {
+      await pollStatus(() => request(gateway, next), 401, {
+        deadlineMs: PROPAGATION_DEADLINE_MS,
+      });
+    }
+  });
+});

@@ -1,0 +1,355 @@
+import { randomBytes } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  createBasicAuthenticator,
+  type BasicAuthenticatorOptions,
+} from '../../../src/auth/basic-authenticator.js';
+import type { CredentialStore, KeyRecord } from '../../../src/credentials/credential-store.js';
+import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createSecretHasher, type SecretHasher } from '../../../src/credentials/secret-hasher.js';
+import { GatewayError } from '../../../src/errors/gateway-error.js';
+
+const hasher = createSecretHasher(4);
+const KEY = 'ak_aliceAAAAAAAAAAAAAAAAAAAA';
+const SECRET = 'aliceSecret0123456789aliceSecret0123456789';
+const LONG_KEY = 'ak_longAAAAAAAAAAAAAAAAAAAAA';
+const SEVENTY_TWO = 'A'.repeat(72);
+
+let records: KeyRecord[];
+let dummyHash: string;
+
+beforeAll(async () => {
+  dummyHash = await hasher.hash(randomBytes(32).toString('base64'));
+  records = [
+    {
+      key: KEY,
+      subject: 'alice',
+      secretHash: await hasher.hash(SECRET),
+      label: 'laptop',
+      status: 'active',
+      createdAt: '2030-01-01T00:00:00.000Z',
+    },
+    {
+      key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
+      subject: 'bob',
+      secretHash: await hasher.hash('bobSecret'),
+      label: '',
+      status: 'active',
+      createdAt: '2030-01-01T00:00:00.000Z',
+    },
+    {
+      key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
+      subject: 'alice',
+      secretHash: await hasher.hash('aliceSecond'),
+      label: '',
+      status: 'active',
+      createdAt: '2030-01-01T00:00:00.000Z',
+    },
+    {
+      key: 'ak_revokedRRRRRRRRRRRRRRRRRR',
+      subject: 'carol',
+      secretHash: await hasher.hash('carolSecret'),
+      label: '',
+      status: 'revoked',
+      createdAt: '2030-01-01T00:00:00.000Z',
+      revokedAt: '2030-01-02T00:00:00.000Z',
+    },
+    {
+      key: LONG_KEY,
+      subject: 'dave',
+      secretHash: await hasher.hash(SEVENTY_TWO),
+      label: '',
+      status: 'active',
+      createdAt: '2030-01-01T00:00:00.000Z',
+    },
+  ];
+});
+
+/** A real memory store that counts its lookups (and can be told to fail, like Redis down). */
+function countingStore(): CredentialStore & { lookups: () => number; down: (on: boolean) => void } {
+  const store = createMemoryStore({ keys: records });
+  let lookups = 0;
+  let down = false;
+  return {
+    ...store,
+    getKey(key) {
+      lookups += 1;
+      if (down) return Promise.reject(new GatewayError('credential_store_unavailable'));
+      return store.getKey(key);
+    },
+    lookups: () => lookups,
+    down: (on) => {
+      down = on;
+    },
+  };
+}
+
+/** The real bcrypt hasher, counting compares, optionally held until released. */
+function countingHasher(): SecretHasher & {
+  compares: () => { secret: string; hash: string }[];
+  hold: () => () => void;
+} {
+  const seen: { secret: string; hash: string }[] = [];
+  let gate: Promise<void> | undefined;
+  return {
+    hash: (secret) => hasher.hash(secret),
+    async verify(secret, hash) {
+      seen.push({ secret, hash });
+      if (gate !== undefined) await gate;
+      return hasher.verify(secret, hash);
+    },
+    compares: () => seen,
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        gate = undefined;
+        release();
+      };
+    },
+  };
+}
+
+function setup(options: Partial<BasicAuthenticatorOptions> = {}) {
+  const store = countingStore();
+  const counted = countingHasher();
+  const basic = createBasicAuthenticator({
+    store,
+    hasher: counted,
+    dummyHash,
+    cacheTtlSec: 60,
+    cacheMaxEntries: 100,
+    maxConcurrentHashes: 4,
+    maxQueuedHashes: 16,
+    ...options,
+  });
+  return { basic, store, hasher: counted };
+}
+
+describe('createBasicAuthenticator: verify', () => {
+  it('returns the identity for the right key and secret', async () => {
+    const { basic } = setup();
+    await expect(basic.verify(KEY, SECRET)).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+    });
+  });
+
+  it('returns null for a wrong secret', async () => {
+    const { basic } = setup();
+    await expect(basic.verify(KEY, `${SECRET}x`)).resolves.toBeNull();
+  });
+
+  it('returns null for an unknown key after one compare against the dummy hash', async () => {
+    const { basic, hasher: counted } = setup();
+    await expect(basic.verify('ak_unknownUUUUUUUUUUUUUUUUUU', SECRET)).resolves.toBeNull();
+    expect(counted.compares()).toEqual([{ secret: SECRET, hash: dummyHash }]);
+  });
+
+  it('returns null for a revoked key, even with its right secret, after one compare', async () => {
+    const { basic, hasher: counted } = setup();
+    await expect(basic.verify('ak_revokedRRRRRRRRRRRRRRRRRR', 'carolSecret')).resolves.toBeNull();
+    expect(counted.compares()).toHaveLength(1);
+  });
+
+  it('returns null once a key is revoked in the store', async () => {
+    const { basic, store } = setup({ cacheTtlSec: 0 });
+    await expect(basic.verify(KEY, SECRET)).resolves.not.toBeNull();
+    await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
+    await expect(basic.verify(KEY, SECRET)).resolves.toBeNull();
+  });
+
+  it('accepts a secret of exactly 72 bytes', async () => {
+    const { basic } = setup();
+    await expect(basic.verify(LONG_KEY, SEVENTY_TWO)).resolves.toEqual({
+      subject: 'dave',
+      method: 'basic',
+      key: LONG_KEY,
+    });
+  });
+
+  it('returns null for a secret over 72 bytes whose first 72 bytes match, without hashing', async () => {
+    const { basic, hasher: counted, store } = setup();
+    // bcrypt alone would accept it: that is the bypass being guarded against.
+    const records0 = await store.getKey(LONG_KEY);
+    expect(await hasher.verify(`${SEVENTY_TWO}X`, records0?.secretHash ?? '')).toBe(true);
+    await expect(basic.verify(LONG_KEY, `${SEVENTY_TWO}X`)).resolves.toBeNull();
+    expect(counted.compares()).toEqual([]);
+  });
+
+  it('counts bytes, not characters, against the 72-byte limit', async () => {
+    const { basic, hasher: counted } = setup();
+    await expect(basic.verify(KEY, '£'.repeat(37))).resolves.toBeNull();
+    expect(counted.compares()).toEqual([]);
+    await expect(basic.verify(KEY, '£'.repeat(36))).resolves.toBeNull();
+    expect(counted.compares()).toHaveLength(1);
+  });
+
+  it('returns null for an empty secret or key without a store lookup', async () => {
+    const { basic, store } = setup();
+    await expect(basic.verify(KEY, '')).resolves.toBeNull();
+    await expect(basic.verify('', SECRET)).resolves.toBeNull();
+    expect(store.lookups()).toBe(0);
+  });
+
+  it('returns null for a key longer than 128 characters without a store lookup', async () => {
+    const { basic, store } = setup();
+    await expect(basic.verify('k'.repeat(129), SECRET)).resolves.toBeNull();
+    expect(store.lookups()).toBe(0);
+  });
+
+  it('does not let one key’s secret open another key', async () => {
+    const { basic } = setup();
+    await expect(basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', SECRET)).resolves.toBeNull();
+  });
+});
+
+describe('createBasicAuthenticator: cache', () => {
+  it('returns the identity from cached() after a verify, without touching the store', async () => {
+    const { basic, store, hasher: counted } = setup();
+    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+    await basic.verify(KEY, SECRET);
+    const lookups = store.lookups();
+    const compares = counted.compares().length;
+    expect(basic.cached(KEY, SECRET)).toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
+  });
+
+  it('misses the cache for any other secret of a cached key', async () => {
+    const { basic } = setup();
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(KEY, `${SECRET}x`)).toBeUndefined();
+    expect(basic.cached(KEY, SECRET.slice(0, -1))).toBeUndefined();
+  });
+
+  it('does not cache a denial', async () => {
+    const { basic } = setup();
+    await basic.verify(KEY, 'wrong');
+    expect(basic.cached(KEY, 'wrong')).toBeUndefined();
+  });
+
+  it('caches nothing when the TTL is 0', async () => {
+    const { basic } = setup({ cacheTtlSec: 0 });
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+  });
+
+  it('keeps no more than cacheMaxEntries pairs', async () => {
+    const { basic } = setup({ cacheMaxEntries: 1 });
+    await basic.verify(KEY, SECRET);
+    await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
+    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+    expect(basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret')).toEqual({
+      subject: 'bob',
+      method: 'basic',
+      key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
+    });
+  });
+
+  it('runs bcrypt and the store lookup once for concurrent identical verifies', async () => {
+    const { basic, store, hasher: counted } = setup();
+    const results = await Promise.all(Array.from({ length: 5 }, () => basic.verify(KEY, SECRET)));
+    expect(results).toEqual(Array(5).fill({ subject: 'alice', method: 'basic', key: KEY }));
+    expect([store.lookups(), counted.compares().length]).toEqual([1, 1]);
+  });
+
+  it('runs bcrypt again for a pair whose earlier check has settled', async () => {
+    const { basic, hasher: counted } = setup({ cacheTtlSec: 0 });
+    await basic.verify(KEY, SECRET);
+    await basic.verify(KEY, SECRET);
+    expect(counted.compares()).toHaveLength(2);
+  });
+
+  it('forgets one key on evictKey and keeps the others', async () => {
+    const { basic } = setup();
+    await basic.verify(KEY, SECRET);
+    await basic.verify('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond');
+    basic.evictKey(KEY);
+    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+    expect(basic.cached('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond')).toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
+    });
+  });
+
+  it('checks the store again after evictKey', async () => {
+    const { basic, store } = setup();
+    await basic.verify(KEY, SECRET);
+    await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
+    basic.evictKey(KEY);
+    await expect(basic.verify(KEY, SECRET)).resolves.toBeNull();
+  });
+
+  it('forgets every key of a subject on evictSubject', async () => {
+    const { basic } = setup();
+    await basic.verify(KEY, SECRET);
+    await basic.verify('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond');
+    await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
+    basic.evictSubject('alice');
+    expect([
+      basic.cached(KEY, SECRET),
+      basic.cached('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond'),
+      basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'),
+    ]).toEqual([
+      undefined,
+      undefined,
+      { subject: 'bob', method: 'basic', key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB' },
+    ]);
+  });
+
+  it('forgets everything on flush', async () => {
+    const { basic } = setup();
+    await basic.verify(KEY, SECRET);
+    await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
+    basic.flush();
+    expect([
+      basic.cached(KEY, SECRET),
+      basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'),
+    ]).toEqual([undefined, undefined]);
+  });
+});
+
+describe('createBasicAuthenticator: failures', () => {
+  it('rejects with overloaded (503, Retry-After 1) when the bcrypt queue is full', async () => {
+    const { basic, hasher: counted } = setup({ maxConcurrentHashes: 1, maxQueuedHashes: 1 });
+    const release = counted.hold();
+    const running = basic.verify(KEY, SECRET);
+    const queued = basic.verify(KEY, 'second-guess');
+    // Wait until the first compare has started (it holds the only slot).
+    while (counted.compares().length === 0) await new Promise((r) => setImmediate(r));
+    const refused = basic.verify(KEY, 'third-guess');
+    await expect(refused).rejects.toBeInstanceOf(GatewayError);
+    await refused.catch((error: unknown) => {
+      const e = error as GatewayError;
+      expect([e.code, e.status, e.retryAfterSec]).toEqual(['overloaded', 503, 1]);
+    });
+    release();
+    await expect(running).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    await expect(queued).resolves.toBeNull();
+  });
+
+  it('passes a store outage on as credential_store_unavailable, never as a denial', async () => {
+    const { basic, store } = setup();
+    store.down(true);
+    const error = await basic.verify(KEY, SECRET).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect([(error as GatewayError).code, (error as GatewayError).status]).toEqual([
+      'credential_store_unavailable',
+      503,
+    ]);
+  });
+
+  it('verifies again once the store is back', async () => {
+    const { basic, store } = setup();
+    store.down(true);
+    await expect(basic.verify(KEY, SECRET)).rejects.toThrow(GatewayError);
+    store.down(false);
+    await expect(basic.verify(KEY, SECRET)).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+    });
+  });
+});

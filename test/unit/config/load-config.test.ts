@@ -1,0 +1,647 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  loadConfigFile,
+  parseConfig,
+  RESERVED_PATHS,
+} from '../../../src/config/load-config.js';
+
+const SECRET = 'an-hmac-secret-of-at-least-32-characters';
+
+/** The problems a config produces; fails the test when it parses. */
+function problemsOf(
+  yaml: string,
+  env: Record<string, string> = {},
+  overrides: Parameters<typeof parseConfig>[3] = {},
+): readonly string[] {
+  try {
+    parseConfig(yaml, 'test.yaml', env, overrides);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+function isDeepFrozen(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
+}
+
+describe('parseConfig: defaults', () => {
+  it('turns an empty document into the documented defaults', () => {
+    const config = parseConfig('', 'test.yaml');
+    expect(config.server).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      maxHeaderCount: 100,
+      trustedProxies: [],
+      drainTimeoutMs: 10_000,
+    });
+    expect(config.admin).toEqual({ enabled: true, host: '127.0.0.1', port: 9090 });
+    expect(config.upstreams).toEqual({
+      accounts: { url: 'builtin', timeoutMs: 10_000, connectTimeoutMs: 2_000, maxSockets: 256 },
+    });
+    expect(config.routes).toEqual([
+      {
+        name: 'accounts',
+        paths: ['/account', '/accounts', '/accounts/'],
+        methods: ['GET', 'HEAD'],
+        upstream: 'accounts',
+        upstreamPath: '/accounts',
+        auth: ['basic', 'bearer'],
+      },
+    ]);
+    expect(config.forwarding.forwardAuthorization).toBe(false);
+    expect(config.forwarding.allowHeaders).not.toContain('authorization');
+    expect(config.auth.realm).toBe('accounts-gateway');
+    expect(config.auth.bearer.issuers).toEqual([]);
+    expect(config.credentials.store).toBe('memory');
+    expect(config.credentials.redis.url).toBe('redis://127.0.0.1:6379');
+  });
+
+  it('treats a document of only comments like an empty one', () => {
+    expect(parseConfig('# nothing here\n', 'test.yaml')).toEqual(parseConfig('', 'test.yaml'));
+  });
+
+  it('returns a deeply frozen config', () => {
+    const config = parseConfig('', 'test.yaml');
+    expect(isDeepFrozen(config)).toBe(true);
+    expect(() => {
+      (config.server as { port: number }).port = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('accepts a full explicit configuration', () => {
+    const config = parseConfig(
+      `
+server:
+  host: 0.0.0.0
+  port: 8081
+  trustedProxies: [10.0.0.1, "::1"]
+upstreams:
+  backend:
+    url: http://127.0.0.1:9000
+    timeoutMs: 500
+routes:
+  - name: listing
+    paths: [/accounts]
+    upstream: backend
+    upstreamPath: /v1/accounts
+    auth: [basic]
+auth:
+  bearer:
+    issuers:
+      - name: local
+        algorithms: [HS256]
+        secret: ${SECRET}
+        issuer: https://issuer.example
+        audience: gateway
+`,
+      'test.yaml',
+    );
+    expect(config.upstreams).toEqual({
+      backend: {
+        url: 'http://127.0.0.1:9000',
+        timeoutMs: 500,
+        connectTimeoutMs: 2_000,
+        maxSockets: 256,
+      },
+    });
+    expect(config.routes).toEqual([
+      {
+        name: 'listing',
+        paths: ['/accounts'],
+        methods: ['GET', 'HEAD'],
+        upstream: 'backend',
+        upstreamPath: '/v1/accounts',
+        auth: ['basic'],
+      },
+    ]);
+    expect(config.auth.bearer.issuers).toEqual([
+      {
+        name: 'local',
+        algorithms: ['HS256'],
+        secret: SECRET,
+        issuer: 'https://issuer.example',
+        audience: 'gateway',
+      },
+    ]);
+    expect(config.server.trustedProxies).toEqual(['10.0.0.1', '::1']);
+  });
+});
+
+describe('parseConfig: problems', () => {
+  it('rejects an unknown top-level key, naming it', () => {
+    expect(problemsOf('bogus: 1\n')).toEqual(['(root): unknown key bogus']);
+  });
+
+  it('rejects an unknown nested key with its YAML path', () => {
+    expect(problemsOf('server:\n  prot: 8080\n')).toEqual(['server: unknown key prot']);
+  });
+
+  it('rejects unknown keys inside list items with the item index in the path', () => {
+    expect(
+      problemsOf(`
+routes:
+  - name: accounts
+    paths: [/accounts]
+    upstream: accounts
+    upstreamPath: /accounts
+    extra: true
+    other: 1
+`),
+    ).toEqual(['routes[0]: unknown keys extra, other']);
+  });
+
+  it('reports every problem at once, each with its path', () => {
+    const problems = problemsOf(`
+server:
+  port: 70000
+  host: ""
+  typo: 1
+admin:
+  enabled: maybe
+credentials:
+  store: postgres
+logging:
+  level: loud
+`);
+    expect(problems).toHaveLength(6);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^server\.port: /),
+        expect.stringMatching(/^server\.host: /),
+        'server: unknown key typo',
+        expect.stringMatching(/^admin\.enabled: /),
+        expect.stringMatching(/^credentials\.store: /),
+        expect.stringMatching(/^logging\.level: /),
+      ]),
+    );
+  });
+
+  it('lists every problem in the error message and names the source', () => {
+    let caught: unknown;
+    try {
+      parseConfig('server:\n  port: -1\nbogus: 1\n', 'conf/gateway.yaml');
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const error = caught as ConfigError;
+    expect(error.message).toMatch(/^invalid configuration in conf\/gateway\.yaml:\n {2}- /);
+    for (const problem of error.problems) expect(error.message).toContain(`  - ${problem}`);
+    expect(error.problems).toHaveLength(2);
+  });
+
+  it('reports a YAML syntax error as a problem', () => {
+    expect(problemsOf('server: [\n')).toEqual([expect.stringMatching(/^YAML: /)]);
+  });
+
+  it('reports a duplicated YAML key', () => {
+    expect(problemsOf('server:\n  port: 1\n  port: 2\n')).toEqual([
+      expect.stringMatching(/^YAML: .*unique/i),
+    ]);
+  });
+
+  it('rejects a document that is not a mapping', () => {
+    expect(problemsOf('- a\n- b\n')).toEqual([expect.stringMatching(/^\(root\): /)]);
+  });
+
+  it('rejects a route path that is not a plain absolute path', () => {
+    expect(
+      problemsOf(`
+routes:
+  - name: accounts
+    paths: [/accounts, "/a/../b?x", "relative"]
+    upstream: accounts
+    upstreamPath: /accounts
+`),
+    ).toEqual([
+      'routes[0].paths[1]: must be a plain absolute path',
+      'routes[0].paths[2]: must be a plain absolute path',
+    ]);
+  });
+
+  it('rejects an upstream URL that is not http or https', () => {
+    expect(problemsOf('upstreams:\n  accounts:\n    url: ftp://x/\n')).toEqual([
+      expect.stringMatching(/^upstreams\.accounts\.url: /),
+    ]);
+  });
+});
+
+describe('parseConfig: environment substitution', () => {
+  it('substitutes ${VAR} from the environment', () => {
+    const config = parseConfig('server:\n  host: ${HOST}\n', 'test.yaml', { HOST: '0.0.0.0' });
+    expect(config.server.host).toBe('0.0.0.0');
+  });
+
+  it('turns a whole-scalar reference to a number into a number', () => {
+    expect(
+      parseConfig('server:\n  port: ${PORT}\n', 'test.yaml', { PORT: '9000' }).server.port,
+    ).toBe(9000);
+  });
+
+  it('uses the default of ${VAR:-default} when the variable is unset, as a number', () => {
+    expect(parseConfig('server:\n  port: ${PORT:-8080}\n', 'test.yaml').server.port).toBe(8080);
+  });
+
+  it('uses the default when the variable is set but empty', () => {
+    expect(
+      parseConfig('server:\n  port: ${PORT:-8081}\n', 'test.yaml', { PORT: '' }).server.port,
+    ).toBe(8081);
+  });
+
+  it('prefers the variable over the default', () => {
+    expect(
+      parseConfig('server:\n  port: ${PORT:-8080}\n', 'test.yaml', { PORT: '7000' }).server.port,
+    ).toBe(7000);
+  });
+
+  it('turns a whole-scalar reference to true/false into a boolean', () => {
+    expect(parseConfig('admin:\n  enabled: ${ADMIN:-false}\n', 'test.yaml').admin.enabled).toBe(
+      false,
+    );
+    expect(
+      parseConfig('admin:\n  enabled: ${ADMIN}\n', 'test.yaml', { ADMIN: 'true' }).admin.enabled,
+    ).toBe(true);
+  });
+
+  it('substitutes inside a longer string and keeps it a string', () => {
+    const config = parseConfig(
+      'upstreams:\n  accounts:\n    url: http://${UP_HOST}:${UP_PORT:-9000}/base\n',
+      'test.yaml',
+      { UP_HOST: 'backend' },
+    );
+    expect(config.upstreams.accounts?.url).toBe('http://backend:9000/base');
+  });
+
+  it('substitutes inside lists', () => {
+    const config = parseConfig('server:\n  trustedProxies: ["${PROXY}"]\n', 'test.yaml', {
+      PROXY: '10.1.2.3',
+    });
+    expect(config.server.trustedProxies).toEqual(['10.1.2.3']);
+  });
+
+  it('never lets a variable’s value change the document’s shape', () => {
+    const config = parseConfig('server:\n  host: ${HOST}\n', 'test.yaml', {
+      HOST: 'evil\nport: 1\nbogus: 2',
+    });
+    expect(config.server.host).toBe('evil\nport: 1\nbogus: 2');
+    expect(config.server.port).toBe(8080);
+  });
+
+  it('names the YAML path of a missing variable', () => {
+    // The empty value left behind may fail the schema too; the variable is named first.
+    expect(problemsOf('server:\n  host: ${GW_HOST}\n')[0]).toBe(
+      'server.host: environment variable GW_HOST is not set',
+    );
+  });
+
+  it('names list indexes in the path of a missing variable and reports all of them', () => {
+    expect(
+      problemsOf(`
+upstreams:
+  accounts:
+    url: \${UPSTREAM}
+routes:
+  - name: accounts
+    paths: [/accounts]
+    upstream: accounts
+    upstreamPath: \${UPSTREAM_PATH}
+`),
+    ).toEqual(
+      expect.arrayContaining([
+        'upstreams.accounts.url: environment variable UPSTREAM is not set',
+        'routes[0].upstreamPath: environment variable UPSTREAM_PATH is not set',
+      ]),
+    );
+  });
+
+  it('does not substitute into keys and leaves text without a reference alone', () => {
+    const config = parseConfig('auth:\n  realm: "cost $5 {x}"\n', 'test.yaml');
+    expect(config.auth.realm).toBe('cost $5 {x}');
+  });
+});
+
+describe('parseConfig: overrides', () => {
+  it('overrides host and port with listen HOST:PORT', () => {
+    const config = parseConfig(
+      'server:\n  port: 1234\n',
+      'test.yaml',
+      {},
+      { listen: '0.0.0.0:9000' },
+    );
+    expect([config.server.host, config.server.port]).toEqual(['0.0.0.0', 9000]);
+  });
+
+  it('overrides only the port with listen PORT', () => {
+    const config = parseConfig('server:\n  host: 10.0.0.1\n', 'test.yaml', {}, { listen: '9001' });
+    expect([config.server.host, config.server.port]).toEqual(['10.0.0.1', 9001]);
+  });
+
+  it('accepts a bracketed IPv6 host in listen', () => {
+    const config = parseConfig('', 'test.yaml', {}, { listen: '[::1]:9002' });
+    expect([config.server.host, config.server.port]).toEqual(['::1', 9002]);
+  });
+
+  it('reports a listen value that is not PORT or HOST:PORT', () => {
+    expect(problemsOf('', {}, { listen: 'localhost' })).toEqual([
+      '--listen: must be PORT or HOST:PORT',
+    ]);
+  });
+
+  it('reports a listen port out of range with the schema path', () => {
+    expect(problemsOf('', {}, { listen: '99999' })).toEqual([
+      expect.stringMatching(/^server\.port: /),
+    ]);
+  });
+
+  it('switches the store to redis and sets its URL with redisUrl', () => {
+    const config = parseConfig(
+      'credentials:\n  store: memory\n',
+      'test.yaml',
+      {},
+      { redisUrl: 'redis://10.0.0.2:6380/1' },
+    );
+    expect([config.credentials.store, config.credentials.redis.url]).toEqual([
+      'redis',
+      'redis://10.0.0.2:6380/1',
+    ]);
+  });
+
+  it('validates the redisUrl override', () => {
+    expect(problemsOf('', {}, { redisUrl: 'http://x' })).toEqual([
+      'credentials.redis.url: must be a redis:// or rediss:// URL',
+    ]);
+  });
+
+  it('replaces the accounts upstream URL with upstreamUrl, keeping its other settings', () => {
+    const config = parseConfig(
+      'upstreams:\n  accounts:\n    url: builtin\n    timeoutMs: 700\n',
+      'test.yaml',
+      {},
+      { upstreamUrl: 'http://127.0.0.1:7000' },
+    );
+    expect(config.upstreams.accounts).toEqual({
+      url: 'http://127.0.0.1:7000',
+      timeoutMs: 700,
+      connectTimeoutMs: 2_000,
+      maxSockets: 256,
+    });
+  });
+
+  it('sets the upstream URL on an empty config through the default accounts upstream', () => {
+    const config = parseConfig('', 'test.yaml', {}, { upstreamUrl: 'http://127.0.0.1:7000' });
+    expect(config.upstreams.accounts?.url).toBe('http://127.0.0.1:7000');
+    expect(config.routes[0]?.upstream).toBe('accounts');
+  });
+
+  it('replaces the only upstream when it is not named accounts', () => {
+    const config = parseConfig(
+      `
+upstreams:
+  backend:
+    url: http://127.0.0.1:1
+routes:
+  - name: r
+    paths: [/accounts]
+    upstream: backend
+    upstreamPath: /accounts
+`,
+      'test.yaml',
+      {},
+      { upstreamUrl: 'http://127.0.0.1:2' },
+    );
+    expect(config.upstreams.backend?.url).toBe('http://127.0.0.1:2');
+  });
+
+  it('reports an upstreamUrl override that cannot tell which upstream to replace', () => {
+    expect(
+      problemsOf(
+        `
+upstreams:
+  a:
+    url: http://127.0.0.1:1
+  b:
+    url: http://127.0.0.1:2
+routes:
+  - name: r
+    paths: [/accounts]
+    upstream: a
+    upstreamPath: /accounts
+`,
+        {},
+        { upstreamUrl: 'http://127.0.0.1:3' },
+      ),
+    ).toEqual(['--upstream-url: several upstreams are configured and none is named "accounts"']);
+  });
+
+  it('applies overrides after environment substitution', () => {
+    const config = parseConfig(
+      'server:\n  port: ${PORT:-1000}\n',
+      'test.yaml',
+      { PORT: '2000' },
+      {
+        listen: '3000',
+      },
+    );
+    expect(config.server.port).toBe(3000);
+  });
+});
+
+describe('parseConfig: cross checks', () => {
+  const route = (name: string, paths: string, upstream = 'accounts'): string => `
+  - name: ${name}
+    paths: ${paths}
+    upstream: ${upstream}
+    upstreamPath: /accounts`;
+
+  it('reports a route that names an unknown upstream', () => {
+    expect(problemsOf(`routes:${route('r', '[/accounts]', 'nope')}\n`)).toEqual([
+      'routes[0].upstream: no upstream named nope',
+    ]);
+  });
+
+  it('reports a path claimed by two routes', () => {
+    expect(
+      problemsOf(`routes:${route('a', '[/accounts, /x]')}${route('b', '[/y, /accounts]')}\n`),
+    ).toEqual(['routes[1].paths[1]: /accounts is already a path of route a']);
+  });
+
+  it('reports duplicate route names', () => {
+    expect(problemsOf(`routes:${route('a', '[/x]')}${route('a', '[/y]')}\n`)).toEqual([
+      'routes[1].name: duplicate route name a',
+    ]);
+  });
+
+  it.each([...RESERVED_PATHS])('reports a route that shadows the reserved path %s', (path) => {
+    expect(problemsOf(`routes:${route('a', `[/accounts, "${path}"]`)}\n`)).toEqual([
+      `routes[0].paths[1]: ${path} is served by the gateway itself`,
+    ]);
+  });
+
+  it('reports headersTimeoutMs above requestTimeoutMs', () => {
+    expect(problemsOf('server:\n  headersTimeoutMs: 5000\n  requestTimeoutMs: 4000\n')).toEqual([
+      'server.headersTimeoutMs: must not exceed server.requestTimeoutMs',
+    ]);
+  });
+
+  it('accepts headersTimeoutMs equal to requestTimeoutMs', () => {
+    const config = parseConfig(
+      'server:\n  headersTimeoutMs: 4000\n  requestTimeoutMs: 4000\n',
+      'test.yaml',
+    );
+    expect(config.server.headersTimeoutMs).toBe(4000);
+  });
+
+  it('reports an admin listener on the same address as the server', () => {
+    expect(problemsOf('server:\n  port: 8000\nadmin:\n  port: 8000\n')).toEqual([
+      'admin.port: must differ from server.port',
+    ]);
+  });
+
+  it('reports several cross-check problems at once', () => {
+    expect(
+      problemsOf(
+        `server:\n  headersTimeoutMs: 9000\n  requestTimeoutMs: 10\nroutes:${route('a', '[/keys]', 'nope')}\n`,
+      ),
+    ).toEqual([
+      'routes[0].upstream: no upstream named nope',
+      'routes[0].paths[0]: /keys is served by the gateway itself',
+      'server.headersTimeoutMs: must not exceed server.requestTimeoutMs',
+    ]);
+  });
+});
+
+describe('parseConfig: bearer issuers', () => {
+  const issuers = (body: string): string => `auth:\n  bearer:\n    issuers:\n${body}`;
+
+  it('requires an algorithm allow-list', () => {
+    expect(problemsOf(issuers(`      - name: a\n        secret: ${SECRET}\n`))).toEqual([
+      expect.stringMatching(/^auth\.bearer\.issuers\[0\]\.algorithms: /),
+    ]);
+  });
+
+  it('refuses an empty algorithm allow-list', () => {
+    expect(
+      problemsOf(issuers(`      - name: a\n        algorithms: []\n        secret: ${SECRET}\n`)),
+    ).toEqual([expect.stringMatching(/^auth\.bearer\.issuers\[0\]\.algorithms: /)]);
+  });
+
+  it('refuses the "none" algorithm', () => {
+    expect(
+      problemsOf(
+        issuers(`      - name: a\n        algorithms: [none]\n        secret: ${SECRET}\n`),
+      ),
+    ).toEqual([expect.stringMatching(/^auth\.bearer\.issuers\[0\]\.algorithms\[0\]: /)]);
+  });
+
+  it('refuses asymmetric algorithms with a secret', () => {
+    expect(
+      problemsOf(
+        issuers(`      - name: a\n        algorithms: [HS256, RS256]\n        secret: ${SECRET}\n`),
+      ),
+    ).toEqual(['auth.bearer.issuers[0].algorithms: a secret takes only HS* algorithms']);
+  });
+
+  it('refuses HS* algorithms without a secret', () => {
+    expect(
+      problemsOf(
+        issuers(
+          '      - name: a\n        algorithms: [HS256]\n        jwksUrl: https://idp.example/jwks\n',
+        ),
+      ),
+    ).toEqual(['auth.bearer.issuers[0].algorithms: HS* algorithms need a secret']);
+  });
+
+  it('requires a key source', () => {
+    expect(problemsOf(issuers('      - name: a\n        algorithms: [RS256]\n'))).toEqual([
+      'auth.bearer.issuers[0]: exactly one of secret, publicKey, publicKeyFile, jwksUrl is required',
+    ]);
+  });
+
+  it('refuses two key sources', () => {
+    expect(
+      problemsOf(
+        issuers(
+          '      - name: a\n        algorithms: [RS256]\n        publicKey: x\n        jwksUrl: https://idp.example/jwks\n',
+        ),
+      ),
+    ).toEqual([
+      'auth.bearer.issuers[0]: exactly one of secret, publicKey, publicKeyFile, jwksUrl is required',
+    ]);
+  });
+
+  it('refuses a secret shorter than 32 characters', () => {
+    expect(
+      problemsOf(issuers('      - name: a\n        algorithms: [HS256]\n        secret: short\n')),
+    ).toEqual(['auth.bearer.issuers[0].secret: must be at least 32 characters']);
+  });
+
+  it('refuses a JWKS URL that is not http(s)', () => {
+    expect(
+      problemsOf(
+        issuers(
+          '      - name: a\n        algorithms: [ES256]\n        jwksUrl: file:///etc/jwks\n',
+        ),
+      ),
+    ).toEqual([expect.stringMatching(/^auth\.bearer\.issuers\[0\]\.jwksUrl: /)]);
+  });
+
+  it('reports duplicate issuer names', () => {
+    expect(
+      problemsOf(
+        issuers(
+          `      - name: a\n        algorithms: [HS256]\n        secret: ${SECRET}\n` +
+            '      - name: a\n        algorithms: [ES256]\n        jwksUrl: https://idp.example/jwks\n',
+        ),
+      ),
+    ).toEqual(['auth.bearer.issuers[1].name: duplicate name a']);
+  });
+
+  it('accepts one issuer per key source kind', () => {
+    const config = parseConfig(
+      issuers(
+        `      - name: hs\n        algorithms: [HS256, HS512]\n        secret: ${SECRET}\n` +
+          '      - name: pem\n        algorithms: [ES256]\n        publicKey: "-----BEGIN PUBLIC KEY-----"\n' +
+          '      - name: file\n        algorithms: [RS256]\n        publicKeyFile: /etc/key.pem\n' +
+          '      - name: jwks\n        algorithms: [RS256, ES256]\n        jwksUrl: https://idp.example/jwks\n',
+      ),
+      'test.yaml',
+    );
+    expect(config.auth.bearer.issuers.map((i) => i.name)).toEqual(['hs', 'pem', 'file', 'jwks']);
+  });
+});
+
+describe('loadConfigFile', () => {
+  it('reads, substitutes and validates a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-config-'));
+    try {
+      const file = join(dir, 'gateway.yaml');
+      writeFileSync(file, 'server:\n  port: ${PORT:-1}\n');
+      expect(loadConfigFile(file, { PORT: '4321' }).server.port).toBe(4321);
+      expect(loadConfigFile(file, {}, { listen: '5555' }).server.port).toBe(5555);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a file that cannot be read, naming the file', () => {
+    const file = join(tmpdir(), 'gw-config-does-not-exist', 'gateway.yaml');
+    expect(() => loadConfigFile(file, {})).toThrow(
+      new ConfigError(file, ['cannot read the file (ENOENT)']),
+    );
+    try {
+      loadConfigFile(file, {});
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual(['cannot read the file (ENOENT)']);
+    }
+  });
+});

@@ -1,0 +1,294 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import {
+  buildUpstreamHeaders,
+  createHeaderPolicy,
+  normalizeAddress,
+  type UpstreamRequestFacts,
+} from '../../../src/proxy/upstream-headers.js';
+
+const DEFAULT_ALLOW = [
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'cache-control',
+  'content-length',
+  'content-type',
+  'if-match',
+  'if-modified-since',
+  'if-none-match',
+  'if-unmodified-since',
+  'pragma',
+  'range',
+  'user-agent',
+];
+
+const policy = (
+  overrides: Partial<{
+    allowHeaders: readonly string[];
+    forwardAuthorization: boolean;
+    trustedProxies: readonly string[];
+  }> = {},
+) =>
+  createHeaderPolicy({
+    allowHeaders: DEFAULT_ALLOW,
+    forwardAuthorization: false,
+    trustedProxies: [],
+    ...overrides,
+  });
+
+const facts = (
+  headers: IncomingHttpHeaders,
+  more: Partial<UpstreamRequestFacts> = {},
+): UpstreamRequestFacts => ({
+  headers,
+  identity: { subject: 'alice', method: 'basic', key: 'ak_alice' },
+  requestId: 'req-1',
+  clientAddress: '203.0.113.9',
+  upstreamHost: 'upstream.internal:9000',
+  encrypted: false,
+  ...more,
+});
+
+const GATEWAY_SET = {
+  host: 'upstream.internal:9000',
+  'x-request-id': 'req-1',
+  'x-auth-subject': 'alice',
+  'x-auth-method': 'basic',
+  'x-auth-key': 'ak_alice',
+  'x-forwarded-for': '203.0.113.9',
+  'x-forwarded-proto': 'http',
+};
+
+describe('buildUpstreamHeaders', () => {
+  it('passes allow-listed headers and replaces everything else with the gateway’s own', () => {
+    const out = buildUpstreamHeaders(
+      policy(),
+      facts({
+        host: 'gw.example',
+        accept: 'application/json',
+        'accept-encoding': 'gzip',
+        'user-agent': 'curl/8',
+        authorization: 'Basic YTpi',
+        'proxy-authorization': 'Basic YTpi',
+        cookie: 'session=1',
+        'x-custom': 'value',
+        'x-request-id': 'client-chosen',
+        forwarded: 'for=1.2.3.4',
+        'x-real-ip': '1.2.3.4',
+      }),
+    );
+    expect(out).toEqual({
+      ...GATEWAY_SET,
+      accept: 'application/json',
+      'accept-encoding': 'gzip',
+      'user-agent': 'curl/8',
+      'x-forwarded-host': 'gw.example',
+    });
+  });
+
+  it('drops every hop-by-hop header even when it is allow-listed', () => {
+    const hop = {
+      connection: 'keep-alive',
+      'keep-alive': 'timeout=5',
+      'proxy-connection': 'keep-alive',
+      te: 'trailers',
+      trailer: 'x-checksum',
+      'transfer-encoding': 'chunked',
+      upgrade: 'h2c',
+      'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+      'proxy-authorization': 'Basic YTpi',
+      'proxy-authenticate': 'Basic',
+    };
+    const out = buildUpstreamHeaders(
+      policy({ allowHeaders: [...DEFAULT_ALLOW, ...Object.keys(hop)] }),
+      facts({ ...hop, accept: '*/*' }),
+    );
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*' });
+  });
+
+  it('drops each header that Connection names, in any case and spacing', () => {
+    const out = buildUpstreamHeaders(
+      policy(),
+      facts({
+        connection: 'keep-alive,  User-Agent ,ACCEPT-language',
+        'user-agent': 'curl/8',
+        'accept-language': 'en',
+        accept: '*/*',
+      }),
+    );
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*' });
+  });
+
+  it('drops Authorization by default, even when it is allow-listed', () => {
+    const out = buildUpstreamHeaders(
+      policy({ allowHeaders: [...DEFAULT_ALLOW, 'authorization'] }),
+      facts({ authorization: 'Bearer abc' }),
+    );
+    expect(out).toEqual(GATEWAY_SET);
+  });
+
+  it('forwards Authorization when forwardAuthorization is on', () => {
+    const out = buildUpstreamHeaders(
+      policy({ forwardAuthorization: true }),
+      facts({ authorization: 'Bearer abc' }),
+    );
+    expect(out).toEqual({ ...GATEWAY_SET, authorization: 'Bearer abc' });
+  });
+
+  it('never passes incoming identity headers, even when they are allow-listed', () => {
+    const spoofed = {
+      'x-auth-subject': 'admin',
+      'x-auth-method': 'bearer',
+      'x-auth-key': 'ak_admin',
+      'x-auth-roles': 'root',
+    };
+    const p = policy({ allowHeaders: [...DEFAULT_ALLOW, ...Object.keys(spoofed)] });
+    expect(p.allow.has('x-auth-subject')).toBe(false);
+    expect(p.allow.has('x-auth-roles')).toBe(false);
+    const out = buildUpstreamHeaders(
+      p,
+      facts(spoofed, { identity: { subject: 'bob', method: 'bearer' } }),
+    );
+    expect(out).toEqual({
+      host: 'upstream.internal:9000',
+      'x-request-id': 'req-1',
+      'x-auth-subject': 'bob',
+      'x-auth-method': 'bearer',
+      'x-forwarded-for': '203.0.113.9',
+      'x-forwarded-proto': 'http',
+    });
+  });
+
+  it('removes the gateway-owned names from the allow-list and lower-cases the rest', () => {
+    const p = policy({
+      allowHeaders: [
+        'Accept',
+        'host',
+        'authorization',
+        'x-request-id',
+        'forwarded',
+        'x-forwarded-for',
+        'x-forwarded-host',
+        'X-Auth-Subject',
+        'connection',
+        'te',
+      ],
+    });
+    expect([...p.allow]).toEqual(['accept']);
+  });
+
+  it('replaces the client’s X-Forwarded-* when the client is not a trusted proxy', () => {
+    const out = buildUpstreamHeaders(
+      policy({ trustedProxies: ['10.0.0.1'] }),
+      facts({
+        host: 'gw.example',
+        'x-forwarded-for': '1.2.3.4',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'evil.example',
+      }),
+    );
+    expect(out).toEqual({ ...GATEWAY_SET, 'x-forwarded-host': 'gw.example' });
+  });
+
+  it('appends to X-Forwarded-For and keeps Proto and Host from a trusted proxy', () => {
+    const out = buildUpstreamHeaders(
+      policy({ trustedProxies: ['10.0.0.1'] }),
+      facts(
+        {
+          host: 'gw.internal',
+          'x-forwarded-for': '198.51.100.7, 192.0.2.1',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'api.example',
+        },
+        { clientAddress: '10.0.0.1' },
+      ),
+    );
+    expect(out).toEqual({
+      ...GATEWAY_SET,
+      'x-forwarded-for': '198.51.100.7, 192.0.2.1, 10.0.0.1',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'api.example',
+    });
+  });
+
+  it('falls back to its own values when a trusted proxy sends no X-Forwarded-*', () => {
+    const out = buildUpstreamHeaders(
+      policy({ trustedProxies: ['10.0.0.1'] }),
+      facts({ host: 'gw.internal' }, { clientAddress: '10.0.0.1', encrypted: true }),
+    );
+    expect(out).toEqual({
+      ...GATEWAY_SET,
+      'x-forwarded-for': '10.0.0.1',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'gw.internal',
+    });
+  });
+
+  it('treats an IPv4-mapped client address as the trusted IPv4 proxy', () => {
+    const out = buildUpstreamHeaders(
+      policy({ trustedProxies: ['10.0.0.1'] }),
+      facts({ 'x-forwarded-for': '198.51.100.7' }, { clientAddress: '::ffff:10.0.0.1' }),
+    );
+    expect(out['x-forwarded-for']).toBe('198.51.100.7, 10.0.0.1');
+  });
+
+  it('normalises an IPv4-mapped trusted proxy in the configuration too', () => {
+    const out = buildUpstreamHeaders(
+      policy({ trustedProxies: ['::ffff:10.0.0.1'] }),
+      facts({ 'x-forwarded-for': '198.51.100.7' }, { clientAddress: '10.0.0.1' }),
+    );
+    expect(out['x-forwarded-for']).toBe('198.51.100.7, 10.0.0.1');
+  });
+
+  it('writes an untrusted IPv4-mapped client as plain IPv4', () => {
+    const out = buildUpstreamHeaders(
+      policy(),
+      facts({ 'x-forwarded-for': '1.1.1.1' }, { clientAddress: '::ffff:192.0.2.1' }),
+    );
+    expect(out['x-forwarded-for']).toBe('192.0.2.1');
+  });
+
+  it('says https in X-Forwarded-Proto for an encrypted connection, whatever the client claims', () => {
+    const out = buildUpstreamHeaders(
+      policy(),
+      facts({ 'x-forwarded-proto': 'http' }, { encrypted: true }),
+    );
+    expect(out['x-forwarded-proto']).toBe('https');
+  });
+
+  it('omits X-Forwarded-Host when neither Host nor a trusted value exists', () => {
+    const out = buildUpstreamHeaders(policy(), facts({ 'x-forwarded-host': 'evil.example' }));
+    expect(out).toEqual(GATEWAY_SET);
+  });
+
+  it('sets X-Auth-Key only for Basic identities', () => {
+    const out = buildUpstreamHeaders(
+      policy(),
+      facts({}, { identity: { subject: 'carol', method: 'bearer' } }),
+    );
+    expect(out['x-auth-key']).toBeUndefined();
+    expect([out['x-auth-subject'], out['x-auth-method']]).toEqual(['carol', 'bearer']);
+  });
+
+  it('keeps a multi-valued allow-listed header as it came', () => {
+    const out = buildUpstreamHeaders(
+      policy({ allowHeaders: ['x-multi'] }),
+      facts({ 'x-multi': ['a', 'b'] }),
+    );
+    expect(out['x-multi']).toEqual(['a', 'b']);
+  });
+});
+
+describe('normalizeAddress', () => {
+  it.each([
+    ['::ffff:127.0.0.1', '127.0.0.1'],
+    ['::ffff:10.0.0.1', '10.0.0.1'],
+    ['127.0.0.1', '127.0.0.1'],
+    ['::1', '::1'],
+    ['::ffff:abcd', '::ffff:abcd'],
+    ['2001:db8::1', '2001:db8::1'],
+  ])('normalises %s to %s', (input, expected) => {
+    expect(normalizeAddress(input)).toBe(expected);
+  });
+});

@@ -1,0 +1,255 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createRouteTable, type RouteTable } from '../../../src/routing/route-table.js';
+
+const LISTING_PATHS = ['/account', '/accounts', '/accounts/'] as const;
+const KEY_PARAM = /^ak_[0-9A-Za-z]{24}$/;
+const KEY = 'ak_0123456789abcdefABCDEFgh';
+
+function listingTable(): RouteTable<string> {
+  return createRouteTable({
+    exact: new Map([
+      ['/account', 'accounts'],
+      ['/accounts', 'accounts'],
+      ['/accounts/', 'accounts'],
+      ['/keys', 'keys'],
+    ]),
+    parameterized: [{ prefix: '/keys/', param: KEY_PARAM, entry: 'key' }],
+  });
+}
+
+describe('createRouteTable: exact paths', () => {
+  const table = listingTable();
+
+  it.each(LISTING_PATHS)('matches %s with an empty query', (path) => {
+    expect(table.match(path)).toEqual({
+      kind: 'match',
+      entry: 'accounts',
+      param: undefined,
+      query: '',
+    });
+  });
+
+  it('keeps the raw query byte for byte, odd characters included', () => {
+    const query = `?a=1&b='"<>&c=%zz%00%0a&d=../..&e=\\&f=%2e&g=é&&=`;
+    expect(table.match(`/accounts${query}`)).toEqual({
+      kind: 'match',
+      entry: 'accounts',
+      param: undefined,
+      query,
+    });
+  });
+
+  it('keeps a lone "?" as the query', () => {
+    expect(table.match('/account?')).toEqual({
+      kind: 'match',
+      entry: 'accounts',
+      param: undefined,
+      query: '?',
+    });
+  });
+
+  it('keeps a second "?" inside the query', () => {
+    expect(table.match('/accounts/?a?b')).toEqual({
+      kind: 'match',
+      entry: 'accounts',
+      param: undefined,
+      query: '?a?b',
+    });
+  });
+
+  it.each([
+    '/Accounts',
+    '/ACCOUNT',
+    '/accounts//',
+    '//accounts',
+    '/account/',
+    '/accountsx',
+    '/accounts/x',
+    '/accounts;x',
+    '/%61ccounts',
+    '/accounts%20',
+    '/',
+    '/admin',
+    '/keys/',
+    '/keys/ak_short',
+    `/keys/${KEY}/extra`,
+    `/keys/${KEY}x`,
+    `/keys/x${KEY}`,
+  ])('returns not_found for %s', (target) => {
+    expect(table.match(target)).toEqual({ kind: 'not_found' });
+  });
+
+  it.each([
+    '/accounts#x',
+    '/accounts?x=1#frag',
+    '/accounts?#',
+    '/accounts/../accounts',
+    '/accounts/./',
+    '/accounts/%2e%2e/admin',
+    '/accounts/%2E',
+    '/accounts%2f',
+    '/accounts%5C',
+    '/accounts\\',
+    '/accounts%00',
+    '/accounts%0a',
+    '/accounts%0D',
+    'http://x/accounts',
+    'http://127.0.0.1:1/accounts?x=1',
+    '*',
+    '',
+    '/accounts%',
+    '/accounts%4',
+    '/accounts%xy',
+    `/keys/${KEY}/..`,
+    `/keys/%2e%2e`,
+  ])('returns invalid_path for %j', (target) => {
+    expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+  });
+});
+
+describe('createRouteTable: parameterized entries', () => {
+  const table = listingTable();
+
+  it('matches prefix + a segment accepted by the param pattern and returns the segment', () => {
+    expect(table.match(`/keys/${KEY}`)).toEqual({
+      kind: 'match',
+      entry: 'key',
+      param: KEY,
+      query: '',
+    });
+  });
+
+  it('returns the raw query of a parameterized match', () => {
+    expect(table.match(`/keys/${KEY}?force=1&x='<>'`)).toEqual({
+      kind: 'match',
+      entry: 'key',
+      param: KEY,
+      query: "?force=1&x='<>'",
+    });
+  });
+
+  it('uses the first parameterized entry whose prefix and pattern both match', () => {
+    const t = createRouteTable<string>({
+      exact: new Map(),
+      parameterized: [
+        { prefix: '/items/', param: /^\d+$/, entry: 'numeric' },
+        { prefix: '/items/', param: /^[a-z]+$/, entry: 'alpha' },
+      ],
+    });
+    expect(t.match('/items/42')).toEqual({
+      kind: 'match',
+      entry: 'numeric',
+      param: '42',
+      query: '',
+    });
+    expect(t.match('/items/abc')).toEqual({
+      kind: 'match',
+      entry: 'alpha',
+      param: 'abc',
+      query: '',
+    });
+    expect(t.match('/items/ABC')).toEqual({ kind: 'not_found' });
+  });
+
+  it('does not see changes made to the entries map after creation', () => {
+    const exact = new Map([['/a', 'a']]);
+    const t = createRouteTable({ exact });
+    exact.set('/b', 'b');
+    expect(t.match('/b')).toEqual({ kind: 'not_found' });
+  });
+});
+
+describe('createRouteTable: properties', () => {
+  const exactPaths = new Set(['/account', '/accounts', '/accounts/', '/keys']);
+  const table = listingTable();
+
+  // Pieces close to the table's paths, so near misses are generated often.
+  const piece = fc.constantFrom(
+    '/',
+    'account',
+    'accounts',
+    's',
+    '.',
+    '..',
+    '%2e',
+    '%2E',
+    '%2f',
+    '%5c',
+    '%00',
+    '%0a',
+    '%41',
+    '%',
+    '?',
+    '#',
+    '\\',
+    ';',
+    'keys',
+    'ak_',
+    KEY,
+    'A',
+    'http://x',
+    '*',
+    ' ',
+  );
+  const nearMiss = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
+  const anyTarget = fc.oneof(
+    nearMiss,
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.webPath(),
+    fc.webUrl({ withQueryParameters: true, withFragments: true }),
+  );
+
+  it('never matches a target whose path is outside the table', () => {
+    fc.assert(
+      fc.property(anyTarget, (target) => {
+        const result = table.match(target);
+        if (result.kind !== 'match') return;
+        const q = target.indexOf('?');
+        const path = q === -1 ? target : target.slice(0, q);
+        expect(target.includes('#')).toBe(false);
+        expect(result.query).toBe(q === -1 ? '' : target.slice(q));
+        if (result.entry === 'key') {
+          expect(path).toBe(`/keys/${result.param ?? ''}`);
+          expect(result.param).toMatch(KEY_PARAM);
+        } else {
+          expect(exactPaths.has(path)).toBe(true);
+          expect(result.param).toBeUndefined();
+        }
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('matches every table path followed by any query without "#", keeping the query', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...exactPaths),
+        fc.string({ unit: 'binary', maxLength: 60 }).filter((s) => !s.includes('#')),
+        (path, rest) => {
+          expect(table.match(`${path}?${rest}`)).toEqual({
+            kind: 'match',
+            entry: path === '/keys' ? 'keys' : 'accounts',
+            param: undefined,
+            query: `?${rest}`,
+          });
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('refuses every target with a ".." segment under a listed path', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...LISTING_PATHS),
+        fc.constantFrom('/', '?', '#'),
+        fc.string({ maxLength: 30 }),
+        (path, separator, rest) => {
+          const base = path.endsWith('/') ? `${path}..` : `${path}/..`;
+          expect(table.match(`${base}${separator}${rest}`)).toEqual({ kind: 'invalid_path' });
+        },
+      ),
+    );
+  });
+});
