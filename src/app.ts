@@ -187,15 +187,26 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       })
     : undefined;
 
+  // close() may come while listen() is still opening the ports (a signal at start-up).
+  let closing = false;
+  let opening: Promise<void> = Promise.resolve();
   return {
     bootstrap,
     store,
     async listen() {
-      const port = await listenOn(server, config.server.host, config.server.port);
-      const adminPort =
-        admin === undefined
-          ? undefined
-          : await listenOn(admin, config.admin.host, config.admin.port);
+      const opened = (async () => {
+        const port = await listenOn(server, config.server.host, config.server.port);
+        const adminPort =
+          admin === undefined || closing
+            ? undefined
+            : await listenOn(admin, config.admin.host, config.admin.port);
+        return { port, adminPort };
+      })();
+      opening = opened.then(
+        () => undefined,
+        () => undefined,
+      );
+      const { port, adminPort } = await opened;
       logger.info(
         {
           host: config.server.host,
@@ -210,6 +221,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       return { port, adminPort };
     },
     async close() {
+      closing = true;
+      await opening;
       await drain(server, config.server.drainTimeoutMs);
       await Promise.all([...(admin === undefined ? [] : [admin]), ...helpers].map(closeServer));
       for (const upstream of upstreams.values()) upstream.agent.destroy();

@@ -9,19 +9,10 @@ export async function serve(
 ): Promise<number> {
   const logger = createLogger(config.logging.level);
   const gateway = await createGateway(config, { logger });
-  const { port } = await gateway.listen();
-  if (gateway.bootstrap !== undefined) {
-    const { key, secret, subject } = gateway.bootstrap;
-    const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
-    // Printed to stderr, outside the JSON log stream: a secret must never reach a log line.
-    output.write(
-      `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
-        `  key:    ${key}\n  secret: ${secret}\n` +
-        `  try:    curl -u '${key}:${secret}' http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/accounts\n\n`,
-    );
-  }
-  return new Promise((resolve) => {
-    let stopping = false;
+
+  // Handlers first: a signal that arrives while the ports open must drain, not kill.
+  let stopping = false;
+  const stopped = new Promise<number>((resolve) => {
     const stop = (signal: string): void => {
       if (stopping) return;
       stopping = true;
@@ -40,4 +31,17 @@ export async function serve(
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+
+  const { port } = await gateway.listen();
+  if (gateway.bootstrap !== undefined && !stopping) {
+    const { key, secret, subject } = gateway.bootstrap;
+    const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+    // Printed to stderr, outside the JSON log stream: a secret must never reach a log line.
+    output.write(
+      `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
+        `  key:    ${key}\n  secret: ${secret}\n` +
+        `  try:    curl -u '${key}:${secret}' http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/accounts\n\n`,
+    );
+  }
+  return stopped;
 }

@@ -1,0 +1,562 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { CLI, startGateway, writeConfig } from '../support/gateway-process.js';
+import { freePort } from '../support/redis-server.js';
+import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+
+// The built CLI as an operator runs it: `check`, `serve` on the embedded default config
+// (the zero-setup flow of `npm start`), overrides by flag and env, the admin port, the
+// secrets that must never reach the log stream, and SIGTERM draining.
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const HAS_CURL = spawnSync('curl', ['--version'], { stdio: 'ignore' }).status === 0;
+
+interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Children of runCli still running; killed after each test so none outlives a failure. */
+const commands = new Set<ChildProcess>();
+
+afterEach(() => {
+  for (const child of commands) child.kill('SIGKILL');
+  commands.clear();
+});
+
+/** Runs the CLI to completion. */
+function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
+    commands.add(child);
+    child.once('exit', () => commands.delete(child));
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Served {
+  readonly child: ChildProcess;
+  readonly logs: Record<string, unknown>[];
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first log line (present or future) that satisfies the predicate. */
+  waitForLog(
+    predicate: (line: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>>;
+  /** Resolves with the match once stderr matches. */
+  waitForStderr(pattern: RegExp): Promise<RegExpExecArray>;
+  /** Sends the signal (once) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const running = new Set<Served>();
+
+/** Spawns `serve` with the given arguments; every wait rejects if the process exits first. */
+function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Served {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stdout = '';
+  let stderr = '';
+  let pending = '';
+  const listeners = new Set<() => void>();
+  const notify = (): void => {
+    for (const listener of [...listeners]) listener();
+  };
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      notify();
+      resolve(code);
+    });
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    stdout += text;
+    pending += text;
+    let newline = pending.indexOf('\n');
+    while (newline !== -1) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf('\n');
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // Not a log line.
+      }
+    }
+    notify();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    notify();
+  });
+  const waitUntil = <T>(probe: () => T | undefined, what: string): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const found = probe();
+        if (found !== undefined) {
+          listeners.delete(check);
+          resolve(found);
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          listeners.delete(check);
+          reject(new Error(`gateway exited before ${what}:\n${stdout}\n${stderr}`));
+        }
+      };
+      listeners.add(check);
+      check();
+    });
+  let stopping: Promise<number | null> | undefined;
+  const served: Served = {
+    child,
+    logs,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    waitForLog: (predicate) => waitUntil(() => logs.find(predicate), 'the expected log line'),
+    waitForStderr: (pattern) =>
+      waitUntil(() => pattern.exec(stderr) ?? undefined, `stderr matched ${String(pattern)}`),
+    stop: (signal = 'SIGTERM') => {
+      if (stopping === undefined) {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        stopping = exited;
+      }
+      return stopping;
+    },
+  };
+  running.add(served);
+  return served;
+}
+
+afterAll(async () => {
+  await Promise.all([...running].map((served) => served.stop()));
+});
+
+const isListening = (line: Record<string, unknown>): boolean => line.msg === 'gateway listening';
+
+function listeningPort(line: Record<string, unknown>, field: 'port' | 'admin_port'): number {
+  const value = line[field];
+  expect(typeof value).toBe('number');
+  return value as number;
+}
+
+describe('accounts-gateway check', () => {
+  it('exits 0 and says so for a valid configuration', async () => {
+    const file = writeConfig(`
+server: { port: 8080 }
+upstreams:
+  accounts: { url: "http://127.0.0.1:9", timeoutMs: 1500 }
+credentials: { store: memory }
+`);
+    const result = await runCli(['check', '--config', file]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${file}: configuration is valid\n`);
+  });
+
+  it('exits 2 and names every problem by its YAML path for an invalid configuration', async () => {
+    const file = writeConfig(`
+upstreams:
+  accounts: { url: "http://127.0.0.1:9", timeoutMs: "fast" }
+forwarding:
+  stripEverything: true
+`);
+    const result = await runCli(['check', '--config', file]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(file);
+    expect(result.stderr).toMatch(/upstreams\.accounts\.timeoutMs: .*number/);
+    expect(result.stderr).toContain('forwarding: unknown key stripEverything');
+  });
+
+  it('exits 2 for a file that is not YAML', async () => {
+    const file = writeConfig('server: { port: 8080\n');
+    const result = await runCli(['check', '--config', file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('YAML');
+  });
+
+  it('exits 2 and refuses to serve an invalid configuration', async () => {
+    const file = writeConfig('upstreams:\n  accounts: { url: "ftp://127.0.0.1/" }\n');
+    const result = await runCli(['serve', '--config', file, '--listen', '127.0.0.1:0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('upstreams.accounts.url');
+    expect(result.stdout).not.toContain('gateway listening');
+  });
+
+  it('accepts the GATEWAY_* variables that the embedded configuration substitutes', async () => {
+    // config/gateway.yaml reads ${GATEWAY_HOST}, ${GATEWAY_PORT}, ${GATEWAY_ADMIN_PORT} and
+    // ${GATEWAY_LOG_LEVEL}; setting them must not make the CLI refuse to start.
+    const result = await runCli(['check'], {
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: '8181',
+      GATEWAY_ADMIN_PORT: '0',
+      GATEWAY_LOG_LEVEL: 'debug',
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('serve on the embedded default configuration (no --config)', () => {
+  let gateway: Served;
+  let baseUrl: string;
+  let adminUrl: string;
+  let curlLine: string;
+  let key: string;
+  let secret: string;
+
+  const DEMO_ACCOUNTS = {
+    result: 'success',
+    status: 200,
+    meta: { count: 3, limit: 1000, order: 'desc', last_id: 1 },
+    data: [
+      { id: 3, name: 'Options desk', currency: 'USD' },
+      { id: 2, name: 'Savings', currency: 'EUR' },
+      { id: 1, name: 'Main trading account', currency: 'USD' },
+    ],
+  };
+
+  beforeAll(async () => {
+    gateway = spawnServe(['--listen', '127.0.0.1:0'], { GATEWAY_ADMIN_PORT: '0' });
+    const listening = await gateway.waitForLog(isListening);
+    baseUrl = `http://127.0.0.1:${listeningPort(listening, 'port')}`;
+    adminUrl = `http://127.0.0.1:${listeningPort(listening, 'admin_port')}`;
+    const printed = await gateway.waitForStderr(/try:\s+(curl .*)\n/);
+    curlLine = printed[1] ?? '';
+    const parsed = /^curl -u '([^':]+):([^']+)' (http:\/\/\S+)$/.exec(curlLine);
+    expect(parsed, `unexpected curl line: ${curlLine}`).not.toBeNull();
+    [, key = '', secret = ''] = parsed ?? [];
+    expect(parsed?.[3]).toBe(`${baseUrl}/accounts`);
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  it('prints a bootstrap key pair and a curl line on stderr, the secret exactly once', () => {
+    expect(key).toMatch(/^ak_[A-Za-z0-9]{24}$/);
+    expect(secret).toMatch(/^[A-Za-z0-9]{40,}$/);
+    const stderr = gateway.stderr();
+    expect(stderr).toContain(`key:    ${key}`);
+    expect(stderr.split(secret).length - 1).toBe(2); // the `secret:` line and the curl line
+    expect(stderr).toMatch(/secret: [A-Za-z0-9]{40,}\n/);
+  });
+
+  it("answers the printed request with the spec's envelope of the demo accounts", async () => {
+    const res = await fetch(`${baseUrl}/accounts`, {
+      headers: { authorization: basicHeader(key, secret) },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+    expect(await res.json()).toEqual(DEMO_ACCOUNTS);
+  });
+
+  it.skipIf(!HAS_CURL)('works when the printed curl line is run as printed', async () => {
+    const result = await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn('sh', ['-c', `${curlLine} --silent --show-error --fail`], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(DEMO_ACCOUNTS);
+  });
+
+  it('answers a wrong secret for the bootstrap key with 401 invalid_credentials', async () => {
+    const res = await fetch(`${baseUrl}/accounts`, {
+      headers: { authorization: basicHeader(key, `${secret}x`) },
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('Basic realm=');
+    expect(await res.json()).toEqual({
+      result: 'error',
+      status: 401,
+      error: { code: 'invalid_credentials', message: 'The credentials are not valid.' },
+      request_id: res.headers.get('x-request-id'),
+    });
+  });
+
+  it('never writes the secret or its Authorization value to the log stream', async () => {
+    const wrongSecret = `${secret.slice(0, -4)}WXYZ`;
+    const requests: [string, string, string][] = [
+      ['log-ok', '/accounts', basicHeader(key, secret)],
+      ['log-ok-alias', '/account?x=1', basicHeader(key, secret)],
+      ['log-wrong-secret', '/accounts', basicHeader(key, wrongSecret)],
+      ['log-not-found', '/nowhere', basicHeader(key, secret)],
+      ['log-bad-scheme', '/accounts', `basic ${secret}`],
+    ];
+    for (const [requestId, path, authorization] of requests) {
+      const res = await fetch(`${baseUrl}${path}`, {
+        headers: { authorization, 'x-request-id': requestId, cookie: `s=${secret}` },
+      });
+      await res.arrayBuffer();
+    }
+    // Wait for each request's own log line, so the check below sees them all.
+    for (const [requestId] of requests) {
+      await gateway.waitForLog((line) => line.request_id === requestId);
+    }
+    const stdout = gateway.stdout();
+    for (const forbidden of [
+      secret,
+      wrongSecret,
+      basicHeader(key, secret).slice('Basic '.length),
+      basicHeader(key, wrongSecret).slice('Basic '.length),
+    ]) {
+      expect(stdout).not.toContain(forbidden);
+    }
+    const okLine = gateway.logs.find((line) => line.request_id === 'log-ok');
+    expect(okLine).toMatchObject({ status: 200, subject: 'demo', auth_method: 'basic' });
+    const wrongLine = gateway.logs.find((line) => line.request_id === 'log-wrong-secret');
+    expect(wrongLine).toMatchObject({ status: 401, error_code: 'invalid_credentials' });
+  });
+
+  it('serves /healthz, /readyz and /metrics on the admin port', async () => {
+    const health = await fetch(`${adminUrl}/healthz`);
+    expect(health.status).toBe(200);
+    await health.arrayBuffer();
+    const ready = await fetch(`${adminUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    await ready.arrayBuffer();
+    const metrics = await fetch(`${adminUrl}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('gateway_requests_total');
+  });
+
+  it('does not serve the admin endpoints on the API port', async () => {
+    const res = await fetch(`${baseUrl}/metrics`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({
+      result: 'error',
+      status: 404,
+      error: { code: 'not_found', message: 'No resource matches the request path.' },
+      request_id: res.headers.get('x-request-id'),
+    });
+  });
+});
+
+describe('SIGTERM', () => {
+  let upstream: EchoUpstream;
+
+  beforeAll(async () => {
+    upstream = await startEchoUpstream();
+  });
+
+  afterAll(async () => {
+    await upstream?.close();
+  });
+
+  it('lets an in-flight request to a slow upstream complete, then exits 0', async () => {
+    const prefix = uniquePrefix('clidrain');
+    await seedKey(inject('redisUrl'), prefix, {
+      key: 'ak_cli_drain',
+      secret: 's3cret-cli-drain',
+      subject: 'alice',
+    });
+    let arrived: () => void = () => undefined;
+    const upstreamHasRequest = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const body = JSON.stringify({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: 7 },
+      data: [{ id: 7 }],
+    });
+    upstream.respondWith((_req, res) => {
+      arrived();
+      // A slow upstream: it answers 300 ms after the request arrives.
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(body);
+      }, 300);
+    });
+    const gateway = await startGateway(`
+admin: { port: 0 }
+upstreams:
+  accounts: { url: ${upstream.url} }
+credentials:
+  store: redis
+  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+`);
+    try {
+      const inFlight = fetch(`${gateway.url}/accounts`, {
+        headers: { authorization: basicHeader('ak_cli_drain', 's3cret-cli-drain') },
+      });
+      await upstreamHasRequest;
+      const exited = gateway.stop('SIGTERM');
+      const res = await inFlight;
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(body);
+      expect(await exited).toBe(0);
+      expect(gateway.logs.some((line) => line.msg === 'draining')).toBe(true);
+    } finally {
+      await gateway.stop('SIGKILL');
+    }
+  });
+
+  it('exits 0 on a SIGTERM sent right after its start-up output, with nothing in flight', async () => {
+    // The curl line is the last thing it prints at start: an operator (or an orchestrator
+    // that saw "gateway listening") may stop it at once, and it must drain, not die by the
+    // signal.
+    const gateway = spawnServe(['--listen', '127.0.0.1:0'], { GATEWAY_ADMIN_PORT: '0' });
+    await gateway.waitForStderr(/try:\s+curl /);
+    expect(await gateway.stop('SIGTERM')).toBe(0);
+    expect(gateway.logs.map((line) => line.msg)).toEqual(
+      expect.arrayContaining(['draining', 'stopped']),
+    );
+  });
+});
+
+describe('overrides of the configuration file', () => {
+  const prefix = uniquePrefix('clioverride');
+  const KEY = 'ak_cli_override';
+  const SECRET = 's3cret-cli-override';
+  let upstream: EchoUpstream;
+  let closedUpstream: string;
+  let blocker: Server | undefined;
+
+  beforeAll(async () => {
+    upstream = await startEchoUpstream();
+    closedUpstream = `http://127.0.0.1:${await freePort()}`;
+    await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'alice' });
+  });
+
+  afterEach(async () => {
+    const server = blocker;
+    blocker = undefined;
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  afterAll(async () => {
+    await upstream?.close();
+  });
+
+  const redisConfig = (upstreamUrl: string): string => `
+admin: { enabled: false }
+upstreams:
+  accounts: { url: ${upstreamUrl} }
+credentials:
+  store: redis
+  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+`;
+
+  const authorized = (url: string): Promise<Response> =>
+    fetch(`${url}/accounts`, { headers: { authorization: basicHeader(KEY, SECRET) } });
+
+  it('--listen replaces the host and port of the file', async () => {
+    // The file's port is taken: only the flag lets the gateway start.
+    const taken = createServer();
+    blocker = taken;
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as { port: number }).port;
+    const port = await freePort();
+    const file = writeConfig(`
+server: { host: 127.0.0.1, port: ${takenPort} }
+${redisConfig(upstream.url)}`);
+    const gateway = spawnServe(['--config', file, '--listen', `127.0.0.1:${port}`]);
+    const listening = await gateway.waitForLog(isListening);
+    expect(listening.port).toBe(port);
+    const res = await authorized(`http://127.0.0.1:${port}`);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(await gateway.stop()).toBe(0);
+  });
+
+  it('--upstream-url replaces upstreams.accounts.url of the file', async () => {
+    const before = upstream.received.length;
+    const gateway = await startGateway(redisConfig(closedUpstream), [
+      '--upstream-url',
+      upstream.url,
+    ]);
+    try {
+      const res = await authorized(gateway.url);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(upstream.received.length).toBe(before + 1);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('GATEWAY_UPSTREAM_URL replaces upstreams.accounts.url of the file', async () => {
+    const before = upstream.received.length;
+    const gateway = await startGateway(redisConfig(closedUpstream), [], {
+      GATEWAY_UPSTREAM_URL: upstream.url,
+    });
+    try {
+      const res = await authorized(gateway.url);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(upstream.received.length).toBe(before + 1);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('--upstream-url wins over GATEWAY_UPSTREAM_URL', async () => {
+    const before = upstream.received.length;
+    const gateway = await startGateway(
+      redisConfig(closedUpstream),
+      ['--upstream-url', upstream.url],
+      { GATEWAY_UPSTREAM_URL: closedUpstream },
+    );
+    try {
+      const res = await authorized(gateway.url);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(upstream.received.length).toBe(before + 1);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('--redis-url switches a memory-store file to the Redis store at that URL', async () => {
+    const yaml = `
+admin: { enabled: false }
+upstreams:
+  accounts: { url: ${upstream.url} }
+credentials:
+  store: memory
+  redis: { keyPrefix: "${prefix}" }
+`;
+    // Without the flag the memory store knows no such key.
+    const memory = await startGateway(yaml);
+    try {
+      const res = await authorized(memory.url);
+      expect(res.status).toBe(401);
+      await res.arrayBuffer();
+    } finally {
+      await memory.stop();
+    }
+    const gateway = await startGateway(yaml, ['--redis-url', inject('redisUrl')]);
+    try {
+      expect(gateway.logs.find(isListening)?.store).toBe('redis');
+      const res = await authorized(gateway.url);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
