@@ -27,11 +27,26 @@ export function createMetrics(): GatewayMetrics {
     help: '1 when the gateway can serve.',
     registers: [registry],
   });
+  // Label children resolved once per (route, status): prom-client hashes the label object
+  // on every call otherwise, on the hot path of every request.
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(value: number): void }>();
   return {
     registry,
     observeRequest(route, status, seconds) {
-      requests.inc({ route, status: String(status) });
-      duration.observe({ route }, seconds);
+      const id = `${route} ${status}`;
+      let counter = counters.get(id);
+      if (counter === undefined) {
+        counter = requests.labels({ route, status: String(status) });
+        counters.set(id, counter);
+      }
+      counter.inc();
+      let timer = timers.get(route);
+      if (timer === undefined) {
+        timer = duration.labels({ route });
+        timers.set(route, timer);
+      }
+      timer.observe(seconds);
     },
     setReady(value) {
       ready.set(value ? 1 : 0);

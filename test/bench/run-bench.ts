@@ -4,7 +4,8 @@
 //   bearer  the gateway with a cached Bearer token (HS256)
 //   caddy   Caddy's basicauth (bcrypt, with its hash cache) + reverse_proxy, when installed
 // Each run is bounded (wrk -d), and every process started here is stopped by its PID.
-// Run with `npm run bench` (builds first). BENCH_SECONDS and BENCH_CONNECTIONS tune it.
+// Run with `npm run bench` (builds first). BENCH_ROUNDS, BENCH_SECONDS and BENCH_CONNECTIONS
+// tune it (defaults: 5 rounds of 3 s per scenario, 64 connections).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,7 +16,8 @@ import type * as Jose from 'jose';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const require = createRequire(join(root, 'package.json'));
-const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const children: ChildProcess[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
@@ -127,39 +129,57 @@ credentials:
   );
   const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}/accounts`;
 
-  // Warm-up: the first Basic request pays bcrypt once, then the pair is cached.
-  wrkWarm(gatewayUrl, basicHeader);
-  wrkWarm(gatewayUrl, `Authorization: Bearer ${token}`);
-  const results: Record<string, number> = {};
-  results.bare = wrk(`http://127.0.0.1:${bare.match[1]}/accounts`);
-  results.basic = wrk(gatewayUrl, basicHeader);
-  results.bearer = wrk(gatewayUrl, `Authorization: Bearer ${token}`);
-  const gatewayRss = rssMiB(gateway.child.pid);
-
+  const scenarios: { name: string; url: string; header?: string }[] = [
+    { name: 'bare', url: `http://127.0.0.1:${bare.match[1]}/accounts` },
+    { name: 'basic', url: gatewayUrl, header: basicHeader },
+    { name: 'bearer', url: gatewayUrl, header: `Authorization: Bearer ${token}` },
+  ];
   if (has('caddy')) {
     const caddyHash = (await bcrypt.hash(secret, 10)).replace(/^\$2b\$/, '$2a$');
     const caddyfile = join(dir, 'Caddyfile');
     const port = 20000 + Math.floor(Math.random() * 20000);
+    // Caddy 2.6's Caddyfile basicauth takes a base64 bcrypt hash and caches verified pairs.
     writeFileSync(
       caddyfile,
-      `{\n  admin off\n  auto_https off\n}\nhttp://127.0.0.1:${port} {\n  log {\n    output discard\n  }\n  basicauth {\n    ${key} ${Buffer.from(caddyHash).toString('base64')}\n  }\n  reverse_proxy ${upstreamUrl}\n}\n`,
+      `{\n  admin off\n  auto_https off\n}\nhttp://127.0.0.1:${port} {\n  basicauth {\n    ${key} ${Buffer.from(caddyHash).toString('base64')}\n  }\n  reverse_proxy ${upstreamUrl}\n}\n`,
     );
     await start(
       'caddy',
       ['run', '--config', caddyfile, '--adapter', 'caddyfile'],
       /serving initial configuration|server running/,
     );
-    const caddyUrl = `http://127.0.0.1:${port}/accounts`;
-    wrkWarm(caddyUrl, basicHeader);
-    results.caddy = wrk(caddyUrl, basicHeader);
+    scenarios.push({
+      name: 'caddy',
+      url: `http://127.0.0.1:${port}/accounts`,
+      header: basicHeader,
+    });
   }
 
-  const line = (name: string, value: number | undefined): string =>
-    `${name.padEnd(8)} ${value === undefined ? 'n/a' : value.toFixed(0).padStart(8)} req/s`;
+  // Warm-up: the first Basic request pays bcrypt once, then the pair is cached.
+  for (const scenario of scenarios) wrkWarm(scenario.url, scenario.header);
+  // This machine's speed drifts from minute to minute (shared cores): interleave short
+  // rounds in a rotating order and compare medians, never one run against another.
+  const samples = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (let i = 0; i < scenarios.length; i += 1) {
+      const scenario = scenarios[(i + round) % scenarios.length];
+      if (scenario !== undefined)
+        samples.get(scenario.name)?.push(wrk(scenario.url, scenario.header));
+    }
+  }
+  const gatewayRss = rssMiB(gateway.child.pid);
+  const results: Record<string, number> = {};
+  for (const [name, values] of samples) results[name] = median(values);
+
+  const line = (name: string): string => {
+    const values = samples.get(name);
+    const value = results[name];
+    return `${name.padEnd(8)} ${value === undefined ? 'n/a' : value.toFixed(0).padStart(8)} req/s   (${(values ?? []).map((v) => v.toFixed(0)).join(' ')})`;
+  };
   console.log(
-    `\n${connections} connections, ${seconds}s each, wrk -t1, ${String(process.env.BENCH_LABEL ?? '')}`,
+    `\nmedian of ${rounds} rounds, ${connections} connections, ${seconds}s per run, wrk -t1, node ${process.version}`,
   );
-  for (const name of ['bare', 'basic', 'bearer', 'caddy']) console.log(line(name, results[name]));
+  for (const name of ['bare', 'basic', 'bearer', 'caddy']) console.log(line(name));
   const ratio = (a: string, b: string): string => {
     const x = results[a];
     const y = results[b];
@@ -171,8 +191,17 @@ credentials:
   console.log(`gateway RSS after the runs: ${gatewayRss.toFixed(0)} MiB`);
 }
 
-function wrkWarm(url: string, header: string): void {
-  spawnSync('wrk', ['-t1', '-c4', '-d1s', '-H', header, url], { timeout: 30_000 });
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] ?? 0)
+    : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+function wrkWarm(url: string, header: string | undefined): void {
+  const args = ['-t1', '-c4', '-d1s', ...(header === undefined ? [] : ['-H', header]), url];
+  spawnSync('wrk', args, { timeout: 30_000 });
 }
 
 function stopAll(): void {
