@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
   await yargs(argv)
     .scriptName('accounts-gateway')
     .command('serve', 'Run the gateway', withConfigOptions, async (args) => {
-      exitCode = await serve(loadConfigFromArgs(args));
+      exitCode = await serve(() => loadConfigFromArgs(args));
     })
     .command('check', 'Validate a configuration file and exit', withConfigOptions, (args) => {
       loadConfigFromArgs(args);

@@ -1,14 +1,34 @@
 import { createGateway } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
+import { ConfigError } from '../config/load-config.js';
 import { createLogger } from '../observability/create-logger.js';
 
-/** Runs until SIGTERM/SIGINT, then drains. Resolves with the process exit code. */
+/**
+ * Runs until SIGTERM/SIGINT, then drains; SIGHUP reloads the configuration (a file that
+ * does not validate is reported and the running configuration stays). Resolves with the
+ * process exit code.
+ */
 export async function serve(
-  config: GatewayConfig,
+  loadConfig: () => GatewayConfig,
   output: NodeJS.WritableStream = process.stderr,
 ): Promise<number> {
+  const config = loadConfig();
   const logger = createLogger(config.logging.level);
   const gateway = await createGateway(config, { logger });
+
+  let reloading = Promise.resolve();
+  process.on('SIGHUP', () => {
+    reloading = reloading.then(async () => {
+      try {
+        const next = loadConfig();
+        logger.level = next.logging.level;
+        await gateway.reload(next);
+      } catch (error) {
+        const problems = error instanceof ConfigError ? error.problems : [String(error)];
+        logger.error({ problems }, 'configuration not reloaded; the running one stays');
+      }
+    });
+  });
 
   // Handlers first: a signal that arrives while the ports open must drain, not kill.
   let stopping = false;

@@ -11,6 +11,10 @@ export interface GatewayProcess {
   readonly port: number;
   readonly adminUrl: string | undefined;
   readonly child: ChildProcess;
+  /** The YAML file it was started with (rewrite it, then SIGHUP, to reload). */
+  readonly configFile: string;
+  /** Resolves with the first log line (already seen or still to come) whose msg is `msg`. */
+  waitForLog(msg: string): Promise<Record<string, unknown>>;
   /** Every JSON log line so far. */
   readonly logs: Record<string, unknown>[];
   /** Everything written to stdout and stderr so far, verbatim. */
@@ -41,6 +45,12 @@ export function startGateway(
     },
   );
   const logs: Record<string, unknown>[] = [];
+  const waiters: { msg: string; resolve: (entry: Record<string, unknown>) => void }[] = [];
+  const waitForLog = (msg: string): Promise<Record<string, unknown>> => {
+    const seen = logs.find((entry) => entry.msg === msg);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve) => waiters.push({ msg, resolve }));
+  };
   let output = '';
   let pending = '';
   return new Promise((resolve, reject) => {
@@ -66,6 +76,10 @@ export function startGateway(
           continue;
         }
         logs.push(entry);
+        for (const waiter of waiters.filter((w) => w.msg === entry.msg)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(entry);
+        }
         if (entry.msg === 'gateway listening') {
           child.off('exit', onExit);
           const port = entry.port as number;
@@ -75,6 +89,8 @@ export function startGateway(
             port,
             adminUrl: adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`,
             child,
+            configFile: file,
+            waitForLog,
             logs,
             output: () => output,
             stop: (signal = 'SIGTERM') =>

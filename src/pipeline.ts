@@ -1,0 +1,160 @@
+import type { Server } from 'node:http';
+import type { GatewayMetrics } from './admin/metrics.js';
+import { createAuthenticator } from './auth/authenticate.js';
+import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
+import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
+import { createKeySource } from './auth/jwt/key-sources.js';
+import { createLoginThrottle } from './auth/login-throttle.js';
+import { createSecretVerifier } from './auth/secret-verifier.js';
+import type { GatewayConfig } from './config/config-schema.js';
+import type { CredentialStore } from './credentials/credential-store.js';
+import type { SecretHasher } from './credentials/secret-hasher.js';
+import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
+import { createKeysEndpoints, KEY_ID } from './endpoints/keys-endpoints.js';
+import { createTokenEndpoint } from './endpoints/token-endpoint.js';
+import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
+import type { ProxyRoute, RouteEntry } from './http/routes.js';
+import type { Logger } from './observability/create-logger.js';
+import { createForwarder, createUpstreamTarget, type UpstreamTarget } from './proxy/forwarder.js';
+import { createHeaderPolicy } from './proxy/upstream-headers.js';
+import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
+import { createRouteTable } from './routing/route-table.js';
+import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from './tokens/token-signer.js';
+import { closeServer, listenOn } from './http/listen.js';
+
+/** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
+export interface Pipeline {
+  readonly handler: RequestHandler;
+  readonly basic: BasicAuthenticator;
+  readonly bearer: BearerVerifier;
+  /** Frees the upstream connections and the built-in upstream once requests have drained. */
+  close(): Promise<void>;
+}
+
+export interface PipelineDeps {
+  store: CredentialStore;
+  hasher: SecretHasher;
+  /** A hash of a random secret, compared when a key or user does not exist. */
+  dummyHash: string;
+  signer: TokenSigner;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  now: () => number;
+}
+
+export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
+  const { store, signer, now } = deps;
+  // One bound on bcrypt for Basic checks, password exchanges and new pairs alike.
+  const hashing = {
+    hasher: deps.hasher,
+    dummyHash: deps.dummyHash,
+    maxConcurrentHashes: config.auth.basic.maxConcurrentHashes,
+    maxQueuedHashes: config.auth.basic.maxQueuedHashes,
+  };
+  const verifier = createSecretVerifier(hashing);
+  const basic = createBasicAuthenticator({
+    store,
+    ...hashing,
+    verifier,
+    cacheTtlSec: config.auth.basic.cache.ttlSec,
+    cacheMaxEntries: config.auth.basic.cache.maxEntries,
+  });
+  const bearer = createBearerVerifier({
+    sources: [
+      signer.keySource,
+      ...config.auth.bearer.issuers.map((issuer) => createKeySource(issuer)),
+    ],
+    clockToleranceSec: config.auth.bearer.clockToleranceSec,
+    cacheTtlSec: config.auth.bearer.cache.ttlSec,
+    cacheMaxEntries: config.auth.bearer.cache.maxEntries,
+    now,
+  });
+
+  const helpers: Server[] = [];
+  const upstreams = new Map<string, UpstreamTarget>();
+  for (const [name, upstream] of Object.entries(config.upstreams)) {
+    let url: URL;
+    if (upstream.url === 'builtin') {
+      const reference = createReferenceUpstream(config.referenceUpstream.accounts);
+      helpers.push(reference);
+      url = new URL(`http://127.0.0.1:${await listenOn(reference, '127.0.0.1', 0)}`);
+    } else {
+      url = new URL(upstream.url);
+    }
+    upstreams.set(name, createUpstreamTarget(name, url, upstream));
+  }
+
+  const exact = new Map<string, RouteEntry>();
+  for (const route of config.routes) {
+    const upstream = upstreams.get(route.upstream);
+    if (upstream === undefined)
+      throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
+    const entry: ProxyRoute = {
+      kind: 'proxy',
+      name: route.name,
+      methods: new Set(route.methods),
+      allow: route.methods,
+      schemes: route.auth,
+      upstream,
+      upstreamPath: route.upstreamPath,
+    };
+    for (const path of route.paths) exact.set(path, entry);
+  }
+  const keys = createKeysEndpoints({
+    store,
+    verifier,
+    schemes: ['basic', 'bearer'],
+    realm: config.auth.realm,
+    maxActivePerSubject: config.keys.maxActivePerSubject,
+    maxBodyBytes: config.server.maxBodyBytes,
+    gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
+    now,
+  });
+  exact.set('/keys', keys.collection);
+  exact.set(
+    '/auth/token',
+    createTokenEndpoint({
+      store,
+      verifier,
+      signer,
+      throttle: createLoginThrottle(config.login, now),
+      maxBodyBytes: config.server.maxBodyBytes,
+    }),
+  );
+  exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
+
+  const handler = createRequestHandler({
+    routes: createRouteTable({
+      exact,
+      parameterized: [{ prefix: '/keys/', param: KEY_ID, entry: keys.item }],
+    }),
+    authenticator: createAuthenticator({
+      realm: config.auth.realm,
+      basic,
+      bearer,
+      maxTokenBytes: config.auth.bearer.maxTokenBytes,
+    }),
+    forwarder: createForwarder({
+      connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)),
+    }),
+    headerPolicy: createHeaderPolicy({
+      allowHeaders: config.forwarding.allowHeaders,
+      forwardAuthorization: config.forwarding.forwardAuthorization,
+      trustedProxies: config.server.trustedProxies,
+    }),
+    maxHeaderCount: config.server.maxHeaderCount,
+    logger: deps.logger,
+    logRequests: config.logging.requests,
+    metrics: deps.metrics,
+  });
+
+  return {
+    handler,
+    basic,
+    bearer,
+    async close() {
+      await Promise.all(helpers.map(closeServer));
+      for (const upstream of upstreams.values()) upstream.agent.destroy();
+    },
+  };
+}

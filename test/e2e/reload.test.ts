@@ -1,0 +1,83 @@
+import { Agent, request } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+
+const prefix = uniquePrefix('reload');
+const pair = { key: 'ak_reload', secret: 'reload-secret-0123456789', subject: 'rita' };
+let upstream: EchoUpstream;
+let gateway: GatewayProcess;
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+function configYaml(upstreamPath: string, paths: string[]): string {
+  return `
+admin: { port: 0 }
+upstreams:
+  accounts: { url: ${upstream.url} }
+routes:
+  - { name: accounts, paths: [${paths.join(', ')}], upstream: accounts, upstreamPath: ${upstreamPath} }
+credentials:
+  store: redis
+  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+`;
+}
+
+/** One request on the shared keep-alive agent; `reused` says whether the socket was reused. */
+function get(path: string): Promise<{ status: number; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${gateway.url}${path}`,
+      { agent, headers: { authorization: basicHeader(pair.key, pair.secret) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  await seedKey(inject('redisUrl'), prefix, pair);
+  gateway = await startGateway(configYaml('/accounts', ['/accounts']));
+});
+
+afterAll(async () => {
+  agent.destroy();
+  await gateway.stop();
+  await upstream.close();
+});
+
+describe('SIGHUP', () => {
+  it('applies a new route table on the next request without dropping the open connection', async () => {
+    expect((await get('/accounts?x=1')).status).toBe(200);
+    expect(upstream.received.at(-1)?.url).toBe('/accounts?x=1');
+    expect((await get('/acct')).status).toBe(404);
+
+    writeFileSync(gateway.configFile, configYaml('/v2/accounts', ['/accounts', '/acct']));
+    gateway.child.kill('SIGHUP');
+    await gateway.waitForLog('configuration reloaded');
+
+    const after = await get('/accounts?x=2');
+    expect(after).toEqual({ status: 200, reused: true });
+    expect(upstream.received.at(-1)?.url).toBe('/v2/accounts?x=2');
+    expect((await get('/acct')).status).toBe(200);
+  });
+
+  it('keeps the running configuration and logs the problems when the new file is invalid', async () => {
+    writeFileSync(
+      gateway.configFile,
+      `${configYaml('/v3/accounts', ['/accounts'])}\nbogus: true\n`,
+    );
+    gateway.child.kill('SIGHUP');
+    const refused = await gateway.waitForLog('configuration not reloaded; the running one stays');
+    expect(refused.problems).toEqual(['(root): unknown key bogus']);
+
+    expect((await get('/accounts')).status).toBe(200);
+    expect(upstream.received.at(-1)?.url).toBe('/v2/accounts');
+  });
+});
