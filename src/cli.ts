@@ -17,6 +17,7 @@ import {
   withConfigOptions,
   type ConfigArgs,
 } from './commands/config-options.js';
+import { checkKeyMaterial } from './commands/check-key-material.js';
 import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
@@ -41,10 +42,12 @@ async function main(argv: string[]): Promise<number> {
   await yargs(argv)
     .scriptName('accounts-gateway')
     .command('serve', 'Run the gateway', withConfigOptions, async (args) => {
-      exitCode = await serve(() => loadConfigFromArgs(args));
+      const config = loadConfigFromArgs(args);
+      await checkKeyMaterial(config, args.config);
+      exitCode = await serve(config, () => loadConfigFromArgs(args));
     })
-    .command('check', 'Validate a configuration file and exit', withConfigOptions, (args) => {
-      loadConfigFromArgs(args);
+    .command('check', 'Validate a configuration file and exit', withConfigOptions, async (args) => {
+      await checkKeyMaterial(loadConfigFromArgs(args), args.config);
       process.stdout.write(`${args.config}: configuration is valid\n`);
     })
     .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>

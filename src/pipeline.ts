@@ -84,6 +84,11 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     upstreams.set(name, createUpstreamTarget(name, url, upstream));
   }
 
+  const headerPolicy = createHeaderPolicy({
+    allowHeaders: config.forwarding.allowHeaders,
+    forwardAuthorization: config.forwarding.forwardAuthorization,
+    trustedProxies: config.server.trustedProxies,
+  });
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const upstream = upstreams.get(route.upstream);
@@ -108,6 +113,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     maxActivePerSubject: config.keys.maxActivePerSubject,
     maxBodyBytes: config.server.maxBodyBytes,
     gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
+    onRevoked: (key) => basic.evictKey(key),
     now,
   });
   exact.set('/keys', keys.collection);
@@ -118,6 +124,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       verifier,
       signer,
       throttle: createLoginThrottle(config.login, now),
+      trustedProxies: headerPolicy.trustedProxies,
       maxBodyBytes: config.server.maxBodyBytes,
     }),
   );
@@ -134,14 +141,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       bearer,
       maxTokenBytes: config.auth.bearer.maxTokenBytes,
     }),
-    forwarder: createForwarder({
-      connectTimeoutMs: Math.min(...Object.values(config.upstreams).map((u) => u.connectTimeoutMs)),
-    }),
-    headerPolicy: createHeaderPolicy({
-      allowHeaders: config.forwarding.allowHeaders,
-      forwardAuthorization: config.forwarding.forwardAuthorization,
-      trustedProxies: config.server.trustedProxies,
-    }),
+    forwarder: createForwarder(),
+    headerPolicy,
     maxHeaderCount: config.server.maxHeaderCount,
     logger: deps.logger,
     logRequests: config.logging.requests,

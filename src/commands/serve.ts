@@ -9,10 +9,10 @@ import { createLogger } from '../observability/create-logger.js';
  * process exit code.
  */
 export async function serve(
-  loadConfig: () => GatewayConfig,
+  config: GatewayConfig,
+  reloadConfig: () => GatewayConfig,
   output: NodeJS.WritableStream = process.stderr,
 ): Promise<number> {
-  const config = loadConfig();
   const logger = createLogger(config.logging.level);
   const gateway = await createGateway(config, { logger });
 
@@ -20,7 +20,7 @@ export async function serve(
   process.on('SIGHUP', () => {
     reloading = reloading.then(async () => {
       try {
-        const next = loadConfig();
+        const next = reloadConfig();
         logger.level = next.logging.level;
         await gateway.reload(next);
       } catch (error) {
@@ -55,12 +55,15 @@ export async function serve(
   const { port } = await gateway.listen();
   if (gateway.bootstrap !== undefined && !stopping) {
     const { key, secret, subject } = gateway.bootstrap;
-    const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+    // A wildcard address is not one a client can connect to: show loopback instead.
+    const reachable =
+      { '0.0.0.0': '127.0.0.1', '::': '::1' }[config.server.host] ?? config.server.host;
+    const host = reachable.includes(':') ? `[${reachable}]` : reachable;
     // Printed to stderr, outside the JSON log stream: a secret must never reach a log line.
     output.write(
       `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
         `  key:    ${key}\n  secret: ${secret}\n` +
-        `  try:    curl -u '${key}:${secret}' http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/accounts\n\n`,
+        `  try:    curl -u '${key}:${secret}' http://${host}:${port}/accounts\n\n`,
     );
   }
   return stopped;

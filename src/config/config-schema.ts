@@ -1,8 +1,20 @@
 import { z } from 'zod';
 
+/**
+ * `${VAR}` substitution yields strings: number and boolean settings accept their string
+ * spelling too (`port: ${PORT:-8080}`), while string settings stay strings whatever the
+ * value looks like (a numeric secret is still a secret).
+ */
+function int<T extends z.ZodType>(schema: T) {
+  return z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), schema);
+}
+function bool() {
+  return z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
+}
+
 const hostname = z.string().min(1);
-const port = z.number().int().min(0).max(65535);
-const durationMs = z.number().int().positive();
+const port = int(z.number().int().min(0).max(65535));
+const durationMs = int(z.number().int().positive());
 const headerName = z
   .string()
   .regex(/^[a-z0-9-]+$/, 'must be a lower-case header name (letters, digits, "-")');
@@ -19,7 +31,7 @@ const upstreamSchema = z.strictObject({
   url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
   timeoutMs: durationMs.default(10_000),
   connectTimeoutMs: durationMs.default(2_000),
-  maxSockets: z.number().int().positive().default(256),
+  maxSockets: int(z.number().int().positive()).default(256),
 });
 
 const routeSchema = z.strictObject({
@@ -44,8 +56,8 @@ const routeSchema = z.strictObject({
 });
 
 const cacheSchema = z.strictObject({
-  ttlSec: z.number().int().min(0).default(60),
-  maxEntries: z.number().int().positive().default(10_000),
+  ttlSec: int(z.number().int().min(0)).default(60),
+  maxEntries: int(z.number().int().positive()).default(10_000),
 });
 
 const bearerIssuerSchema = z
@@ -145,7 +157,7 @@ export const configSchema = z.strictObject({
       headersTimeoutMs: durationMs.default(10_000),
       requestTimeoutMs: durationMs.default(30_000),
       keepAliveTimeoutMs: durationMs.default(5_000),
-      maxHeaderCount: z.number().int().min(8).max(1000).default(100),
+      maxHeaderCount: int(z.number().int().min(8).max(1000)).default(100),
       /** Peers whose X-Forwarded-* values are kept and appended to. */
       trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
       /** How long SIGTERM waits for in-flight requests. */
@@ -161,7 +173,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   admin: z
     .strictObject({
-      enabled: z.boolean().default(true),
+      enabled: bool().default(true),
       host: hostname.default('127.0.0.1'),
       port: port.default(9090),
     })
@@ -185,7 +197,7 @@ export const configSchema = z.strictObject({
   forwarding: z
     .strictObject({
       /** Send the client's Authorization header upstream (off: the gateway consumes it). */
-      forwardAuthorization: z.boolean().default(false),
+      forwardAuthorization: bool().default(false),
       /** End-to-end request headers passed to the upstream; everything else is dropped. */
       allowHeaders: z
         .array(headerName)
@@ -216,15 +228,15 @@ export const configSchema = z.strictObject({
         .strictObject({
           cache: cacheSchema.prefault({}),
           /** bcrypt compares running at once (libuv runs them on its thread pool). */
-          maxConcurrentHashes: z.number().int().positive().default(4),
+          maxConcurrentHashes: int(z.number().int().positive()).default(4),
           /** compares waiting for a slot before new ones are refused with 503. */
-          maxQueuedHashes: z.number().int().min(0).default(64),
+          maxQueuedHashes: int(z.number().int().min(0)).default(64),
         })
         .prefault({}),
       bearer: z
         .strictObject({
-          maxTokenBytes: z.number().int().min(128).default(8192),
-          clockToleranceSec: z.number().int().min(0).default(5),
+          maxTokenBytes: int(z.number().int().min(128)).default(8192),
+          clockToleranceSec: int(z.number().int().min(0)).default(5),
           cache: cacheSchema.prefault({}),
           issuers: z.array(bearerIssuerSchema).default([]),
         })
@@ -235,7 +247,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       store: z.enum(['memory', 'redis']).default('memory'),
       redis: redisSchema.prefault({}),
-      bcryptCost: z.number().int().min(4).max(15).default(10),
+      bcryptCost: int(z.number().int().min(4).max(15)).default(10),
       /** Memory store only: the pairs and users it starts with. */
       seed: z
         .strictObject({
@@ -245,7 +257,7 @@ export const configSchema = z.strictObject({
         .prefault({}),
       /** Memory store only: make one pair at start and print it once (the zero-setup demo). */
       bootstrap: z
-        .strictObject({ enabled: z.boolean().default(false), subject: subject.default('demo') })
+        .strictObject({ enabled: bool().default(false), subject: subject.default('demo') })
         .prefault({}),
     })
     .prefault({}),
@@ -254,7 +266,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       issuer: z.string().min(1).default('accounts-gateway'),
       audience: z.string().min(1).default('accounts'),
-      lifetimeSec: z.number().int().min(30).max(86_400).default(900),
+      lifetimeSec: int(z.number().int().min(30).max(86_400)).default(900),
       algorithm: z.enum(['ES256', 'EdDSA']).default('ES256'),
       /** PKCS#8 PEM private key; without one a key is generated at start (development only). */
       signingKey: z.string().min(1).optional(),
@@ -269,19 +281,19 @@ export const configSchema = z.strictObject({
   /** Key-pair self-service (`/keys`). */
   keys: z
     .strictObject({
-      maxActivePerSubject: z.number().int().min(1).max(1000).default(10),
+      maxActivePerSubject: int(z.number().int().min(1).max(1000)).default(10),
     })
     .prefault({}),
   /** Failed `POST /auth/token` attempts, per username and per client address. */
   login: z
     .strictObject({
-      windowSec: z.number().int().positive().default(900),
+      windowSec: int(z.number().int().positive()).default(900),
       /** Failures after which each further attempt waits (delayMs × failures beyond it). */
-      slowAfterFailures: z.number().int().min(0).default(3),
-      delayMs: z.number().int().min(0).max(10_000).default(250),
+      slowAfterFailures: int(z.number().int().min(0)).default(3),
+      delayMs: int(z.number().int().min(0).max(10_000)).default(250),
       /** Failures after which attempts are refused with 429 until the window passes. */
-      maxFailures: z.number().int().positive().default(10),
-      maxTrackedClients: z.number().int().positive().default(100_000),
+      maxFailures: int(z.number().int().positive()).default(10),
+      maxTrackedClients: int(z.number().int().positive()).default(100_000),
     })
     .prefault({}),
   referenceUpstream: z
@@ -293,7 +305,7 @@ export const configSchema = z.strictObject({
   logging: z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-      requests: z.boolean().default(true),
+      requests: bool().default(true),
     })
     .prefault({}),
 });

@@ -144,6 +144,14 @@ function crossCheck(config: GatewayConfig): string[] {
       problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${issuer.name}`);
     issuerNames.add(issuer.name);
   });
+  const { redis } = config.credentials;
+  if (redis.mode !== 'standalone' && redis.nodes.length === 0) {
+    problems.push(`credentials.redis.nodes: ${redis.mode} mode needs at least one host:port`);
+  }
+  // The multi-key scripts touch several keys at once: on Cluster they must share a slot.
+  if (redis.mode === 'cluster' && !/\{[^}]+\}/.test(redis.keyPrefix)) {
+    problems.push('credentials.redis.keyPrefix: cluster mode needs a hash tag such as {ag}:');
+  }
   if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
     problems.push('server.headersTimeoutMs: must not exceed server.requestTimeoutMs');
   }

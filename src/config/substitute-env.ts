@@ -1,13 +1,11 @@
 const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
-const WHOLE_REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}$/;
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
 /**
  * Replaces `${VAR}` and `${VAR:-default}` in every string of a parsed YAML tree.
  * Substitution happens after parsing, so a variable's value can never change the shape
- * of the document. A scalar that is one reference and nothing else becomes a number or
- * boolean when its value reads as one (`port: ${PORT:-8080}`).
+ * of the document. Values stay strings; the schema reads numbers and booleans from them.
  */
 export function substituteEnv(
   tree: unknown,
@@ -42,8 +40,5 @@ function substituteString(
     problems.push(`${path || '(root)'}: environment variable ${name} is not set`);
     return '';
   });
-  if (!WHOLE_REFERENCE.test(value)) return result;
-  if (/^-?\d+$/.test(result)) return Number(result);
-  if (result === 'true' || result === 'false') return result === 'true';
   return result;
 }

@@ -34,8 +34,16 @@ export interface CredentialStore {
   listKeys(subject: string): Promise<KeyRecord[]>;
   /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
   createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
-  /** Marks a pair revoked and announces it to every gateway; undefined when unknown. */
-  revokeKey(key: string, at: string): Promise<KeyRecord | undefined>;
+  /**
+   * Marks a pair revoked and announces it to every gateway; undefined when unknown. With
+   * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last active
+   * pair, checked atomically with the revocation.
+   */
+  revokeKey(
+    key: string,
+    at: string,
+    options?: { keepLastActive?: boolean },
+  ): Promise<KeyRecord | undefined>;
   getUser(username: string): Promise<UserRecord | undefined>;
   putUser(record: UserRecord): Promise<void>;
   /** Removes a user and announces that the subject's cached credentials must go. */

@@ -1,3 +1,4 @@
+import { GatewayError } from '../errors/gateway-error.js';
 import {
   newestFirst,
   type CredentialStore,
@@ -16,6 +17,8 @@ export function createMemoryStore(
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
   const listeners: ((revocation: Revocation) => void)[] = [];
+  const activeCount = (subject: string): number =>
+    [...keys.values()].filter((k) => k.subject === subject && k.status === 'active').length;
   const announce = (revocation: Revocation): void => {
     for (const listener of listeners) listener(revocation);
   };
@@ -24,16 +27,21 @@ export function createMemoryStore(
     listKeys: (subject) =>
       Promise.resolve([...keys.values()].filter((k) => k.subject === subject).sort(newestFirst)),
     createKey(record, maxActive) {
-      const active = [...keys.values()].filter(
-        (k) => k.subject === record.subject && k.status === 'active',
-      );
-      if (active.length >= maxActive || keys.has(record.key)) return Promise.resolve(false);
+      if (activeCount(record.subject) >= maxActive || keys.has(record.key))
+        return Promise.resolve(false);
       keys.set(record.key, record);
       return Promise.resolve(true);
     },
-    revokeKey(key, at) {
+    revokeKey(key, at, options = {}) {
       const found = keys.get(key);
       if (found === undefined) return Promise.resolve(undefined);
+      if (
+        found.status === 'active' &&
+        options.keepLastActive === true &&
+        activeCount(found.subject) <= 1
+      ) {
+        return Promise.reject(new GatewayError('conflict'));
+      }
       const revoked: KeyRecord =
         found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
       keys.set(key, revoked);

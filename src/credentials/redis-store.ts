@@ -41,7 +41,9 @@ return 1`;
 
 const REVOKE_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], 'status') ~= 'revoked' then
+local active = redis.call('HGET', KEYS[1], 'status') ~= 'revoked'
+if active and ARGV[3] == '1' and redis.call('SCARD', KEYS[2]) <= 1 then return -1 end
+if active then
   redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
 end
 redis.call('SREM', KEYS[2], ARGV[2])
@@ -78,7 +80,7 @@ export function createRedisClient(config: RedisConfig): Client {
 }
 
 function unavailable(cause: unknown): GatewayError {
-  return new GatewayError('credential_store_unavailable', { cause });
+  return new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 });
 }
 
 async function guarded<T>(operation: () => Promise<T>): Promise<T> {
@@ -145,11 +147,11 @@ export function createRedisStore(
         );
         return created === 1;
       }),
-    revokeKey: (key, at) =>
-      guarded(async () => {
-        const found = await getKey(key);
-        if (found === undefined) return undefined;
-        await client.eval(
+    revokeKey: async (key, at, options = {}) => {
+      const found = await getKey(key);
+      if (found === undefined) return undefined;
+      const outcome = await guarded(() =>
+        client.eval(
           REVOKE_KEY,
           3,
           k.key(key),
@@ -157,11 +159,14 @@ export function createRedisStore(
           k.channel,
           at,
           key,
-        );
-        return found.status === 'revoked'
-          ? found
-          : { ...found, status: 'revoked' as const, revokedAt: at };
-      }),
+          options.keepLastActive === true ? '1' : '0',
+        ),
+      );
+      if (outcome === -1) throw new GatewayError('conflict');
+      return found.status === 'revoked'
+        ? found
+        : { ...found, status: 'revoked' as const, revokedAt: at };
+    },
     getUser: (username) =>
       guarded(async () => {
         const fields = await client.hgetall(k.user(username));

@@ -17,6 +17,8 @@ export interface KeysEndpointsOptions {
   realm: string;
   maxActivePerSubject: number;
   maxBodyBytes: number;
+  /** Called once a pair is revoked, to drop it from this gateway's cache without delay. */
+  onRevoked: (key: string) => void;
   /** The key source name of tokens the gateway issues (their user must still exist). */
   gatewayTokenSource: string;
   now: () => number;
@@ -98,13 +100,15 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
     const record = param === undefined ? undefined : await store.getKey(param);
     if (record === undefined || record.subject !== caller.subject)
       throw new GatewayError('not_found');
-    if (record.status === 'active' && !new URLSearchParams(query).has('force', 'true')) {
-      const active = (await store.listKeys(caller.subject)).filter((k) => k.status === 'active');
-      // Revoking the last active pair would lock the subject out of the API: ask for intent.
-      if (active.length <= 1) throw new GatewayError('conflict');
-    }
-    const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString());
+    // Revoking the last active pair would lock the subject out of the API: without
+    // `?force=true` the store refuses it (409), atomically with the revocation itself.
+    const force = new URLSearchParams(query).get('force') === 'true';
+    const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString(), {
+      keepLastActive: !force,
+    });
     if (revoked === undefined) throw new GatewayError('not_found');
+    // Evict here at once; the store's announcement reaches the other gateways.
+    options.onRevoked(record.key);
     writeJson(res, 200, listEnvelope([keyView(revoked)]), requestId);
   };
 

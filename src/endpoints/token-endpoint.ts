@@ -7,6 +7,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
+import { clientAddress } from '../proxy/upstream-headers.js';
 import type { TokenSigner } from '../tokens/token-signer.js';
 
 export interface TokenEndpointOptions {
@@ -15,6 +16,8 @@ export interface TokenEndpointOptions {
   signer: TokenSigner;
   throttle: LoginThrottle;
   maxBodyBytes: number;
+  /** Behind these, failures are counted per forwarded client, not per proxy. */
+  trustedProxies: ReadonlySet<string>;
 }
 
 const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
@@ -27,7 +30,11 @@ const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
 export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRoute {
   const handle = async ({ req, res, requestId }: EndpointContext): Promise<void> => {
     const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
-    const address = req.socket.remoteAddress ?? '';
+    const address = clientAddress(
+      req.socket.remoteAddress ?? '',
+      req.headers['x-forwarded-for'],
+      options.trustedProxies,
+    );
     const decision = options.throttle.check(username, address);
     if (decision.kind === 'refuse')
       throw new GatewayError('rate_limited', { retryAfterSec: decision.retryAfterSec });

@@ -10,17 +10,21 @@ import { GatewayError } from '../errors/gateway-error.js';
 
 export interface UpstreamTarget {
   readonly name: string;
-  readonly url: URL;
+  /** Scheme, host and port only: paths are decided by the route (see basePath). */
+  readonly origin: URL;
+  /** The path of the configured upstream URL without its trailing slash ('' for `/`). */
+  readonly basePath: string;
   /** The Host header the upstream receives. */
   readonly host: string;
   readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
   readonly agent: Agent;
 }
 
 export function createUpstreamTarget(
   name: string,
   url: URL,
-  options: { timeoutMs: number; maxSockets: number },
+  options: { timeoutMs: number; connectTimeoutMs: number; maxSockets: number },
 ): UpstreamTarget {
   const agentOptions = {
     keepAlive: true,
@@ -30,25 +34,39 @@ export function createUpstreamTarget(
   };
   // Keep-alive: http-proxy-3's default (agent: false) sends `Connection: close` upstream.
   const agent = url.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
-  return { name, url, host: url.host, timeoutMs: options.timeoutMs, agent };
+  return {
+    name,
+    origin: new URL(url.origin),
+    basePath: url.pathname.replace(/\/+$/, ''),
+    host: url.host,
+    timeoutMs: options.timeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs,
+    agent,
+  };
 }
 
 export interface Exchange {
   readonly upstream: UpstreamTarget;
-  /** The path and raw query the upstream receives, decided by the route, never the client. */
+  /** The route's upstream path and the raw query: decided by the gateway, never the client. */
   readonly path: string;
   readonly headers: OutgoingHttpHeaders;
   readonly requestId: string;
   readonly onError: (error: GatewayError) => void;
 }
 
-interface ExchangeState extends Exchange {
-  timedOut: boolean;
-}
-
 export interface Forwarder {
   forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange): void;
 }
+
+interface ExchangeState {
+  readonly exchange: Exchange;
+  readonly path: string;
+  timedOut: boolean;
+}
+
+/** Per-request state rides on the request itself: cheaper for the GC than a WeakMap. */
+const STATE = Symbol('accounts-gateway.exchange');
+type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
 
 const RESPONSE_HOP_BY_HOP = [
   'keep-alive',
@@ -58,32 +76,31 @@ const RESPONSE_HOP_BY_HOP = [
   'upgrade',
 ];
 
-export function createForwarder(options: { connectTimeoutMs: number }): Forwarder {
-  const proxy = createProxyServer({
-    xfwd: false,
-    ws: false,
-    connectTimeout: options.connectTimeoutMs,
-  });
-  const exchanges = new WeakMap<IncomingMessage, ExchangeState>();
+export function createForwarder(): Forwarder {
+  const proxy = createProxyServer({ xfwd: false, ws: false });
 
-  proxy.on('proxyReq', (proxyReq, req) => {
-    const state = exchanges.get(req);
+  proxy.on('proxyReq', (proxyReq, req: CarryingRequest) => {
+    const state = req[STATE];
     if (state === undefined) return;
-    // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
-    // own flag so a timeout answers 504 and a reset 502.
-    // http-proxy-3 joins the path with its own urlJoin, which drops an empty query (`?`):
-    // put back exactly the path we decided, as long as the request line is not yet built.
+    // http-proxy-3 joins paths with its own urlJoin, which drops an empty query (`?`): put
+    // back exactly the path decided here while the request line is not yet written.
     if (!proxyReq.headersSent) proxyReq.path = state.path;
-    proxyReq.setTimeout(state.upstream.timeoutMs, () => {
+    // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
+    // own flag so that a timeout answers 504 and a reset 502.
+    proxyReq.setTimeout(state.exchange.upstream.timeoutMs, () => {
       state.timedOut = true;
       proxyReq.destroy();
     });
   });
 
-  proxy.on('proxyRes', (proxyRes, req, res) => {
-    const state = exchanges.get(req);
+  proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
     for (const name of RESPONSE_HOP_BY_HOP) delete proxyRes.headers[name];
-    if (state !== undefined) proxyRes.headers['x-request-id'] = state.requestId;
+    // Connection is between the client and us: answer for our side of it. Otherwise
+    // http-proxy-3 copies the upstream's (or says keep-alive) even to a client that sent
+    // `Connection: close`, and the connection stays open against RFC 9112 §9.6.
+    proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+    const state = req[STATE];
+    if (state !== undefined) proxyRes.headers['x-request-id'] = state.exchange.requestId;
     // A reset after the headers went out must reach the client as a cut connection, never
     // as a response that ends cleanly and looks complete.
     proxyRes.once('close', () => {
@@ -91,30 +108,35 @@ export function createForwarder(options: { connectTimeoutMs: number }): Forwarde
     });
   });
 
-  const onProxyError = (error: Error, req: IncomingMessage): void => {
-    const state = exchanges.get(req);
+  const onProxyError = (error: Error, req: CarryingRequest): void => {
+    const state = req[STATE];
     if (state === undefined) return;
     const code = (error as NodeJS.ErrnoException).code;
     const timedOut = state.timedOut || code === 'ECONNECT_TIMEOUT';
-    state.onError(
+    state.exchange.onError(
       new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }),
     );
   };
 
   return {
-    forward(req, res, exchange) {
-      exchanges.set(req, { ...exchange, timedOut: false });
-      req.url = exchange.path;
+    forward(req: CarryingRequest, res, exchange) {
+      const { upstream } = exchange;
+      const path = upstream.basePath + exchange.path;
+      req[STATE] = { exchange, path, timedOut: false };
+      req.url = path;
       req.headers = exchange.headers as IncomingMessage['headers'];
       // toProxy: http-proxy-3 then takes req.url as it is instead of re-parsing it with
       // new URL(), which would re-encode the query and resolve dot segments.
       proxy.web(
         req,
         res,
-        { target: exchange.upstream.url, agent: exchange.upstream.agent, toProxy: true },
-        (error, failedReq) => {
-          onProxyError(error, failedReq);
+        {
+          target: upstream.origin,
+          agent: upstream.agent,
+          toProxy: true,
+          connectTimeout: upstream.connectTimeoutMs,
         },
+        (error, failedReq) => onProxyError(error, failedReq),
       );
     },
   };

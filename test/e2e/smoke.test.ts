@@ -40,3 +40,25 @@ describe('gateway smoke', () => {
     expect(upstream.received.at(-1)?.headers['x-auth-subject']).toBe('alice');
   });
 });
+
+describe('an upstream URL with a path', () => {
+  it('prefixes the route path with it', async () => {
+    const based = await startGateway(`
+admin: { port: 0 }
+upstreams:
+  accounts: { url: "${upstream.url}/base/" }
+credentials:
+  store: redis
+  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+`);
+    try {
+      const res = await fetch(`${based.url}/accounts/?q=1`, {
+        headers: { authorization: basicHeader('ak_smoke', 's3cret-smoke') },
+      });
+      expect(res.status).toBe(200);
+      expect(upstream.received.at(-1)?.url).toBe('/base/accounts?q=1');
+    } finally {
+      await based.stop();
+    }
+  });
+});

@@ -134,6 +134,20 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       ]);
     });
 
+    it('refuses, with keepLastActive, to revoke the last active pair of a subject', async () => {
+      await store.createKey(keyRecord('ak_one', 'alice'), 5);
+      await store.createKey(keyRecord('ak_two', 'alice'), 5);
+      const at = '2024-06-01T12:00:00.000Z';
+      await expect(store.revokeKey('ak_one', at, { keepLastActive: true })).resolves.toMatchObject({
+        status: 'revoked',
+      });
+      await expect(store.revokeKey('ak_two', at, { keepLastActive: true })).rejects.toMatchObject({
+        code: 'conflict',
+      });
+      await expect(store.getKey('ak_two')).resolves.toMatchObject({ status: 'active' });
+      await expect(store.revokeKey('ak_two', at)).resolves.toMatchObject({ status: 'revoked' });
+    });
+
     it('keeps the first revocation time when a pair is revoked twice', async () => {
       const original = keyRecord('ak_twice', 'alice');
       await store.createKey(original, 10);

@@ -70,6 +70,7 @@ describe('a Redis outage', () => {
       // Never 401: "cannot tell" must not look like "wrong secret".
       expect(res.status).toBe(503);
       expect(res.headers.get('www-authenticate')).toBeNull();
+      expect(res.headers.get('retry-after')).toBe('1');
       expect(res.headers.get('cache-control')).toBe('no-store');
       expect(body).toEqual(
         errorBody('credential_store_unavailable', 503, 'Credentials cannot be checked right now.'),

@@ -264,6 +264,12 @@ describe('parseConfig: environment substitution', () => {
     ).toBe(7000);
   });
 
+  it('keeps a digits-only variable a string where the setting is a string', () => {
+    const yaml = 'auth:\n  realm: ${REALM}\ntokens:\n  issuer: ${ISS}\n';
+    const config = parseConfig(yaml, 'test.yaml', { REALM: '12345', ISS: '678' });
+    expect([config.auth.realm, config.tokens.issuer]).toEqual(['12345', '678']);
+  });
+
   it('turns a whole-scalar reference to true/false into a boolean', () => {
     expect(parseConfig('admin:\n  enabled: ${ADMIN:-false}\n', 'test.yaml').admin.enabled).toBe(
       false,
@@ -643,5 +649,15 @@ describe('loadConfigFile', () => {
     } catch (error) {
       expect((error as ConfigError).problems).toEqual(['cannot read the file (ENOENT)']);
     }
+  });
+});
+
+describe('parseConfig Redis topology checks', () => {
+  it('asks for nodes in sentinel or cluster mode and a hash tag in cluster mode', () => {
+    expect(() =>
+      parseConfig('credentials:\n  redis: { mode: cluster, keyPrefix: "ag:" }\n', 'test.yaml'),
+    ).toThrow(
+      /credentials\.redis\.nodes: cluster mode needs at least one host:port[\s\S]*credentials\.redis\.keyPrefix: cluster mode needs a hash tag/,
+    );
   });
 });

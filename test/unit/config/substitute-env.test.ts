@@ -12,7 +12,7 @@ describe('substituteEnv', () => {
     expect(substituteEnv(tree, { A: 'one' }, problems)).toEqual({
       a: 'one',
       b: ['x-two-y', 3, true, null],
-      c: { d: 4, e: 5 },
+      c: { d: '4', e: 5 },
     });
     expect(problems).toEqual([]);
   });
@@ -31,10 +31,10 @@ describe('substituteEnv', () => {
     expect(substituteEnv({ p: '${A}${B}' }, { A: '1', B: '2' }, [])).toEqual({ p: '12' });
   });
 
-  it('converts negative integers but not decimals or hex', () => {
+  it('leaves every substituted value a string, for the schema to read numbers from', () => {
     expect(
-      substituteEnv({ a: '${A}', b: '${B}', c: '${C}' }, { A: '-5', B: '1.5', C: '0x10' }, []),
-    ).toEqual({ a: -5, b: '1.5', c: '0x10' });
+      substituteEnv({ a: '${A}', b: '${B}', c: '${C}' }, { A: '-5', B: '1.5', C: 'true' }, []),
+    ).toEqual({ a: '-5', b: '1.5', c: 'true' });
   });
 
   it('allows an empty default', () => {

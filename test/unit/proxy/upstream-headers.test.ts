@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import {
   buildUpstreamHeaders,
+  clientAddress,
   createHeaderPolicy,
   normalizeAddress,
   type UpstreamRequestFacts,
@@ -290,5 +291,23 @@ describe('normalizeAddress', () => {
     ['2001:db8::1', '2001:db8::1'],
   ])('normalises %s to %s', (input, expected) => {
     expect(normalizeAddress(input)).toBe(expected);
+  });
+});
+
+describe('clientAddress', () => {
+  const trusted = new Set(['10.0.0.1', '10.0.0.2']);
+
+  it('is the peer when the peer is not a trusted proxy, whatever X-Forwarded-For says', () => {
+    expect(clientAddress('::ffff:192.0.2.7', '198.51.100.1', trusted)).toBe('192.0.2.7');
+  });
+
+  it('is the rightmost untrusted X-Forwarded-For hop behind trusted proxies', () => {
+    expect(clientAddress('10.0.0.1', '1.1.1.1, 198.51.100.9, 10.0.0.2', trusted)).toBe(
+      '198.51.100.9',
+    );
+  });
+
+  it('is the peer when a trusted proxy sent no X-Forwarded-For', () => {
+    expect(clientAddress('10.0.0.1', undefined, trusted)).toBe('10.0.0.1');
   });
 });

@@ -1,0 +1,28 @@
+import { createKeySource } from '../auth/jwt/key-sources.js';
+import type { GatewayConfig } from '../config/config-schema.js';
+import { ConfigError } from '../config/load-config.js';
+import { createTokenSigner } from '../tokens/token-signer.js';
+
+/**
+ * Loads every key the configuration names (signing key, previous keys, issuers' public
+ * keys and files), so a bad key is a configuration error reported by `check` and at start
+ * with its path, not a crash on the first request.
+ */
+export async function checkKeyMaterial(config: GatewayConfig, source: string): Promise<void> {
+  const problems: string[] = [];
+  const describe = (error: unknown): string =>
+    error instanceof Error ? error.message : String(error);
+  try {
+    await createTokenSigner(config.tokens);
+  } catch (error) {
+    problems.push(`tokens: ${describe(error)}`);
+  }
+  config.auth.bearer.issuers.forEach((issuer, i) => {
+    try {
+      createKeySource(issuer);
+    } catch (error) {
+      problems.push(`auth.bearer.issuers[${i}]: ${describe(error)}`);
+    }
+  });
+  if (problems.length > 0) throw new ConfigError(source, problems);
+}

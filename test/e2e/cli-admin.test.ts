@@ -1,0 +1,376 @@
+import bcrypt from 'bcrypt';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
+import type { CredentialStore } from '../../src/credentials/credential-store.js';
+import { redisConfig, untilSubscribers } from '../integration/in-process-gateway.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { freePort } from '../support/redis-server.js';
+import { uniquePrefix } from '../support/seed-redis.js';
+import {
+  basicAuth,
+  gatewayYaml,
+  generateSigningKey,
+  JSON_TYPE,
+  killCliChildren,
+  runCli,
+  send,
+} from './lifecycle-support.js';
+
+// The admin CLI (issue 3, part 3) end to end: the built `accounts-gateway keys|users`
+// against a real Redis, checked through the store and through a running gateway.
+// Exit codes (src/commands/cli-error.ts): 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict.
+
+const redisUrl = inject('redisUrl');
+const prefix = uniquePrefix('cliadmin');
+const MAX_ACTIVE = 2;
+
+/** A config naming the memory store: the admin commands need --redis-url with it. */
+let memoryConfig: string;
+/** A config naming the Redis store: no flag needed. */
+let redisFileConfig: string;
+let store: CredentialStore;
+let upstream: EchoUpstream;
+let gateway: GatewayProcess;
+
+beforeAll(async () => {
+  memoryConfig = writeConfig(`
+credentials:
+  store: memory
+  bcryptCost: 4
+  redis: { keyPrefix: "${prefix}" }
+keys: { maxActivePerSubject: ${MAX_ACTIVE} }
+`);
+  redisFileConfig = writeConfig(`
+credentials:
+  store: redis
+  bcryptCost: 4
+  redis: { url: "${redisUrl}", keyPrefix: "${prefix}" }
+keys: { maxActivePerSubject: ${MAX_ACTIVE} }
+`);
+  store = createRedisStore(redisConfig(redisUrl, prefix));
+  upstream = await startEchoUpstream();
+  const signing = await generateSigningKey();
+  gateway = await startGateway(
+    gatewayYaml({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      signingKeyPem: signing.pem,
+    }),
+  );
+  await untilSubscribers(redisUrl, prefix, 1);
+});
+
+afterEach(() => killCliChildren());
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+  await store?.close();
+});
+
+/** The CLI against the test Redis: a memory-store config turned to Redis by --redis-url. */
+const cli = (args: string[], stdin?: string) =>
+  runCli(
+    [...args, '--config', memoryConfig, '--redis-url', redisUrl],
+    stdin === undefined ? {} : { stdin },
+  );
+
+const exchange = (username: string, password: string) =>
+  send(gateway.url, '/auth/token', {
+    method: 'POST',
+    headers: JSON_TYPE,
+    body: JSON.stringify({ username, password }),
+  });
+
+const NO_STACK = /\n\s+at /;
+
+describe('users add | passwd | remove', () => {
+  it('adds a user with the password read from stdin, and refuses to add it twice (exit 4)', async () => {
+    const added = await cli(
+      ['users', 'add', 'alice', '--subject', 'subject-alice'],
+      'alice-password-1\n',
+    );
+    expect(added).toEqual({ code: 0, stdout: 'added alice (subject subject-alice)\n', stderr: '' });
+    const user = await store.getUser('alice');
+    expect(user).toMatchObject({ username: 'alice', subject: 'subject-alice' });
+    expect(await bcrypt.compare('alice-password-1', user?.passwordHash ?? '')).toBe(true);
+    expect(user?.passwordHash).not.toContain('alice-password-1');
+
+    const again = await cli(
+      ['users', 'add', 'alice', '--subject', 'subject-alice'],
+      'another-password\n',
+    );
+    expect(again.code).toBe(4);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toBe('accounts-gateway: user alice exists; use users passwd\n');
+    // The first password still stands.
+    expect(
+      await bcrypt.compare('alice-password-1', (await store.getUser('alice'))?.passwordHash ?? ''),
+    ).toBe(true);
+  });
+
+  it('changes a password with users passwd: the old one fails and the new one works at the gateway', async () => {
+    await cli(['users', 'add', 'carol', '--subject', 'subject-carol'], 'carol-old-pass\n');
+    expect((await exchange('carol', 'carol-old-pass')).status).toBe(200);
+    const changed = await cli(['users', 'passwd', 'carol'], 'carol-new-pass\n');
+    expect(changed).toEqual({ code: 0, stdout: 'changed the password of carol\n', stderr: '' });
+    expect((await exchange('carol', 'carol-old-pass')).status).toBe(401);
+    expect((await exchange('carol', 'carol-new-pass')).status).toBe(200);
+    expect((await store.getUser('carol'))?.subject).toBe('subject-carol');
+  });
+
+  it('answers users passwd for an unknown user with exit 3', async () => {
+    const result = await cli(['users', 'passwd', 'nobody-here'], 'some-password-1\n');
+    expect(result).toEqual({
+      code: 3,
+      stdout: '',
+      stderr: 'accounts-gateway: no user nobody-here\n',
+    });
+  });
+
+  it('removes a user (exit 0), then answers a second removal with exit 3', async () => {
+    await cli(['users', 'add', 'dave', '--subject', 'subject-dave'], 'dave-password-1\n');
+    const removed = await cli(['users', 'remove', 'dave']);
+    expect(removed).toEqual({ code: 0, stdout: 'removed dave\n', stderr: '' });
+    expect(await store.getUser('dave')).toBeUndefined();
+    expect((await exchange('dave', 'dave-password-1')).status).toBe(401);
+    const again = await cli(['users', 'remove', 'dave']);
+    expect(again).toEqual({ code: 3, stdout: '', stderr: 'accounts-gateway: no user dave\n' });
+  });
+
+  it('accepts no password on argv: --password is an unknown argument (exit 2)', async () => {
+    const result = await cli([
+      'users',
+      'add',
+      'bob',
+      '--subject',
+      'subject-bob',
+      '--password',
+      'x-password-1',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/Unknown argument.*password/i);
+    expect(result.stderr).not.toMatch(NO_STACK);
+    expect(await store.getUser('bob')).toBeUndefined();
+  });
+
+  it('refuses a password shorter than 8 characters with exit 2', async () => {
+    const result = await cli(['users', 'add', 'erin', '--subject', 'subject-erin'], 'short\n');
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'accounts-gateway: the password must have at least 8 characters\n',
+    });
+    expect(await store.getUser('erin')).toBeUndefined();
+  });
+
+  it('prints JSON with --json', async () => {
+    const result = await cli(
+      ['users', 'add', 'frank', '--subject', 'subject-frank', '--json'],
+      'frank-password-1\n',
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ username: 'frank', subject: 'subject-frank' });
+  });
+});
+
+describe('keys create | list | revoke', () => {
+  it('prints the new key and its secret once, in human form, and the pair works at the gateway', async () => {
+    const result = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-1',
+      '--label',
+      'laptop',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const match =
+      /^key: {4}(ak_[0-9A-Za-z]{24})\nsecret: ([0-9A-Za-z]{40,72})\n\(the secret is shown this once\)\n$/.exec(
+        result.stdout,
+      );
+    expect(match, result.stdout).not.toBeNull();
+    const [, key = '', secret = ''] = match ?? [];
+    expect(await store.getKey(key)).toMatchObject({
+      subject: 'subject-keys-1',
+      label: 'laptop',
+      status: 'active',
+    });
+    const res = await send(gateway.url, '/accounts', { headers: basicAuth(key, secret) });
+    expect(res.status).toBe(200);
+  });
+
+  it('prints parseable JSON with key, secret and label with --json', async () => {
+    const result = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-2',
+      '--label',
+      'L',
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    const created = JSON.parse(result.stdout) as Record<string, string>;
+    expect(created).toEqual({
+      id: created.key,
+      key: expect.stringMatching(/^ak_[0-9A-Za-z]{24}$/) as unknown,
+      secret: expect.stringMatching(/^[0-9A-Za-z]{40,72}$/) as unknown,
+      label: 'L',
+      status: 'active',
+      subject: 'subject-keys-2',
+      created_at: expect.any(String) as unknown,
+    });
+    const stored = await store.getKey(created.key ?? '');
+    expect(await bcrypt.compare(created.secret ?? '', stored?.secretHash ?? '')).toBe(true);
+  });
+
+  it('lists a subject’s pairs without their secrets, in human form and with --json', async () => {
+    const created = JSON.parse(
+      (await cli(['keys', 'create', '--subject', 'subject-keys-3', '--label', 'listed', '--json']))
+        .stdout,
+    ) as { key: string; secret: string };
+    const human = await cli(['keys', 'list', '--subject', 'subject-keys-3']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^${created.key} {2}active {3}\\S+ {2}listed\\n$`));
+    expect(human.stdout).not.toContain(created.secret);
+    const json = await cli(['keys', 'list', '--subject', 'subject-keys-3', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        id: created.key,
+        key: created.key,
+        label: 'listed',
+        status: 'active',
+        created_at: expect.any(String) as unknown,
+      },
+    ]);
+    expect(json.stdout).not.toContain(created.secret);
+    expect(json.stdout).not.toMatch(/secret|hash|\$2[aby]\$/);
+  });
+
+  it('says so when a subject has no pairs', async () => {
+    expect(await cli(['keys', 'list', '--subject', 'subject-without-pairs'])).toEqual({
+      code: 0,
+      stdout: 'no pairs for subject-without-pairs\n',
+      stderr: '',
+    });
+  });
+
+  it('revokes a pair (exit 0): revoked in the store and refused by the gateway', async () => {
+    const created = JSON.parse(
+      (await cli(['keys', 'create', '--subject', 'subject-keys-4', '--json'])).stdout,
+    ) as { key: string; secret: string };
+    expect(
+      (await send(gateway.url, '/accounts', { headers: basicAuth(created.key, created.secret) }))
+        .status,
+    ).toBe(200);
+    const revoked = await cli(['keys', 'revoke', created.key]);
+    expect(revoked).toEqual({ code: 0, stdout: `revoked ${created.key}\n`, stderr: '' });
+    expect(await store.getKey(created.key)).toMatchObject({ status: 'revoked' });
+    // The gateway's cache was told at once: no polling needed beyond the CLI's own exit.
+    expect(
+      (await send(gateway.url, '/accounts', { headers: basicAuth(created.key, created.secret) }))
+        .status,
+    ).toBe(401);
+    const listed = await cli(['keys', 'list', '--subject', 'subject-keys-4']);
+    expect(listed.stdout).toMatch(new RegExp(`^${created.key} {2}revoked `));
+  });
+
+  it('answers the revocation of an unknown key with exit 3', async () => {
+    const result = await cli(['keys', 'revoke', 'ak_thereisnosuchkey000000']);
+    expect(result).toEqual({
+      code: 3,
+      stdout: '',
+      stderr: 'accounts-gateway: no pair ak_thereisnosuchkey000000\n',
+    });
+  });
+
+  it('refuses a pair beyond keys.maxActivePerSubject with exit 4', async () => {
+    for (let i = 0; i < MAX_ACTIVE; i += 1)
+      expect((await cli(['keys', 'create', '--subject', 'subject-keys-5'])).code).toBe(0);
+    const result = await cli(['keys', 'create', '--subject', 'subject-keys-5']);
+    expect(result).toEqual({
+      code: 4,
+      stdout: '',
+      stderr: `accounts-gateway: subject subject-keys-5 already has ${MAX_ACTIVE} active pairs (keys.maxActivePerSubject)\n`,
+    });
+    expect(await store.listKeys('subject-keys-5')).toHaveLength(MAX_ACTIVE);
+  });
+
+  it('works from a config file that names the Redis store, without --redis-url', async () => {
+    const result = await runCli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-6',
+      '--json',
+      '--config',
+      redisFileConfig,
+    ]);
+    expect(result.code).toBe(0);
+    const { key } = JSON.parse(result.stdout) as { key: string };
+    expect(await store.getKey(key)).toMatchObject({ subject: 'subject-keys-6' });
+  });
+});
+
+describe('store problems', () => {
+  it('exits 2 with a message for a memory-store config without --redis-url', async () => {
+    for (const args of [
+      ['keys', 'list', '--subject', 's'],
+      ['users', 'remove', 'alice'],
+    ]) {
+      const result = await runCli([...args, '--config', memoryConfig]);
+      expect(result).toEqual({
+        code: 2,
+        stdout: '',
+        stderr:
+          'accounts-gateway: these commands manage the Redis store: set credentials.store: redis or pass --redis-url\n',
+      });
+    }
+  });
+
+  it('exits 1 with a clear message and no stack trace when Redis is unreachable', async () => {
+    const closed = `redis://127.0.0.1:${await freePort()}`;
+    const result = await runCli([
+      'keys',
+      'create',
+      '--subject',
+      's',
+      '--config',
+      memoryConfig,
+      '--redis-url',
+      closed,
+    ]);
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'accounts-gateway: the credential store (Redis) is unavailable\n',
+    });
+  });
+
+  it('exits 1 the same way for users add, after reading the password', async () => {
+    const closed = `redis://127.0.0.1:${await freePort()}`;
+    const result = await runCli(
+      [
+        'users',
+        'add',
+        'zed',
+        '--subject',
+        'subject-zed',
+        '--config',
+        memoryConfig,
+        '--redis-url',
+        closed,
+      ],
+      { stdin: 'zed-password-1\n' },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('accounts-gateway: the credential store (Redis) is unavailable\n');
+    expect(result.stderr).not.toMatch(NO_STACK);
+  });
+});

@@ -1,0 +1,530 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { untilSubscribers } from '../integration/in-process-gateway.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import {
+  BEARER_REJECTED,
+  expectGatewayError,
+  upstreamMark,
+  type HttpResult,
+} from './errors-expect.js';
+import {
+  basicAuth,
+  bearerAuth,
+  gatewayYaml,
+  generateSigningKey,
+  issueToken,
+  JSON_TYPE,
+  putUser,
+  removeUser,
+  send,
+  sendUntilClosed,
+  withoutRequestId,
+  type HttpAnswer,
+} from './lifecycle-support.js';
+import { rawRequest } from './raw-http.js';
+
+// Key-pair self-service (issue 3, part 1) through a gateway process on the Redis store:
+// GET/POST /keys and DELETE /keys/{key}, with Basic or Bearer, always scoped to the caller.
+
+const redisUrl = inject('redisUrl');
+const prefix = uniquePrefix('keysself');
+const MAX_BODY_BYTES = 512;
+const MAX_ACTIVE = 3;
+
+let upstream: EchoUpstream;
+let gateway: GatewayProcess;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  const signing = await generateSigningKey();
+  gateway = await startGateway(
+    gatewayYaml({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      signingKeyPem: signing.pem,
+      maxActivePerSubject: MAX_ACTIVE,
+      maxBodyBytes: MAX_BODY_BYTES,
+    }),
+  );
+  await untilSubscribers(redisUrl, prefix, 1);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+});
+
+interface Pair {
+  readonly key: string;
+  readonly secret: string;
+  readonly subject: string;
+}
+
+let subjects = 0;
+
+/** A subject of its own for each test (the cap is per subject), with one seeded pair. */
+async function freshSubject(name: string): Promise<Pair> {
+  subjects += 1;
+  const subject = `${name}-${subjects}`;
+  const pair = {
+    key: `ak_seed${randomBytes(8).toString('hex')}`,
+    secret: randomBytes(24).toString('base64url'),
+    subject,
+  };
+  await seedKey(redisUrl, prefix, { ...pair, label: 'seeded' });
+  return pair;
+}
+
+function auth(pair: Pair): Record<string, string> {
+  return basicAuth(pair.key, pair.secret);
+}
+
+const listKeys = (headers: Record<string, string>): Promise<HttpAnswer> =>
+  send(gateway.url, '/keys', { headers });
+
+const createKey = (headers: Record<string, string>, body?: unknown): Promise<HttpAnswer> =>
+  send(gateway.url, '/keys', {
+    method: 'POST',
+    headers: body === undefined ? headers : { ...JSON_TYPE, ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+const revokeKey = (headers: Record<string, string>, key: string, query = ''): Promise<HttpAnswer> =>
+  send(gateway.url, `/keys/${key}${query}`, { method: 'DELETE', headers });
+
+const getAccounts = (headers: Record<string, string>): Promise<HttpAnswer> =>
+  send(gateway.url, '/accounts', { headers });
+
+function asResult(answer: HttpAnswer): HttpResult {
+  return { status: answer.status, headers: answer.headers, body: answer.text };
+}
+
+interface KeyView {
+  id: string;
+  key: string;
+  label: string;
+  status: string;
+  created_at: string;
+  revoked_at?: string;
+  secret?: string;
+}
+
+function dataOf(answer: HttpAnswer): KeyView[] {
+  return (answer.json as { data: KeyView[] }).data;
+}
+
+/** Creates a pair through the API and returns it as a Pair. */
+async function createdPair(owner: Pair, label?: string): Promise<Pair> {
+  const res = await createKey(auth(owner), label === undefined ? undefined : { label });
+  expect(res.status).toBe(201);
+  const [view] = dataOf(res);
+  if (view?.secret === undefined) throw new Error(`no secret in ${res.text}`);
+  return { key: view.key, secret: view.secret, subject: owner.subject };
+}
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const VIEW_FIELDS = ['created_at', 'id', 'key', 'label', 'status'];
+
+describe('GET /keys', () => {
+  it("lists the caller's pairs newest first, without a secret or any hash", async () => {
+    const owner = await freshSubject('list');
+    const first = await createdPair(owner, 'first');
+    const second = await createdPair(owner, 'second');
+    const res = await listKeys(auth(owner));
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const data = dataOf(res);
+    expect(res.json).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 3, limit: 1000, order: 'desc', last_id: data[2]?.id },
+      data: expect.any(Array) as unknown,
+    });
+    expect(new Set(data.map((v) => v.key))).toEqual(new Set([owner.key, first.key, second.key]));
+    for (const view of data) {
+      expect(Object.keys(view).sort()).toEqual(VIEW_FIELDS);
+      expect(view).toEqual({
+        id: view.key,
+        key: view.key,
+        label: view.key === owner.key ? 'seeded' : view.key === first.key ? 'first' : 'second',
+        status: 'active',
+        created_at: expect.stringMatching(ISO) as unknown,
+      });
+    }
+    // Newest first: the seeded pair is the oldest; creation times never increase down the list.
+    const times = data.map((v) => v.created_at);
+    expect(times).toEqual([...times].sort().reverse());
+    expect(data[2]?.key).toBe(owner.key);
+    expect(res.text).not.toContain(owner.secret);
+    expect(res.text).not.toContain(first.secret);
+    expect(res.text).not.toMatch(/secret|hash|\$2[aby]\$/);
+  });
+
+  it('shows revoked pairs with their status and revoked_at, still without a secret', async () => {
+    const owner = await freshSubject('listrevoked');
+    const other = await createdPair(owner, 'to revoke');
+    expect((await revokeKey(auth(owner), other.key)).status).toBe(200);
+    const res = await listKeys(auth(owner));
+    const revoked = dataOf(res).find((v) => v.key === other.key);
+    expect(revoked).toEqual({
+      id: other.key,
+      key: other.key,
+      label: 'to revoke',
+      status: 'revoked',
+      created_at: expect.stringMatching(ISO) as unknown,
+      revoked_at: expect.stringMatching(ISO) as unknown,
+    });
+    expect(res.text).not.toMatch(/secret|hash|\$2[aby]\$/);
+  });
+
+  it('answers 401 missing_credentials without credentials', async () => {
+    expectGatewayError(asResult(await listKeys({})), 'missing_credentials');
+  });
+});
+
+describe('POST /keys', () => {
+  it('answers 201 with the new pair and its secret once, not cacheable, with a label', async () => {
+    const owner = await freshSubject('create');
+    const res = await createKey(auth(owner), { label: 'ci runner' });
+    expect(res.status).toBe(201);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const [view] = dataOf(res);
+    expect(res.json).toEqual({
+      result: 'success',
+      status: 201,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: view?.key },
+      data: [
+        {
+          id: view?.key,
+          key: expect.stringMatching(/^ak_[0-9A-Za-z]{24}$/) as unknown,
+          secret: expect.stringMatching(/^[0-9A-Za-z]{40,72}$/) as unknown,
+          label: 'ci runner',
+          status: 'active',
+          created_at: expect.stringMatching(ISO) as unknown,
+        },
+      ],
+    });
+    // The secret is shown this once: the listing has the pair, but not its secret.
+    const listed = await listKeys(auth(owner));
+    expect(dataOf(listed).map((v) => v.key)).toContain(view?.key);
+    expect(listed.text).not.toContain(view?.secret);
+  });
+
+  it('makes a pair with an empty label when there is no body or no label', async () => {
+    const owner = await freshSubject('nolabel');
+    for (const body of [undefined, {}]) {
+      const res = await createKey(auth(owner), body);
+      expect(res.status).toBe(201);
+      expect(dataOf(res)).toEqual([expect.objectContaining({ label: '', status: 'active' })]);
+    }
+  });
+
+  it('makes a pair that works at once for /accounts', async () => {
+    const owner = await freshSubject('works');
+    const pair = await createdPair(owner, 'fresh');
+    const mark = upstreamMark(upstream);
+    const res = await getAccounts(auth(pair));
+    expect(res.status).toBe(200);
+    expect(mark.since()).toEqual([
+      expect.objectContaining({
+        headers: expect.objectContaining({
+          'x-auth-subject': owner.subject,
+          'x-auth-method': 'basic',
+          'x-auth-key': pair.key,
+        }) as unknown,
+      }),
+    ]);
+  });
+
+  it('lets a client that asked for Connection: close see the connection end after /accounts', async () => {
+    // Found while writing these tests: the proxied answer says `connection: keep-alive`
+    // (the upstream's hop-by-hop header) and the gateway keeps the socket open, so a
+    // keep-alive client (Node's default agent) sends its next request there and gets a raw
+    // 400 bad_request. RFC 9112 §9.6: after `Connection: close` the server closes.
+    const owner = await freshSubject('close');
+    const pair = await createdPair(owner);
+    const { raw, closedByServer } = await sendUntilClosed(
+      gateway.port,
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${auth(pair).authorization}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+    expect(raw.toLowerCase()).not.toContain('connection: keep-alive');
+    expect(closedByServer).toBe(true);
+  });
+
+  it('answers 415 for a body that is not application/json', async () => {
+    const owner = await freshSubject('type');
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx']) {
+      const res = await send(gateway.url, '/keys', {
+        method: 'POST',
+        headers: { ...auth(owner), 'content-type': type },
+        body: '{"label":"x"}',
+      });
+      expectGatewayError(asResult(res), 'unsupported_media_type');
+    }
+    expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
+  });
+
+  it('answers 400 for a body that is not JSON', async () => {
+    const owner = await freshSubject('badjson');
+    for (const body of ['{"label":', 'label=x', '\xff\xfe']) {
+      const res = await send(gateway.url, '/keys', {
+        method: 'POST',
+        headers: { ...auth(owner), ...JSON_TYPE },
+        body,
+      });
+      expectGatewayError(asResult(res), 'bad_request');
+    }
+    expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
+  });
+
+  it('answers 400 when the label is not a string or the body not an object', async () => {
+    const owner = await freshSubject('badlabel');
+    for (const body of [
+      { label: 42 },
+      { label: null },
+      { label: ['a'] },
+      { label: 'x'.repeat(201) },
+      ['a'],
+      'a',
+      7,
+    ]) {
+      expectGatewayError(asResult(await createKey(auth(owner), body)), 'bad_request');
+    }
+    expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
+  });
+
+  it('answers 413 for a body over server.maxBodyBytes, by Content-Length or while reading', async () => {
+    const owner = await freshSubject('large');
+    const body = JSON.stringify({ label: 'x'.repeat(MAX_BODY_BYTES) });
+    const declared = await send(gateway.url, '/keys', {
+      method: 'POST',
+      headers: { ...auth(owner), ...JSON_TYPE },
+      body,
+    });
+    expectGatewayError(asResult(declared), 'payload_too_large');
+    // Chunked: no Content-Length to check first, so the limit applies while reading.
+    const chunked = await rawRequest(
+      gateway.port,
+      `POST /keys HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${auth(owner).authorization}\r\n` +
+        `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
+        `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
+    expectGatewayError(chunked, 'payload_too_large');
+    expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
+  });
+
+  it('answers 422 limit_exceeded once the subject has keys.maxActivePerSubject active pairs', async () => {
+    const owner = await freshSubject('cap');
+    for (let i = 1; i < MAX_ACTIVE; i += 1) await createdPair(owner, `pair ${i}`);
+    const res = await createKey(auth(owner), { label: 'one too many' });
+    expectGatewayError(asResult(res), 'limit_exceeded');
+    const listed = dataOf(await listKeys(auth(owner)));
+    expect(listed).toHaveLength(MAX_ACTIVE);
+    expect(listed.map((v) => v.label)).not.toContain('one too many');
+  });
+
+  it('counts only active pairs against the cap: revoking one makes room again', async () => {
+    const owner = await freshSubject('caproom');
+    const pairs = [await createdPair(owner), await createdPair(owner)];
+    expectGatewayError(asResult(await createKey(auth(owner))), 'limit_exceeded');
+    expect((await revokeKey(auth(owner), pairs[0]?.key ?? '')).status).toBe(200);
+    expect((await createKey(auth(owner))).status).toBe(201);
+  });
+});
+
+describe('DELETE /keys/{key}', () => {
+  it('revokes one of the caller’s pairs and the pair stops working at once', async () => {
+    const owner = await freshSubject('revoke');
+    const pair = await createdPair(owner, 'doomed');
+    // Verified once, so the gateway has it cached.
+    expect((await getAccounts(auth(pair))).status).toBe(200);
+    expect((await getAccounts(auth(pair))).status).toBe(200);
+    const res = await revokeKey(auth(owner), pair.key);
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.json).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: pair.key },
+      data: [
+        {
+          id: pair.key,
+          key: pair.key,
+          label: 'doomed',
+          status: 'revoked',
+          created_at: expect.stringMatching(ISO) as unknown,
+          revoked_at: expect.stringMatching(ISO) as unknown,
+        },
+      ],
+    });
+    expectGatewayError(asResult(await getAccounts(auth(pair))), 'invalid_credentials');
+    expect((await getAccounts(auth(owner))).status).toBe(200);
+  });
+
+  it('lets a pair revoke itself while another stays active', async () => {
+    const owner = await freshSubject('self');
+    const pair = await createdPair(owner);
+    expect((await getAccounts(auth(pair))).status).toBe(200);
+    expect((await revokeKey(auth(pair), pair.key)).status).toBe(200);
+    expectGatewayError(asResult(await getAccounts(auth(pair))), 'invalid_credentials');
+  });
+
+  it('answers 409 conflict for the last active pair unless ?force=true', async () => {
+    const owner = await freshSubject('last');
+    const refused = await revokeKey(auth(owner), owner.key);
+    expectGatewayError(asResult(refused), 'conflict');
+    expect((await getAccounts(auth(owner))).status).toBe(200);
+    for (const query of ['?force=false', '?force=1', '?forced=true']) {
+      expectGatewayError(asResult(await revokeKey(auth(owner), owner.key, query)), 'conflict');
+    }
+    const forced = await revokeKey(auth(owner), owner.key, '?force=true');
+    expect(forced.status).toBe(200);
+    expect(dataOf(forced)).toEqual([
+      expect.objectContaining({ key: owner.key, status: 'revoked' }),
+    ]);
+    expectGatewayError(asResult(await getAccounts(auth(owner))), 'invalid_credentials');
+  });
+
+  it('answers 200 again with the same record for a pair already revoked', async () => {
+    const owner = await freshSubject('twice');
+    const pair = await createdPair(owner, 'twice');
+    const first = await revokeKey(auth(owner), pair.key);
+    const second = await revokeKey(auth(owner), pair.key);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(second.json).toEqual(first.json);
+  });
+
+  it('answers 404 not_found for a key that does not exist', async () => {
+    const owner = await freshSubject('missing');
+    expectGatewayError(
+      asResult(await revokeKey(auth(owner), 'ak_doesnotexist000000000000')),
+      'not_found',
+    );
+  });
+});
+
+describe('isolation between subjects', () => {
+  it("never lists another subject's pairs", async () => {
+    const a = await freshSubject('isoA');
+    const b = await freshSubject('isoB');
+    const bSecond = await createdPair(b, 'b only');
+    const listed = await listKeys(auth(a));
+    expect(dataOf(listed).map((v) => v.key)).toEqual([a.key]);
+    expect(listed.text).not.toContain(b.key);
+    expect(listed.text).not.toContain(bSecond.key);
+  });
+
+  it("answers a DELETE of another subject's pair exactly like one of a pair that does not exist", async () => {
+    const a = await freshSubject('isoDelA');
+    const b = await freshSubject('isoDelB');
+    await createdPair(a);
+    await createdPair(b);
+    const nonexistent = await revokeKey(auth(a), 'ak_nosuchkey0000000000000');
+    for (const query of ['', '?force=true']) {
+      const foreign = await revokeKey(auth(a), b.key, query);
+      expectGatewayError(asResult(foreign), 'not_found');
+      expect(foreign.status).toBe(nonexistent.status);
+      expect(withoutRequestId(foreign.json)).toEqual(withoutRequestId(nonexistent.json));
+      expect(Object.keys(foreign.headers).sort()).toEqual(Object.keys(nonexistent.headers).sort());
+    }
+    // B's pair is untouched and still works.
+    expect(dataOf(await listKeys(auth(b))).find((v) => v.key === b.key)?.status).toBe('active');
+    expect((await getAccounts(auth(b))).status).toBe(200);
+  });
+
+  it("answers a GET of another subject's pair exactly like one of the caller's own", async () => {
+    const a = await freshSubject('isoGetA');
+    const b = await freshSubject('isoGetB');
+    const own = await send(gateway.url, `/keys/${a.key}`, { headers: auth(a) });
+    const foreign = await send(gateway.url, `/keys/${b.key}`, { headers: auth(a) });
+    expectGatewayError(asResult(foreign), 'method_not_allowed');
+    expect(withoutRequestId(foreign.json)).toEqual(withoutRequestId(own.json));
+    expect(foreign.headers.allow).toBe(own.headers.allow);
+  });
+});
+
+describe('Bearer callers', () => {
+  it('list, create and revoke their own pairs with a token from POST /auth/token', async () => {
+    const owner = await freshSubject('bearer');
+    const username = `user-${owner.subject}`;
+    await putUser(redisUrl, prefix, {
+      username,
+      subject: owner.subject,
+      password: 'correct horse 1',
+    });
+    const token = await issueToken(gateway.url, username, 'correct horse 1', '127.0.0.61');
+
+    const listed = await listKeys(bearerAuth(token));
+    expect(listed.status).toBe(200);
+    expect(dataOf(listed).map((v) => v.key)).toEqual([owner.key]);
+
+    const created = await createKey(bearerAuth(token), { label: 'from a token' });
+    expect(created.status).toBe(201);
+    const [view] = dataOf(created);
+    expect(view).toMatchObject({ label: 'from a token', status: 'active' });
+    expect((await getAccounts(basicAuth(view?.key ?? '', view?.secret ?? ''))).status).toBe(200);
+
+    const revoked = await revokeKey(bearerAuth(token), view?.key ?? '');
+    expect(revoked.status).toBe(200);
+    expect(dataOf(revoked)).toEqual([
+      expect.objectContaining({ key: view?.key, status: 'revoked' }),
+    ]);
+  });
+
+  it("refuses a removed user's unexpired token for every /keys operation with 401 invalid_token", async () => {
+    const owner = await freshSubject('removed');
+    const spare = await createdPair(owner);
+    const username = `user-${owner.subject}`;
+    await putUser(redisUrl, prefix, {
+      username,
+      subject: owner.subject,
+      password: 'correct horse 2',
+    });
+    const token = await issueToken(gateway.url, username, 'correct horse 2', '127.0.0.62');
+    // Verified (and cached by the gateway) before the user goes.
+    expect((await listKeys(bearerAuth(token))).status).toBe(200);
+    expect(await removeUser(redisUrl, prefix, username)).toBe(true);
+
+    const answers = [
+      await listKeys(bearerAuth(token)),
+      await createKey(bearerAuth(token), { label: 'after removal' }),
+      await revokeKey(bearerAuth(token), spare.key),
+    ];
+    for (const res of answers) {
+      expectGatewayError(asResult(res), 'invalid_token');
+      expect(res.headers['www-authenticate']).toBe(BEARER_REJECTED);
+    }
+    // Nothing changed: no new pair, the spare still active.
+    const listed = dataOf(await listKeys(auth(owner)));
+    expect(listed.map((v) => [v.key, v.status]).sort()).toEqual(
+      [
+        [owner.key, 'active'],
+        [spare.key, 'active'],
+      ].sort(),
+    );
+  });
+
+  it('refuses a token whose user now belongs to another subject', async () => {
+    const owner = await freshSubject('moved');
+    const username = `user-${owner.subject}`;
+    await putUser(redisUrl, prefix, {
+      username,
+      subject: owner.subject,
+      password: 'correct horse 3',
+    });
+    const token = await issueToken(gateway.url, username, 'correct horse 3', '127.0.0.63');
+    await putUser(redisUrl, prefix, {
+      username,
+      subject: `${owner.subject}-new`,
+      password: 'correct horse 3',
+    });
+    expectGatewayError(asResult(await listKeys(bearerAuth(token))), 'invalid_token');
+  });
+});

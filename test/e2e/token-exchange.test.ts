@@ -1,0 +1,392 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { untilSubscribers } from '../integration/in-process-gateway.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { uniquePrefix } from '../support/seed-redis.js';
+import {
+  BASIC_CHALLENGE,
+  BEARER_REJECTED,
+  expectGatewayError,
+  upstreamMark,
+  type HttpResult,
+} from './errors-expect.js';
+import {
+  bearerAuth,
+  comparableHeaders,
+  continueExchange,
+  gatewayYaml,
+  generateSigningKey,
+  JSON_TYPE,
+  putUser,
+  send,
+  withoutRequestId,
+  type HttpAnswer,
+  type SigningKey,
+} from './lifecycle-support.js';
+import { rawRequest } from './raw-http.js';
+
+// The password-to-JWT exchange (issue 3, part 2) through a gateway process on the Redis
+// store: POST /auth/token, the tokens it issues on the Bearer path, the login throttle,
+// and the JWKS. The throttle counts per client address too, so each test sends from its
+// own loopback address (127.0.0.x) and never trips another test's limit.
+
+const redisUrl = inject('redisUrl');
+const prefix = uniquePrefix('tokenx');
+const LIFETIME_SEC = 600;
+const MAX_BODY_BYTES = 300;
+const ISSUER = 'accounts-gateway';
+const AUDIENCE = 'accounts';
+const ALICE = { username: 'alice', subject: 'subject-alice', password: 'alice-password-1' };
+const VICTIM = { username: 'victim', subject: 'subject-victim', password: 'victim-password-1' };
+const MALLORY = { username: 'mallory', subject: 'subject-mallory', password: 'mallory-pass-1' };
+
+let upstream: EchoUpstream;
+let gateway: GatewayProcess;
+let signing: SigningKey;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  signing = await generateSigningKey();
+  await Promise.all([ALICE, VICTIM, MALLORY].map((user) => putUser(redisUrl, prefix, user)));
+  gateway = await startGateway(
+    gatewayYaml({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      signingKeyPem: signing.pem,
+      lifetimeSec: LIFETIME_SEC,
+      maxBodyBytes: MAX_BODY_BYTES,
+      extra: 'login: { maxFailures: 3, slowAfterFailures: 10, windowSec: 60 }',
+    }),
+  );
+  await untilSubscribers(redisUrl, prefix, 1);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+});
+
+function exchange(body: string, from: string, headers: Record<string, string> = JSON_TYPE) {
+  return send(gateway.url, '/auth/token', { method: 'POST', headers, body, from });
+}
+
+const login = (username: string, password: string, from: string): Promise<HttpAnswer> =>
+  exchange(JSON.stringify({ username, password }), from);
+
+function asResult(answer: HttpAnswer): HttpResult {
+  return { status: answer.status, headers: answer.headers, body: answer.text };
+}
+
+const nowSec = (): number => Math.floor(Date.now() / 1000);
+
+describe('POST /auth/token with the right password', () => {
+  it('answers 200 with a Bearer token for tokens.lifetimeSec, not cacheable', async () => {
+    const before = nowSec();
+    const res = await login(ALICE.username, ALICE.password, '127.0.0.10');
+    const after = nowSec();
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: null },
+      data: [
+        {
+          access_token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/) as unknown,
+          token_type: 'Bearer',
+          expires_in: LIFETIME_SEC,
+          expires_at: expect.stringMatching(
+            /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/,
+          ) as unknown,
+        },
+      ],
+    });
+    const [issued] = (res.json as { data: { access_token: string; expires_at: string }[] }).data;
+    const token = issued?.access_token ?? '';
+    expect(decodeProtectedHeader(token)).toEqual({ alg: 'ES256', kid: signing.kid, typ: 'at+jwt' });
+    const claims = decodeJwt(token);
+    expect(claims).toEqual({
+      iss: ISSUER,
+      aud: AUDIENCE,
+      sub: ALICE.subject,
+      preferred_username: ALICE.username,
+      iat: expect.any(Number) as unknown,
+      exp: expect.any(Number) as unknown,
+      jti: expect.any(String) as unknown,
+    });
+    expect(claims.iat).toBeGreaterThanOrEqual(before);
+    expect(claims.iat).toBeLessThanOrEqual(after);
+    expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(LIFETIME_SEC);
+    expect(issued?.expires_at).toBe(new Date((claims.exp ?? 0) * 1000).toISOString());
+    // Signed with the configured key: the test, holding its public half, verifies it too.
+    const jwks = (await send(gateway.url, '/.well-known/jwks.json')).json as Parameters<
+      typeof createLocalJWKSet
+    >[0];
+    await expect(
+      jwtVerify(token, createLocalJWKSet(jwks), { issuer: ISSUER, audience: AUDIENCE }),
+    ).resolves.toBeDefined();
+  });
+
+  it('issues a token the Bearer path accepts for /accounts', async () => {
+    const res = await login(ALICE.username, ALICE.password, '127.0.0.11');
+    const token = (res.json as { data: { access_token: string }[] }).data[0]?.access_token ?? '';
+    const mark = upstreamMark(upstream);
+    const accounts = await send(gateway.url, '/accounts', { headers: bearerAuth(token) });
+    expect(accounts.status).toBe(200);
+    const seen = mark.since();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.headers).toMatchObject({
+      'x-auth-method': 'bearer',
+      'x-auth-subject': ALICE.subject,
+      'x-request-id': accounts.headers['x-request-id'],
+    });
+    expect(seen[0]?.headers['x-auth-key']).toBeUndefined();
+    expect(seen[0]?.headers.authorization).toBeUndefined();
+  });
+
+  it('gives every exchange its own token (a new jti)', async () => {
+    const one = await login(ALICE.username, ALICE.password, '127.0.0.12');
+    const two = await login(ALICE.username, ALICE.password, '127.0.0.12');
+    const jti = (res: HttpAnswer): unknown =>
+      decodeJwt((res.json as { data: { access_token: string }[] }).data[0]?.access_token ?? '').jti;
+    expect(jti(one)).not.toBe(jti(two));
+  });
+});
+
+describe('POST /auth/token refusals', () => {
+  it('answers a wrong password and an unknown username with identical 401 bodies', async () => {
+    const wrong = await login(ALICE.username, 'not-the-password', '127.0.0.20');
+    const unknown = await login('nobody-by-this-name', 'not-the-password', '127.0.0.21');
+    expectGatewayError(asResult(wrong), 'invalid_credentials');
+    expectGatewayError(asResult(unknown), 'invalid_credentials');
+    expect(withoutRequestId(unknown.json)).toEqual(withoutRequestId(wrong.json));
+    expect(comparableHeaders(unknown.headers)).toEqual(comparableHeaders(wrong.headers));
+  });
+
+  it('answers 400 bad_request for missing fields or a body that is not a login object', async () => {
+    const bodies = [
+      '{}',
+      JSON.stringify({ username: ALICE.username }),
+      JSON.stringify({ password: ALICE.password }),
+      JSON.stringify({ username: ALICE.username, password: '' }),
+      JSON.stringify({ username: 42, password: ALICE.password }),
+      JSON.stringify({ username: ALICE.username, password: ['x'] }),
+      JSON.stringify({ username: 'has space', password: ALICE.password }),
+      JSON.stringify([ALICE.username, ALICE.password]),
+      'null',
+      '"alice"',
+      '{"username":"alice","password":',
+      'username=alice&password=x',
+    ];
+    for (const body of bodies) {
+      expectGatewayError(asResult(await exchange(body, '127.0.0.22')), 'bad_request');
+    }
+    // No body at all.
+    const empty = await send(gateway.url, '/auth/token', {
+      method: 'POST',
+      headers: { ...JSON_TYPE, 'content-length': '0' },
+      from: '127.0.0.22',
+    });
+    expectGatewayError(asResult(empty), 'bad_request');
+    // None of these counted as a failed login: the right password still passes from there.
+    expect((await login(ALICE.username, ALICE.password, '127.0.0.22')).status).toBe(200);
+  });
+
+  it('answers 415 unsupported_media_type for a body that is not application/json', async () => {
+    const body = JSON.stringify({ username: ALICE.username, password: ALICE.password });
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']) {
+      const res = await exchange(body, '127.0.0.23', { 'content-type': type });
+      expectGatewayError(asResult(res), 'unsupported_media_type');
+    }
+    expectGatewayError(asResult(await exchange(body, '127.0.0.23', {})), 'unsupported_media_type');
+  });
+
+  it('answers 413 payload_too_large for a body over server.maxBodyBytes', async () => {
+    const body = JSON.stringify({ username: ALICE.username, password: 'x'.repeat(MAX_BODY_BYTES) });
+    expectGatewayError(asResult(await exchange(body, '127.0.0.24')), 'payload_too_large');
+    const chunked = await rawRequest(
+      gateway.port,
+      'POST /auth/token HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\n' +
+        'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' +
+        `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
+    expectGatewayError(chunked, 'payload_too_large');
+  });
+
+  it('answers 405 with Allow: POST for another method', async () => {
+    const res = await send(gateway.url, '/auth/token', { from: '127.0.0.25' });
+    expectGatewayError(asResult(res), 'method_not_allowed');
+    expect(res.headers.allow).toBe('POST');
+  });
+});
+
+describe('Expect: 100-continue on POST /auth/token', () => {
+  it('answers 415 to a wrong content type and never sends 100 Continue', async () => {
+    const res = await rawRequest(
+      gateway.port,
+      'POST /auth/token HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: text/plain\r\n' +
+        'Content-Length: 50\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
+    );
+    expectGatewayError(res, 'unsupported_media_type');
+    expect(res.raw).not.toContain('100 Continue');
+    expect(res.raw).toMatch(/^HTTP\/1\.1 415 /);
+  });
+
+  it('answers 413 to a declared length over the limit and never sends 100 Continue', async () => {
+    const res = await rawRequest(
+      gateway.port,
+      'POST /auth/token HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\n' +
+        `Content-Length: ${MAX_BODY_BYTES + 1}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+    );
+    expectGatewayError(res, 'payload_too_large');
+    expect(res.raw).not.toContain('100 Continue');
+  });
+
+  it('sends 100 Continue before reading the body of an acceptable request, then the token', async () => {
+    const body = JSON.stringify({ username: ALICE.username, password: ALICE.password });
+    const exchangeResult = await continueExchange(
+      gateway.port,
+      'POST /auth/token HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      body,
+      '127.0.0.26',
+    );
+    // Nothing but the interim response arrived before the body was sent.
+    expect(exchangeResult.beforeBody).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+    expect(exchangeResult.status).toBe(200);
+    expect(JSON.parse(exchangeResult.body)).toMatchObject({
+      result: 'success',
+      data: [{ token_type: 'Bearer', expires_in: LIFETIME_SEC }],
+    });
+  });
+});
+
+describe('login throttle (maxFailures 3 in a 60 s window)', () => {
+  it('refuses a username with 429 and Retry-After after repeated failures, from any address', async () => {
+    for (const from of ['127.0.0.30', '127.0.0.31', '127.0.0.32']) {
+      expectGatewayError(
+        asResult(await login(VICTIM.username, 'wrong-password', from)),
+        'invalid_credentials',
+      );
+    }
+    // Even the right password, from an address that never failed, is refused now.
+    const refused = await login(VICTIM.username, VICTIM.password, '127.0.0.33');
+    expectGatewayError(asResult(refused), 'rate_limited');
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // Another user from the same address is not affected.
+    expect((await login(ALICE.username, ALICE.password, '127.0.0.33')).status).toBe(200);
+  });
+
+  it('refuses an unknown username exactly the same way', async () => {
+    const answers: HttpAnswer[] = [];
+    const known: HttpAnswer[] = [];
+    const addresses = ['127.0.0.40', '127.0.0.41', '127.0.0.42', '127.0.0.43'];
+    const knownAddresses = ['127.0.0.44', '127.0.0.45', '127.0.0.46', '127.0.0.47'];
+    for (const [i, from] of addresses.entries()) {
+      answers.push(await login('ghost-never-added', 'wrong-password', from));
+      known.push(await login(MALLORY.username, 'wrong-password', knownAddresses[i] ?? ''));
+    }
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 429]);
+    expect(known.map((a) => a.status)).toEqual([401, 401, 401, 429]);
+    for (const [i, answer] of answers.entries()) {
+      const twin = known[i];
+      expect(withoutRequestId(answer.json)).toEqual(withoutRequestId(twin?.json));
+      expect(Object.keys(answer.headers).sort()).toEqual(Object.keys(twin?.headers ?? {}).sort());
+    }
+    expectGatewayError(asResult(answers[3] as HttpAnswer), 'rate_limited');
+    expect(answers[3]?.headers['retry-after']).toBeDefined();
+  });
+
+  it('refuses a client address that failed for several usernames, but not other addresses', async () => {
+    const from = '127.0.0.50';
+    for (const username of ['spray-1', 'spray-2', ALICE.username]) {
+      expect((await login(username, 'wrong-password', from)).status).toBe(401);
+    }
+    const refused = await login(ALICE.username, ALICE.password, from);
+    expectGatewayError(asResult(refused), 'rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // ALICE has one failure, far below the limit: from elsewhere her password works.
+    expect((await login(ALICE.username, ALICE.password, '127.0.0.51')).status).toBe(200);
+  });
+});
+
+describe('tokens the gateway did not issue as they are', () => {
+  async function signWith(
+    key: Parameters<SignJWT['sign']>[0],
+    claims: { exp: number; iat: number },
+  ): Promise<string> {
+    return new SignJWT({ preferred_username: ALICE.username })
+      .setProtectedHeader({ alg: 'ES256', kid: signing.kid, typ: 'at+jwt' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setSubject(ALICE.subject)
+      .setIssuedAt(claims.iat)
+      .setExpirationTime(claims.exp)
+      .setJti('test-jti')
+      .sign(key);
+  }
+
+  it("answers 401 token_expired to an expired token signed with the gateway's key", async () => {
+    const token = await signWith(signing.privateKey, { iat: nowSec() - 1200, exp: nowSec() - 120 });
+    for (const path of ['/accounts', '/keys']) {
+      const res = await send(gateway.url, path, { headers: bearerAuth(token) });
+      expectGatewayError(asResult(res), 'token_expired');
+      // Node's client joins the two challenges (Basic and the rejected Bearer) with ", ".
+      expect(res.headers['www-authenticate']).toBe(`${BASIC_CHALLENGE}, ${BEARER_REJECTED}`);
+    }
+  });
+
+  it('answers 401 invalid_token to a token signed by another key under the same kid', async () => {
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const token = await signWith(other, { iat: nowSec(), exp: nowSec() + 300 });
+    const mark = upstreamMark(upstream);
+    for (const path of ['/accounts', '/keys']) {
+      const res = await send(gateway.url, path, { headers: bearerAuth(token) });
+      expectGatewayError(asResult(res), 'invalid_token');
+      // Node's client joins the two challenges (Basic and the rejected Bearer) with ", ".
+      expect(res.headers['www-authenticate']).toBe(`${BASIC_CHALLENGE}, ${BEARER_REJECTED}`);
+    }
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('accepts a token the test signs with the same key and claims (the control case)', async () => {
+    const token = await signWith(signing.privateKey, { iat: nowSec(), exp: nowSec() + 300 });
+    expect((await send(gateway.url, '/accounts', { headers: bearerAuth(token) })).status).toBe(200);
+  });
+});
+
+describe('GET /.well-known/jwks.json', () => {
+  it('publishes exactly the public half of the signing key, under the kid tokens carry', async () => {
+    const res = await send(gateway.url, '/.well-known/jwks.json');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json).toEqual({
+      keys: [
+        {
+          kty: 'EC',
+          crv: 'P-256',
+          kid: signing.kid,
+          alg: 'ES256',
+          use: 'sig',
+          x: signing.publicJwk.x,
+          y: signing.publicJwk.y,
+        },
+      ],
+    });
+    expect(res.text).not.toContain('"d"');
+  });
+
+  it('needs no credentials', async () => {
+    const res = await send(gateway.url, '/.well-known/jwks.json', {
+      headers: { authorization: 'Basic bm90OnZhbGlk' },
+    });
+    expect(res.status).toBe(200);
+  });
+});
