@@ -1,4 +1,10 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import {
+  Gauge,
+  Registry,
+  collectDefaultMetrics,
+  type Metric,
+  type MetricValueWithName,
+} from 'prom-client';
 
 export interface GatewayMetrics {
   readonly registry: Registry;
@@ -6,50 +12,119 @@ export interface GatewayMetrics {
   setReady(ready: boolean): void;
 }
 
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+interface RouteStats {
+  /** Per bucket (non-cumulative); the last slot counts what is above every bound. */
+  readonly buckets: Float64Array;
+  sum: number;
+  count: number;
+  /** Requests per status code. */
+  readonly statuses: Map<number, number>;
+}
+
+/**
+ * Request counts and durations are kept in plain counters and handed to prom-client only
+ * when /metrics is scraped: prom-client's own observe() validates and hashes its labels on
+ * every call, a cost paid on every request for a value read once per scrape.
+ */
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
-    name: 'gateway_requests_total',
-    help: 'Requests answered, by route and status.',
-    labelNames: ['route', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'gateway_request_duration_seconds',
-    help: 'Time from request to response end, by route.',
-    labelNames: ['route'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
   const ready = new Gauge({
     name: 'gateway_ready',
     help: '1 when the gateway can serve.',
     registers: [registry],
   });
-  // Label children resolved once per (route, status): prom-client hashes the label object
-  // on every call otherwise, on the hot path of every request.
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(value: number): void }>();
+  const routes = new Map<string, RouteStats>();
+
+  registerScraped(
+    registry,
+    'gateway_requests_total',
+    'Requests answered, by route and status.',
+    'counter',
+    () => {
+      const values: ScrapedValue[] = [];
+      for (const [route, stats] of routes) {
+        for (const [status, count] of stats.statuses)
+          values.push({ value: count, labels: { route, status } });
+      }
+      return values;
+    },
+  );
+  const duration = 'gateway_request_duration_seconds';
+  registerScraped(
+    registry,
+    duration,
+    'Time from request to response end, by route.',
+    'histogram',
+    () => {
+      const values: ScrapedValue[] = [];
+      for (const [route, stats] of routes) {
+        let cumulative = 0;
+        BUCKETS.forEach((bound, i) => {
+          cumulative += stats.buckets[i] ?? 0;
+          values.push({
+            metricName: `${duration}_bucket`,
+            value: cumulative,
+            labels: { le: bound, route },
+          });
+        });
+        values.push({
+          metricName: `${duration}_bucket`,
+          value: stats.count,
+          labels: { le: '+Inf', route },
+        });
+        values.push({ metricName: `${duration}_sum`, value: stats.sum, labels: { route } });
+        values.push({ metricName: `${duration}_count`, value: stats.count, labels: { route } });
+      }
+      return values;
+    },
+  );
+
   return {
     registry,
     observeRequest(route, status, seconds) {
-      const id = `${route} ${status}`;
-      let counter = counters.get(id);
-      if (counter === undefined) {
-        counter = requests.labels({ route, status: String(status) });
-        counters.set(id, counter);
+      let stats = routes.get(route);
+      if (stats === undefined) {
+        stats = {
+          buckets: new Float64Array(BUCKETS.length + 1),
+          sum: 0,
+          count: 0,
+          statuses: new Map(),
+        };
+        routes.set(route, stats);
       }
-      counter.inc();
-      let timer = timers.get(route);
-      if (timer === undefined) {
-        timer = duration.labels({ route });
-        timers.set(route, timer);
-      }
-      timer.observe(seconds);
+      let bucket = 0;
+      while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] ?? Infinity)) bucket += 1;
+      stats.buckets[bucket] = (stats.buckets[bucket] ?? 0) + 1;
+      stats.sum += seconds;
+      stats.count += 1;
+      stats.statuses.set(status, (stats.statuses.get(status) ?? 0) + 1);
     },
     setReady(value) {
       ready.set(value ? 1 : 0);
     },
   };
+}
+
+type ScrapedValue = MetricValueWithName<string>;
+
+/**
+ * A metric whose values are computed at scrape time. prom-client renders any registered
+ * object with a name and a get() returning this shape; its Metric type also lists methods
+ * (reset, labels...) that a read-only collector has no use for, hence the cast.
+ */
+function registerScraped(
+  registry: Registry,
+  name: string,
+  help: string,
+  type: 'counter' | 'histogram',
+  values: () => ScrapedValue[],
+): void {
+  const metric = {
+    name,
+    get: () => Promise.resolve({ name, help, type, values: values(), aggregator: 'sum' }),
+  };
+  registry.registerMetric(metric as unknown as Metric);
 }

@@ -2,7 +2,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { BasicAuthenticator } from './basic-authenticator.js';
 import type { Identity } from './identity.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
-import { parseAuthorization } from './parse-authorization.js';
+import { basicCredentials, parseAuthorization } from './parse-authorization.js';
 
 export type AuthScheme = 'basic' | 'bearer';
 
@@ -61,15 +61,18 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
 
   return {
     authenticate(header, schemes) {
+      const encoded = header === undefined ? undefined : basicCredentials(header);
+      if (encoded !== undefined && schemes.includes('basic')) {
+        const hit = basic.cached(encoded);
+        if (hit !== undefined) return hit;
+      }
       const parsed = parseAuthorization(header, options.maxTokenBytes);
       switch (parsed.scheme) {
         case 'malformed_basic':
           throw new GatewayError('malformed_authorization');
         case 'basic': {
           if (!schemes.includes('basic')) throw deny('missing_credentials', schemes);
-          const hit = basic.cached(parsed.key, parsed.secret);
-          if (hit !== undefined) return hit;
-          return basic.verify(parsed.key, parsed.secret).then((identity) => {
+          return basic.verify(parsed.key, parsed.secret, encoded).then((identity) => {
             if (identity === null) throw deny('invalid_credentials', schemes);
             return identity;
           });

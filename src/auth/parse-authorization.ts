@@ -32,8 +32,8 @@ export function parseAuthorization(
   maxTokenBytes: number,
 ): ParsedAuthorization {
   if (header === undefined || header === '') return NONE;
-  const basic = BASIC.exec(header);
-  if (basic !== null) return parseBasic(header.slice(basic[0].length));
+  const basic = basicCredentials(header);
+  if (basic !== undefined) return parseBasic(basic);
   const bearer = BEARER.exec(header);
   if (bearer !== null) {
     const token = header.slice(bearer[0].length);
@@ -41,6 +41,12 @@ export function parseAuthorization(
     return { scheme: 'bearer', token };
   }
   return UNSUPPORTED;
+}
+
+/** The credentials of a Basic header exactly as sent (still encoded), or undefined. */
+export function basicCredentials(header: string): string | undefined {
+  const basic = BASIC.exec(header);
+  return basic === null ? undefined : header.slice(basic[0].length);
 }
 
 /** RFC 7617: base64 of `user-id ":" password`, UTF-8, split at the first colon. */

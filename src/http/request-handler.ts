@@ -5,6 +5,7 @@ import type { Identity } from '../auth/identity.js';
 import type { GatewayMetrics } from '../admin/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import { createAccessLog, toLogFields, type AccessEntry } from '../observability/access-log.js';
 import type { Logger } from '../observability/create-logger.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
@@ -38,28 +39,30 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 /** Parse, then decide, then act: every refusal happens before anything is forwarded. */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
   const { routes, authenticator, forwarder, headerPolicy, logger, metrics } = options;
+  const accessLog = options.logRequests ? createAccessLog(logger) : undefined;
 
   const finish = (state: RequestState, res: ServerResponse): void => {
     const durationMs = performance.now() - state.startedAt;
     metrics.observeRequest(state.route, res.statusCode, durationMs / 1000);
-    if (!options.logRequests && state.error === undefined) return;
     const error = state.error;
-    const line = {
-      request_id: state.requestId,
+    if (accessLog === undefined && (error === undefined || error.status < 500)) return;
+    const entry: AccessEntry = {
+      requestId: state.requestId,
       method: state.method,
       route: state.route,
       status: res.statusCode,
-      duration_ms: Math.round(durationMs * 100) / 100,
-      auth_method: state.identity?.method,
+      durationMs,
+      authMethod: state.identity?.method,
       subject: state.identity?.subject,
       key: state.identity?.key,
-      error_code: error?.code,
-      aborted: res.writableFinished ? undefined : true,
+      errorCode: error?.code,
+      aborted: !res.writableFinished,
     };
+    // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
     if (error !== undefined && error.status >= 500) {
-      logger.warn({ ...line, cause: describeCause(error.cause) }, 'request failed');
-    } else if (options.logRequests) {
-      logger.info(line, 'request');
+      logger.warn({ ...toLogFields(entry), cause: describeCause(error.cause) }, 'request failed');
+    } else {
+      accessLog?.(entry);
     }
   };
 

@@ -66,18 +66,30 @@ function start(
   });
 }
 
-function wrk(url: string, header?: string): number {
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency'];
-  if (header !== undefined) args.push('-H', header);
-  const run = spawnSync('wrk', [...args, url], {
-    encoding: 'utf8',
-    timeout: (seconds + 30) * 1000,
+/** One bounded wrk run; resolves with requests per second (any non-2xx fails the bench). */
+function wrk(url: string, header: string | undefined, conns = connections): Promise<number> {
+  const args = [
+    '-t1',
+    `-c${conns}`,
+    `-d${seconds}s`,
+    ...(header === undefined ? [] : ['-H', header]),
+    url,
+  ];
+  const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('exit', () => {
+      const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
+      const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+      if (rps === null) reject(new Error(`wrk failed: ${out}`));
+      else if (non2xx !== null)
+        reject(new Error(`wrk saw ${non2xx[1]} non-2xx responses from ${url}`));
+      else resolve(Number(rps[1]));
+    });
   });
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(run.stdout);
-  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(run.stdout);
-  if (rps === null) throw new Error(`wrk failed: ${run.stderr || run.stdout}`);
-  if (non2xx !== null) throw new Error(`wrk saw ${non2xx[1]} non-2xx responses from ${url}`);
-  return Number(rps[1]);
 }
 
 function rssMiB(pid: number | undefined): number {
@@ -155,39 +167,65 @@ credentials:
     });
   }
 
-  // Warm-up: the first Basic request pays bcrypt once, then the pair is cached.
+  // Warm-up (JIT, connection pools; the first Basic request pays bcrypt once).
   for (const scenario of scenarios) wrkWarm(scenario.url, scenario.header);
-  // This machine's speed drifts from minute to minute (shared cores): interleave short
-  // rounds in a rotating order and compare medians, never one run against another.
-  const samples = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
+  // This machine's speed drifts from minute to minute (shared cores), so two figures taken
+  // one after the other can differ by a third with nothing changed. Two views, each robust:
+  // - alone: each scenario by itself, in interleaved rounds, median of the rounds;
+  // - paired: two scenarios loaded at the same moment (half the connections each), so both
+  //   see the same machine; the ratio of their throughputs is the ratio of their costs.
+  const byName = new Map(scenarios.map((s) => [s.name, s]));
+  const alone = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
+  const pairs: [string, string, number][] = [
+    ['basic', 'bare', 0.9],
+    ['bearer', 'bare', 0.9],
+    ['basic', 'caddy', 1.1],
+  ];
+  const paired = new Map<string, number[]>(pairs.map(([a, b]) => [`${a}/${b}`, []]));
   for (let round = 0; round < rounds; round += 1) {
     for (let i = 0; i < scenarios.length; i += 1) {
       const scenario = scenarios[(i + round) % scenarios.length];
       if (scenario !== undefined)
-        samples.get(scenario.name)?.push(wrk(scenario.url, scenario.header));
+        alone.get(scenario.name)?.push(await wrk(scenario.url, scenario.header));
+    }
+    for (const [a, b] of pairs) {
+      const x = byName.get(a);
+      const y = byName.get(b);
+      if (x === undefined || y === undefined) continue;
+      const half = Math.max(1, Math.floor(connections / 2));
+      const [rx, ry] = await Promise.all([wrk(x.url, x.header, half), wrk(y.url, y.header, half)]);
+      paired.get(`${a}/${b}`)?.push(rx / ry);
     }
   }
   const gatewayRss = rssMiB(gateway.child.pid);
-  const results: Record<string, number> = {};
-  for (const [name, values] of samples) results[name] = median(values);
 
-  const line = (name: string): string => {
-    const values = samples.get(name);
-    const value = results[name];
-    return `${name.padEnd(8)} ${value === undefined ? 'n/a' : value.toFixed(0).padStart(8)} req/s   (${(values ?? []).map((v) => v.toFixed(0)).join(' ')})`;
-  };
   console.log(
-    `\nmedian of ${rounds} rounds, ${connections} connections, ${seconds}s per run, wrk -t1, node ${process.version}`,
+    `\n${rounds} rounds, ${connections} connections, ${seconds}s per run, wrk -t1, node ${process.version}`,
   );
-  for (const name of ['bare', 'basic', 'bearer', 'caddy']) console.log(line(name));
-  const ratio = (a: string, b: string): string => {
-    const x = results[a];
-    const y = results[b];
-    return x === undefined || y === undefined ? 'n/a' : (x / y).toFixed(2);
+  console.log('alone (median req/s, then each round):');
+  for (const [name, values] of alone) {
+    console.log(
+      `  ${name.padEnd(7)} ${median(values).toFixed(0).padStart(7)}   (${values.map((v) => v.toFixed(0)).join(' ')})`,
+    );
+  }
+  const ratioAlone = (a: string, b: string): string => {
+    const x = alone.get(a);
+    const y = alone.get(b);
+    return x === undefined || y === undefined || y.length === 0
+      ? 'n/a'
+      : (median(x) / median(y)).toFixed(2);
   };
-  console.log(`basic/bare  ${ratio('basic', 'bare')}   (target >= 0.90)`);
-  console.log(`bearer/bare ${ratio('bearer', 'bare')}   (target >= 0.90)`);
-  console.log(`basic/caddy ${ratio('basic', 'caddy')}   (target >= 1.10)`);
+  console.log('ratios            alone  paired (median; each round)     target');
+  for (const [a, b, target] of pairs) {
+    const values = paired.get(`${a}/${b}`) ?? [];
+    const pairedText =
+      values.length === 0
+        ? 'n/a'
+        : `${median(values).toFixed(2)} (${values.map((v) => v.toFixed(2)).join(' ')})`;
+    console.log(
+      `  ${`${a}/${b}`.padEnd(14)} ${ratioAlone(a, b).padStart(6)}  ${pairedText.padEnd(30)} >= ${target.toFixed(2)}`,
+    );
+  }
   console.log(`gateway RSS after the runs: ${gatewayRss.toFixed(0)} MiB`);
 }
 
@@ -200,7 +238,13 @@ function median(values: readonly number[]): number {
 }
 
 function wrkWarm(url: string, header: string | undefined): void {
-  const args = ['-t1', '-c4', '-d1s', ...(header === undefined ? [] : ['-H', header]), url];
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    '-d2s',
+    ...(header === undefined ? [] : ['-H', header]),
+    url,
+  ];
   spawnSync('wrk', args, { timeout: 30_000 });
 }
 

@@ -9,6 +9,11 @@ import { createMemoryStore } from '../../../src/credentials/memory-store.js';
 import { createSecretHasher, type SecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 
+/** The credentials as a client sends them, which is what the cache is keyed by. */
+function encoded(key: string, secret: string): string {
+  return Buffer.from(`${key}:${secret}`).toString('base64');
+}
+
 const hasher = createSecretHasher(4);
 const KEY = 'ak_aliceAAAAAAAAAAAAAAAAAAAA';
 const SECRET = 'aliceSecret0123456789aliceSecret0123456789';
@@ -208,39 +213,43 @@ describe('createBasicAuthenticator: verify', () => {
 describe('createBasicAuthenticator: cache', () => {
   it('returns the identity from cached() after a verify, without touching the store', async () => {
     const { basic, store, hasher: counted } = setup();
-    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
     await basic.verify(KEY, SECRET);
     const lookups = store.lookups();
     const compares = counted.compares().length;
-    expect(basic.cached(KEY, SECRET)).toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    expect(basic.cached(encoded(KEY, SECRET))).toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+    });
     expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
   });
 
   it('misses the cache for any other secret of a cached key', async () => {
     const { basic } = setup();
     await basic.verify(KEY, SECRET);
-    expect(basic.cached(KEY, `${SECRET}x`)).toBeUndefined();
-    expect(basic.cached(KEY, SECRET.slice(0, -1))).toBeUndefined();
+    expect(basic.cached(encoded(KEY, `${SECRET}x`))).toBeUndefined();
+    expect(basic.cached(encoded(KEY, SECRET.slice(0, -1)))).toBeUndefined();
   });
 
   it('does not cache a denial', async () => {
     const { basic } = setup();
     await basic.verify(KEY, 'wrong');
-    expect(basic.cached(KEY, 'wrong')).toBeUndefined();
+    expect(basic.cached(encoded(KEY, 'wrong'))).toBeUndefined();
   });
 
   it('caches nothing when the TTL is 0', async () => {
     const { basic } = setup({ cacheTtlSec: 0 });
     await basic.verify(KEY, SECRET);
-    expect(basic.cached(KEY, SECRET)).toBeUndefined();
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
   });
 
   it('keeps no more than cacheMaxEntries pairs', async () => {
     const { basic } = setup({ cacheMaxEntries: 1 });
     await basic.verify(KEY, SECRET);
     await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
-    expect(basic.cached(KEY, SECRET)).toBeUndefined();
-    expect(basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret')).toEqual({
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
+    expect(basic.cached(encoded('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'))).toEqual({
       subject: 'bob',
       method: 'basic',
       key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
@@ -266,8 +275,8 @@ describe('createBasicAuthenticator: cache', () => {
     await basic.verify(KEY, SECRET);
     await basic.verify('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond');
     basic.evictKey(KEY);
-    expect(basic.cached(KEY, SECRET)).toBeUndefined();
-    expect(basic.cached('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond')).toEqual({
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
+    expect(basic.cached(encoded('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond'))).toEqual({
       subject: 'alice',
       method: 'basic',
       key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
@@ -289,9 +298,9 @@ describe('createBasicAuthenticator: cache', () => {
     await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
     basic.evictSubject('alice');
     expect([
-      basic.cached(KEY, SECRET),
-      basic.cached('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond'),
-      basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'),
+      basic.cached(encoded(KEY, SECRET)),
+      basic.cached(encoded('ak_alice2AAAAAAAAAAAAAAAAAAA', 'aliceSecond')),
+      basic.cached(encoded('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret')),
     ]).toEqual([
       undefined,
       undefined,
@@ -305,8 +314,8 @@ describe('createBasicAuthenticator: cache', () => {
     await basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret');
     basic.flush();
     expect([
-      basic.cached(KEY, SECRET),
-      basic.cached('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'),
+      basic.cached(encoded(KEY, SECRET)),
+      basic.cached(encoded('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret')),
     ]).toEqual([undefined, undefined]);
   });
 });
