@@ -1,7 +1,7 @@
 import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
 import { uniquePrefix } from '../support/seed-redis.js';
 import {
@@ -27,12 +27,7 @@ beforeAll(async () => {
   // A port nothing listens on: the JWKS issuer's keys can never be fetched.
   jwksUrl = `http://127.0.0.1:${await freePort()}/.well-known/jwks.json`;
   gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
 auth:
   bearer:
     maxTokenBytes: ${MAX_TOKEN_BYTES}

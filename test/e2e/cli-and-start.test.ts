@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { CLI, startGateway, writeConfig } from '../support/gateway-process.js';
+import { CLI, startGateway, writeConfig, redisGatewayYaml } from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
@@ -392,12 +392,7 @@ describe('SIGTERM', () => {
       }, 300);
     });
     const gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
 `);
     try {
       const inFlight = fetch(`${gateway.url}/accounts`, {

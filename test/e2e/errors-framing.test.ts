@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { expectGatewayError, upstreamMark } from './errors-expect.js';
 import { rawRequest } from './raw-http.js';
@@ -19,12 +19,7 @@ beforeAll(async () => {
   await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'fran' });
   gateway = await startGateway(`
 server: { maxHeaderCount: ${MAX_HEADER_COUNT} }
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
 logging: { level: info }
 `);
 });

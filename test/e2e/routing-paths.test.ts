@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { expectGatewayError, fromFetch, upstreamMark } from './errors-expect.js';
 import { rawRequest } from './raw-http.js';
@@ -50,12 +50,7 @@ beforeAll(async () => {
   upstream.respondWith(listing);
   await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'rita' });
   gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
 logging: { level: info }
 `);
 });

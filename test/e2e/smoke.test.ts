@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('smoke');
@@ -15,12 +15,7 @@ beforeAll(async () => {
     subject: 'alice',
   });
   gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
+${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
 logging: { level: info }
 `);
 });

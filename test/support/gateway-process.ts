@@ -105,3 +105,20 @@ export function startGateway(
     });
   });
 }
+
+/**
+ * The YAML most end-to-end tests share: the Redis store under its own key prefix, one
+ * upstream, an admin port of its own. Add further top-level sections after it.
+ */
+export function redisGatewayYaml(options: {
+  redisUrl: string;
+  keyPrefix: string;
+  upstreamUrl: string;
+}): string {
+  return `admin: { port: 0 }
+upstreams:
+  accounts: { url: ${options.upstreamUrl} }
+credentials:
+  store: redis
+  redis: { url: ${options.redisUrl}, keyPrefix: "${options.keyPrefix}" }`;
+}
