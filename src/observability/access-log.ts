@@ -1,4 +1,6 @@
 import { pino, type Logger } from 'pino';
+import type { Identity } from '../auth/identity.js';
+import type { ErrorCode } from '../errors/error-codes.js';
 
 export interface AccessEntry {
   readonly requestId: string;
@@ -6,10 +8,10 @@ export interface AccessEntry {
   readonly route: string;
   readonly status: number;
   readonly durationMs: number;
-  readonly authMethod: string | undefined;
+  readonly authMethod: Identity['method'] | undefined;
   readonly subject: string | undefined;
   readonly key: string | undefined;
-  readonly errorCode: string | undefined;
+  readonly errorCode: ErrorCode | undefined;
   readonly aborted: boolean;
 }
 
@@ -42,11 +44,15 @@ export function createAccessLog(logger: Logger): AccessLog | undefined {
       lastMs = nowMs;
       lastIso = new Date(nowMs).toISOString();
     }
-    let line = `{"level":30,"time":"${lastIso}"${bindings}`;
-    for (const [name, value] of Object.entries(toLogFields(entry))) {
-      if (value !== undefined)
-        line += `,"${name}":${typeof value === 'string' ? JSON.stringify(value) : String(value)}`;
-    }
+    // Field by field, no intermediate object: the same fields and order as toLogFields().
+    let line = `{"level":30,"time":"${lastIso}"${bindings},"request_id":${JSON.stringify(entry.requestId)}`;
+    line += `,"method":${JSON.stringify(entry.method)},"route":${JSON.stringify(entry.route)}`;
+    line += `,"status":${entry.status},"duration_ms":${Math.round(entry.durationMs * 100) / 100}`;
+    if (entry.authMethod !== undefined) line += `,"auth_method":"${entry.authMethod}"`;
+    if (entry.subject !== undefined) line += `,"subject":${JSON.stringify(entry.subject)}`;
+    if (entry.key !== undefined) line += `,"key":${JSON.stringify(entry.key)}`;
+    if (entry.errorCode !== undefined) line += `,"error_code":"${entry.errorCode}"`;
+    if (entry.aborted) line += ',"aborted":true';
     stream.write(`${line},"msg":"request"}\n`);
   };
 }
