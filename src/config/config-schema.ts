@@ -26,6 +26,23 @@ const bcryptHash = z
   .regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
 const keyId = z.string().regex(/^[A-Za-z0-9_-]{3,64}$/, 'must be 3-64 of A-Z a-z 0-9 _ -');
 
+/** End-to-end request headers the upstream receives unless forwarding.allowHeaders says otherwise. */
+export const DEFAULT_ALLOW_HEADERS = [
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'cache-control',
+  'content-length',
+  'content-type',
+  'if-match',
+  'if-modified-since',
+  'if-none-match',
+  'if-unmodified-since',
+  'pragma',
+  'range',
+  'user-agent',
+] as const;
+
 const upstreamSchema = z.strictObject({
   /** `builtin` runs the reference accounts service in process, on loopback. */
   url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
@@ -199,23 +216,7 @@ export const configSchema = z.strictObject({
       /** Send the client's Authorization header upstream (off: the gateway consumes it). */
       forwardAuthorization: bool().default(false),
       /** End-to-end request headers passed to the upstream; everything else is dropped. */
-      allowHeaders: z
-        .array(headerName)
-        .default([
-          'accept',
-          'accept-encoding',
-          'accept-language',
-          'cache-control',
-          'content-length',
-          'content-type',
-          'if-match',
-          'if-modified-since',
-          'if-none-match',
-          'if-unmodified-since',
-          'pragma',
-          'range',
-          'user-agent',
-        ]),
+      allowHeaders: z.array(headerName).default([...DEFAULT_ALLOW_HEADERS]),
     })
     .prefault({}),
   auth: z

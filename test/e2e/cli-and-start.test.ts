@@ -3,7 +3,13 @@ import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { CLI, startGateway, writeConfig, redisGatewayYaml } from '../support/gateway-process.js';
+import {
+  CLI,
+  startGateway,
+  writeConfig,
+  redisGatewayYaml,
+  onJsonLines,
+} from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
@@ -74,7 +80,6 @@ function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Served {
   const logs: Record<string, unknown>[] = [];
   let stdout = '';
   let stderr = '';
-  let pending = '';
   const listeners = new Set<() => void>();
   const notify = (): void => {
     for (const listener of [...listeners]) listener();
@@ -85,21 +90,9 @@ function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Served {
       resolve(code);
     });
   });
+  onJsonLines(child.stdout, (entry) => logs.push(entry));
   child.stdout.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    stdout += text;
-    pending += text;
-    let newline = pending.indexOf('\n');
-    while (newline !== -1) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      newline = pending.indexOf('\n');
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // Not a log line.
-      }
-    }
+    stdout += chunk.toString();
     notify();
   });
   child.stderr.on('data', (chunk: Buffer) => {

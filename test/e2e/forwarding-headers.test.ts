@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { DEFAULT_ALLOW_HEADERS } from '../../src/config/config-schema.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   startEchoUpstream,
@@ -17,21 +18,7 @@ const KEY = 'ak_forwarding_headers';
 const SECRET = 's3cret-forwarding-headers';
 const AUTHORIZATION = basicHeader(KEY, SECRET);
 
-const DEFAULT_ALLOW = [
-  'accept',
-  'accept-encoding',
-  'accept-language',
-  'cache-control',
-  'content-length',
-  'content-type',
-  'if-match',
-  'if-modified-since',
-  'if-none-match',
-  'if-unmodified-since',
-  'pragma',
-  'range',
-  'user-agent',
-];
+const DEFAULT_ALLOW: readonly string[] = DEFAULT_ALLOW_HEADERS;
 
 let upstream: EchoUpstream;
 let upstreamHost: string;

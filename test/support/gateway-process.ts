@@ -52,7 +52,6 @@ export function startGateway(
     return new Promise((resolve) => waiters.push({ msg, resolve }));
   };
   let output = '';
-  let pending = '';
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null): void =>
       reject(new Error(`gateway exited (${String(code)}) before listening:\n${output}`));
@@ -61,46 +60,34 @@ export function startGateway(
       output += chunk.toString();
     });
     child.stdout.on('data', (chunk: Buffer) => {
-      const text = chunk.toString();
-      output += text;
-      pending += text;
-      let newline = pending.indexOf('\n');
-      while (newline !== -1) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        newline = pending.indexOf('\n');
-        let entry: Record<string, unknown>;
-        try {
-          entry = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          continue;
-        }
-        logs.push(entry);
-        for (const waiter of waiters.filter((w) => w.msg === entry.msg)) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve(entry);
-        }
-        if (entry.msg === 'gateway listening') {
-          child.off('exit', onExit);
-          const port = entry.port as number;
-          const adminPort = entry.admin_port as number | undefined;
-          resolve({
-            url: `http://127.0.0.1:${port}`,
-            port,
-            adminUrl: adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`,
-            child,
-            configFile: file,
-            waitForLog,
-            logs,
-            output: () => output,
-            stop: (signal = 'SIGTERM') =>
-              new Promise((done) => {
-                if (child.exitCode !== null) return done(child.exitCode);
-                child.once('exit', (code) => done(code));
-                child.kill(signal);
-              }),
-          });
-        }
+      output += chunk.toString();
+    });
+    onJsonLines(child.stdout, (entry) => {
+      logs.push(entry);
+      for (const waiter of waiters.filter((w) => w.msg === entry.msg)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(entry);
+      }
+      if (entry.msg === 'gateway listening') {
+        child.off('exit', onExit);
+        const port = entry.port as number;
+        const adminPort = entry.admin_port as number | undefined;
+        resolve({
+          url: `http://127.0.0.1:${port}`,
+          port,
+          adminUrl: adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`,
+          child,
+          configFile: file,
+          waitForLog,
+          logs,
+          output: () => output,
+          stop: (signal = 'SIGTERM') =>
+            new Promise((done) => {
+              if (child.exitCode !== null) return done(child.exitCode);
+              child.once('exit', (code) => done(code));
+              child.kill(signal);
+            }),
+        });
       }
     });
   });
@@ -121,4 +108,26 @@ upstreams:
 credentials:
   store: redis
   redis: { url: ${options.redisUrl}, keyPrefix: "${options.keyPrefix}" }`;
+}
+
+/** Calls `onEntry` with every line of `stream` that is a JSON object (the gateway's log lines). */
+export function onJsonLines(
+  stream: NodeJS.ReadableStream,
+  onEntry: (entry: Record<string, unknown>) => void,
+): void {
+  let pending = '';
+  stream.on('data', (chunk: Buffer) => {
+    pending += chunk.toString();
+    let newline = pending.indexOf('\n');
+    while (newline !== -1) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf('\n');
+      try {
+        onEntry(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // Not a log line.
+      }
+    }
+  });
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { DEFAULT_ALLOW_HEADERS } from '../../../src/config/config-schema.js';
 import { describe, expect, it } from 'vitest';
 import {
   buildUpstreamHeaders,
@@ -8,21 +9,7 @@ import {
   type UpstreamRequestFacts,
 } from '../../../src/proxy/upstream-headers.js';
 
-const DEFAULT_ALLOW = [
-  'accept',
-  'accept-encoding',
-  'accept-language',
-  'cache-control',
-  'content-length',
-  'content-type',
-  'if-match',
-  'if-modified-since',
-  'if-none-match',
-  'if-unmodified-since',
-  'pragma',
-  'range',
-  'user-agent',
-];
+const DEFAULT_ALLOW: readonly string[] = DEFAULT_ALLOW_HEADERS;
 
 const policy = (
   overrides: Partial<{
