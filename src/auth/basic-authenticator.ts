@@ -59,14 +59,25 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   const cacheKey = (encoded: string): string =>
     createHmac('sha256', hmacKey).update(encoded).digest('base64');
 
-  const check = async (key: string, secret: string, id: string): Promise<Identity | null> => {
+  // Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
+  // bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
+  // cache what it read before it, and later requests must not share its answer. One
+  // counter for all evictions: they are rare, and a spurious miss only costs one bcrypt run.
+  let generation = 0;
+
+  const check = async (
+    key: string,
+    secret: string,
+    id: string,
+    readAt: number,
+  ): Promise<Identity | null> => {
     const record = await options.store.getKey(key);
     const hash = record?.status === 'active' ? record.secretHash : undefined;
     // An unknown or revoked key still pays one compare, so timing does not tell it apart.
     const matches = await verifier.verify(secret, hash);
     if (!matches || record === undefined) return null;
     const identity: Identity = { subject: record.subject, method: 'basic', key };
-    if (caching) cache.set(id, identity);
+    if (caching && readAt === generation) cache.set(id, identity);
     return identity;
   };
 
@@ -84,16 +95,22 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         return Promise.resolve(null);
       }
       const id = cacheKey(encoded);
-      return singleFlight.run(id, () => check(key, secret, id));
+      const readAt = generation;
+      // Keyed by generation too: a request arriving after an eviction starts its own check,
+      // which reads the store again, instead of joining one that read it before.
+      return singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
     },
     evictKey(key) {
+      generation += 1;
       for (const [id, identity] of cache.entries()) if (identity.key === key) cache.delete(id);
     },
     evictSubject(subject) {
+      generation += 1;
       for (const [id, identity] of cache.entries())
         if (identity.subject === subject) cache.delete(id);
     },
     flush() {
+      generation += 1;
       cache.clear();
     },
   };

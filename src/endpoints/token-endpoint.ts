@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
-import type { CredentialStore } from '../credentials/credential-store.js';
+import type { CredentialStore, UserRecord } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
@@ -29,26 +29,40 @@ const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
  */
 export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRoute {
   const handle = async ({ req, res, requestId }: EndpointContext): Promise<void> => {
-    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
     const address = clientAddress(
       req.socket.remoteAddress ?? '',
       req.headers['x-forwarded-for'],
       options.trustedProxies,
     );
-    const decision = options.throttle.check(username, address);
+    // Before the body is read, and so before any `100 Continue` (RFC 9110 §10.1.1): a client
+    // already refused should not be invited to upload. The username is only known after.
+    const early = options.throttle.checkAddress(address);
+    if (early !== undefined)
+      throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });
+    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
+    const decision = options.throttle.begin(username, address);
     if (decision.kind === 'refuse')
       throw new GatewayError('rate_limited', { retryAfterSec: decision.retryAfterSec });
-    if (decision.delayMs > 0) await delay(decision.delayMs);
-    const user = await options.store.getUser(username);
-    // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.
-    const matches =
-      Buffer.byteLength(password) <= MAX_SECRET_BYTES &&
-      (await options.verifier.verify(password, user?.passwordHash));
+    const { attempt } = decision;
+    let user: UserRecord | undefined;
+    let matches: boolean;
+    try {
+      if (decision.delayMs > 0) await delay(decision.delayMs);
+      user = await options.store.getUser(username);
+      // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.
+      matches =
+        Buffer.byteLength(password) <= MAX_SECRET_BYTES &&
+        (await options.verifier.verify(password, user?.passwordHash));
+    } catch (error) {
+      // No verdict (store down, bcrypt overloaded): the reservation is released, not spent.
+      attempt.settle('error');
+      throw error;
+    }
     if (!matches || user === undefined) {
-      options.throttle.recordFailure(username, address);
+      attempt.settle('failure');
       throw new GatewayError('invalid_credentials');
     }
-    options.throttle.recordSuccess(username);
+    attempt.settle('success');
     const token = await options.signer.issue(user.subject, user.username);
     const body = listEnvelope([
       {

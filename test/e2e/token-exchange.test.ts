@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { connect } from 'node:net';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { untilSubscribers } from '../integration/in-process-gateway.js';
@@ -41,6 +42,8 @@ const AUDIENCE = 'accounts';
 const ALICE = { username: 'alice', subject: 'subject-alice', password: 'alice-password-1' };
 const VICTIM = { username: 'victim', subject: 'subject-victim', password: 'victim-password-1' };
 const MALLORY = { username: 'mallory', subject: 'subject-mallory', password: 'mallory-pass-1' };
+const BURST = { username: 'burst', subject: 'subject-burst', password: 'burst-password-1' };
+const MAX_FAILURES = 3;
 
 let upstream: EchoUpstream;
 let gateway: GatewayProcess;
@@ -49,7 +52,7 @@ let signing: SigningKey;
 beforeAll(async () => {
   upstream = await startEchoUpstream();
   signing = await generateSigningKey();
-  await Promise.all([ALICE, VICTIM, MALLORY].map((user) => putUser(redisUrl, prefix, user)));
+  await Promise.all([ALICE, VICTIM, MALLORY, BURST].map((user) => putUser(redisUrl, prefix, user)));
   gateway = await startGateway(
     gatewayYaml({
       redisUrl,
@@ -58,7 +61,7 @@ beforeAll(async () => {
       signingKeyPem: signing.pem,
       lifetimeSec: LIFETIME_SEC,
       maxBodyBytes: MAX_BODY_BYTES,
-      extra: 'login: { maxFailures: 3, slowAfterFailures: 10, windowSec: 60 }',
+      extra: `login: { maxFailures: ${MAX_FAILURES}, slowAfterFailures: 10, windowSec: 60 }`,
     }),
   );
   await untilSubscribers(redisUrl, prefix, 1);
@@ -81,6 +84,47 @@ function asResult(answer: HttpAnswer): HttpResult {
 }
 
 const nowSec = (): number => Math.floor(Date.now() / 1000);
+
+/**
+ * Sends a request head with `Expect: 100-continue` from `from`, and the body only if the
+ * gateway answers `100 Continue`, as a careful client would; resolves with everything
+ * received once the gateway closes (the head says `Connection: close`).
+ */
+function expectContinue(head: string, body: string, from: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port: gateway.port, host: '127.0.0.1', localAddress: from });
+    let received = '';
+    socket.setTimeout(10_000, () => {
+      socket.destroy();
+      reject(new Error(`no complete exchange within 10 s:\n${received}`));
+    });
+    socket.once('connect', () => socket.write(head, 'latin1'));
+    socket.on('data', (chunk: Buffer) => {
+      const first = received === '';
+      received += chunk.toString('latin1');
+      if (first && received.startsWith('HTTP/1.1 100 ')) socket.write(body, 'latin1');
+    });
+    socket.once('error', reject);
+    socket.once('close', () => resolve(received));
+  });
+}
+
+/** The final response of a raw exchange, as expectGatewayError takes it. */
+function finalResponse(raw: string): HttpResult {
+  const start = raw.startsWith('HTTP/1.1 100 ') ? raw.indexOf('\r\n\r\n') + 4 : 0;
+  const headEnd = raw.indexOf('\r\n\r\n', start);
+  const [statusLine = '', ...lines] = raw.slice(start, headEnd).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0),
+    headers,
+    body: Buffer.from(raw.slice(headEnd + 4), 'latin1').toString('utf8'),
+  };
+}
 
 describe('POST /auth/token with the right password', () => {
   it('answers 200 with a Bearer token for tokens.lifetimeSec, not cacheable', async () => {
@@ -263,6 +307,23 @@ describe('Expect: 100-continue on POST /auth/token', () => {
       data: [{ token_type: 'Bearer', expires_in: LIFETIME_SEC }],
     });
   });
+  it('answers 429 at once to a client address already refused, and never sends 100 Continue', async () => {
+    const from = '127.0.0.27';
+    for (const username of ['sprayed-1', 'sprayed-2', 'sprayed-3'])
+      expect((await login(username, 'wrong-password', from)).status).toBe(401);
+    const body = JSON.stringify({ username: ALICE.username, password: ALICE.password });
+    const raw = await expectContinue(
+      'POST /auth/token HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      body,
+      from,
+    );
+    expect(raw).toMatch(/^HTTP\/1\.1 429 /);
+    expect(raw).not.toContain('100 Continue');
+    const refused = finalResponse(raw);
+    expectGatewayError(refused, 'rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('login throttle (maxFailures 3 in a 60 s window)', () => {
@@ -302,6 +363,43 @@ describe('login throttle (maxFailures 3 in a 60 s window)', () => {
     }
     expectGatewayError(asResult(answers[3] as HttpAnswer), 'rate_limited');
     expect(answers[3]?.headers['retry-after']).toBeDefined();
+  });
+
+  it('lets only maxFailures of a parallel burst of wrong passwords through, and answers the rest 429', async () => {
+    const burstOf = async (username: string, firstHost: number): Promise<HttpAnswer[]> => {
+      // Each from its own address, so only the username's count can refuse them.
+      const answers = await Promise.all(
+        Array.from({ length: MAX_FAILURES + 5 }, (_, i) =>
+          login(username, `wrong-password-${i}`, `127.0.0.${firstHost + i}`),
+        ),
+      );
+      return answers.sort((a, b) => a.status - b.status);
+    };
+    const known = await burstOf(BURST.username, 60);
+    const unknown = await burstOf('burst-ghost-never-added', 70);
+    const expected = [...Array<number>(MAX_FAILURES).fill(401), ...Array<number>(5).fill(429)];
+    expect(known.map((a) => a.status)).toEqual(expected);
+    expect(unknown.map((a) => a.status)).toEqual(expected);
+    for (const [i, answer] of known.entries()) {
+      expectGatewayError(
+        asResult(answer),
+        i < MAX_FAILURES ? 'invalid_credentials' : 'rate_limited',
+      );
+      const twin = unknown[i] as HttpAnswer;
+      expect(withoutRequestId(twin.json)).toEqual(withoutRequestId(answer.json));
+      expect(Object.keys(twin.headers).sort()).toEqual(Object.keys(answer.headers).sort());
+      if (answer.status === 429) {
+        for (const retryAfter of [answer.headers['retry-after'], twin.headers['retry-after']]) {
+          expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+          expect(Number(retryAfter)).toBeLessThanOrEqual(60);
+        }
+      }
+    }
+    // The burst spent the username's allowance: its right password is refused too.
+    expectGatewayError(
+      asResult(await login(BURST.username, BURST.password, '127.0.0.80')),
+      'rate_limited',
+    );
   });
 
   it('refuses a client address that failed for several usernames, but not other addresses', async () => {

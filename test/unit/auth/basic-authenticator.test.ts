@@ -320,6 +320,63 @@ describe('createBasicAuthenticator: cache', () => {
   });
 });
 
+/** Resolves once `count` bcrypt compares have started (they may be held). */
+async function untilCompares(counted: ReturnType<typeof countingHasher>, count: number) {
+  while (counted.compares().length < count) await new Promise((r) => setImmediate(r));
+}
+
+type BasicAuthenticatorUnderTest = ReturnType<typeof setup>['basic'];
+
+// Each revocation message the store can deliver, as it reaches the authenticator.
+const EVICTIONS: [string, (basic: BasicAuthenticatorUnderTest) => void][] = [
+  ['evictKey', (basic) => basic.evictKey(KEY)],
+  ['evictSubject', (basic) => basic.evictSubject('alice')],
+  ['flush', (basic) => basic.flush()],
+];
+
+describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
+  it.each(EVICTIONS)('does not cache a pair whose check began before %s', async (_name, evict) => {
+    const { basic, hasher: counted } = setup();
+    const release = counted.hold();
+    const checking = basic.verify(KEY, SECRET);
+    await untilCompares(counted, 1);
+    evict(basic);
+    release();
+    // The request itself began before the revocation, so its answer stands.
+    await expect(checking).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
+  });
+
+  it.each(EVICTIONS)(
+    'reads the store again for a verify that arrives after %s, instead of joining the check under way',
+    async (_name, evict) => {
+      const { basic, store, hasher: counted } = setup();
+      const release = counted.hold();
+      const before = basic.verify(KEY, SECRET);
+      await untilCompares(counted, 1);
+      await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
+      evict(basic);
+      const after = basic.verify(KEY, SECRET);
+      release();
+      await expect(after).resolves.toBeNull();
+      expect([store.lookups(), counted.compares().length]).toEqual([2, 2]);
+      await before;
+      expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
+    },
+  );
+
+  it('caches a pair whose check began after the last revocation', async () => {
+    const { basic } = setup();
+    basic.evictKey(KEY);
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(encoded(KEY, SECRET))).toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+    });
+  });
+});
+
 describe('createBasicAuthenticator: failures', () => {
   it('rejects with overloaded (503, Retry-After 1) when the bcrypt queue is full', async () => {
     const { basic, hasher: counted } = setup({ maxConcurrentHashes: 1, maxQueuedHashes: 1 });

@@ -1,0 +1,213 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createLoginThrottle } from '../../src/auth/login-throttle.js';
+import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
+import type { LoginConfig } from '../../src/config/config-schema.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import type { CredentialStore } from '../../src/credentials/credential-store.js';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
+import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
+import { writeError } from '../../src/errors/error-envelope.js';
+import { toGatewayError } from '../../src/errors/gateway-error.js';
+import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
+import { TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import { errorBody, redisConfig } from './in-process-gateway.js';
+
+// POST /auth/token on its own, over a real socket and the Redis store, with a bcrypt hasher
+// the test can count and hold: what the e2e tests cannot see from outside the process.
+
+const redisUrl = inject('redisUrl');
+const prefix = uniquePrefix('token');
+const hasher = createSecretHasher(TEST_BCRYPT_COST);
+const ALICE = { username: 'alice', subject: 'subject-alice', password: 'alice-password-1' };
+
+let store: CredentialStore;
+let signer: TokenSigner;
+let dummyHash: string;
+let aliceHash: string;
+const servers: Server[] = [];
+
+beforeAll(async () => {
+  store = createRedisStore(redisConfig(redisUrl, prefix));
+  dummyHash = await hasher.hash(randomBytes(32).toString('base64'));
+  aliceHash = await hasher.hash(ALICE.password);
+  await store.putUser({
+    username: ALICE.username,
+    subject: ALICE.subject,
+    passwordHash: aliceHash,
+    createdAt: new Date().toISOString(),
+  });
+  const config = parseConfig('upstreams: { accounts: { url: builtin } }', 'token-test.yaml');
+  signer = await createTokenSigner(config.tokens);
+});
+
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))),
+  );
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+interface Compare {
+  readonly secret: string;
+  readonly hash: string;
+}
+
+/** The real hasher, reporting each compare as it starts, optionally held until released. */
+function countingHasher(onCompare: (seen: readonly Compare[]) => void = () => undefined) {
+  const seen: Compare[] = [];
+  let gate: Promise<void> | undefined;
+  let release = (): void => undefined;
+  const counted: SecretHasher = {
+    hash: (secret) => hasher.hash(secret),
+    async verify(secret, hash) {
+      seen.push({ secret, hash });
+      onCompare(seen);
+      if (gate !== undefined) await gate;
+      return hasher.verify(secret, hash);
+    },
+  };
+  return {
+    hasher: counted,
+    compares: (): readonly Compare[] => seen,
+    hold(): void {
+      gate = new Promise<void>((resolve) => (release = resolve));
+    },
+    release(): void {
+      gate = undefined;
+      release();
+    },
+  };
+}
+
+const LOGIN: LoginConfig = {
+  windowSec: 60,
+  slowAfterFailures: 100,
+  delayMs: 0,
+  maxFailures: 100,
+  maxTrackedClients: 1_000,
+};
+
+/** The endpoint behind a bare node:http server on port 0, errors written as the gateway does. */
+async function startEndpoint(
+  counted: SecretHasher,
+  login: Partial<LoginConfig> = {},
+): Promise<string> {
+  const endpoint = createTokenEndpoint({
+    store,
+    verifier: createSecretVerifier({
+      hasher: counted,
+      dummyHash,
+      // Wide enough that every request of a burst reaches the hasher rather than a queue.
+      maxConcurrentHashes: 32,
+      maxQueuedHashes: 32,
+    }),
+    signer,
+    throttle: createLoginThrottle({ ...LOGIN, ...login }),
+    maxBodyBytes: 1024,
+    trustedProxies: new Set(),
+  });
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const requestId = 'test-request';
+    endpoint
+      .handle({ req, res, requestId, identity: undefined, param: undefined, query: '' })
+      .catch((error: unknown) => writeError(res, toGatewayError(error), requestId));
+  };
+  const server = createServer(handler);
+  server.on('checkContinue', handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/auth/token`;
+}
+
+async function login(
+  url: string,
+  username: string,
+  password: string,
+): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  });
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
+}
+
+describe('POST /auth/token: the password compare', () => {
+  it('compares an unknown username’s password against the dummy hash, as it does a wrong one', async () => {
+    const counted = countingHasher();
+    const url = await startEndpoint(counted.hasher);
+    const unknown = await login(url, 'nobody-by-this-name', 'guess-1');
+    const wrong = await login(url, ALICE.username, 'guess-2');
+    const denied = errorBody('invalid_credentials', 401, 'The credentials are not valid.');
+    expect([unknown, wrong]).toEqual([
+      { status: 401, retryAfter: null, body: denied },
+      { status: 401, retryAfter: null, body: denied },
+    ]);
+    expect(counted.compares()).toEqual([
+      { secret: 'guess-1', hash: dummyHash },
+      { secret: 'guess-2', hash: aliceHash },
+    ]);
+  });
+});
+
+describe('POST /auth/token: the login throttle', () => {
+  it('lets no more than maxFailures parallel wrong passwords reach bcrypt, and refuses the rest with 429', async () => {
+    const maxFailures = 10;
+    const burst = maxFailures + 5;
+    let answered = 0;
+    let everyRequestArrived = (): void => undefined;
+    const arrived = new Promise<void>((resolve) => (everyRequestArrived = resolve));
+    // Each request of the burst either waits in bcrypt (held) or has been answered.
+    const progress = (): void => {
+      if (counted.compares().length + answered === burst) everyRequestArrived();
+    };
+    const counted = countingHasher(progress);
+    const url = await startEndpoint(counted.hasher, { maxFailures });
+    counted.hold();
+    const answers = Array.from({ length: burst }, (_, i) =>
+      login(url, ALICE.username, `guess-${i}`).then((answer) => {
+        answered += 1;
+        progress();
+        return answer;
+      }),
+    );
+    // Every guess overlaps every other: none has failed by the time the last one arrives.
+    await arrived;
+    counted.release();
+    const results = await Promise.all(answers);
+
+    expect(counted.compares()).toHaveLength(maxFailures);
+    const refused = results.filter((r) => r.status === 429);
+    expect(results.filter((r) => r.status === 401)).toHaveLength(maxFailures);
+    expect(refused).toHaveLength(burst - maxFailures);
+    for (const answer of refused) {
+      expect(answer.body).toEqual(
+        errorBody('rate_limited', 429, 'Too many requests; retry later.'),
+      );
+      expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('makes an attempt past slowAfterFailures wait delayMs before its answer', async () => {
+    const counted = countingHasher();
+    const url = await startEndpoint(counted.hasher, {
+      slowAfterFailures: 1,
+      delayMs: 300,
+      maxFailures: 10,
+    });
+    expect((await login(url, ALICE.username, 'guess-1')).status).toBe(401);
+    expect((await login(url, ALICE.username, 'guess-2')).status).toBe(401);
+    // Two failures, one beyond slowAfterFailures: the next attempt waits 1 × delayMs.
+    const started = performance.now();
+    expect((await login(url, ALICE.username, 'guess-3')).status).toBe(401);
+    // A little under 300: a timer may fire up to a millisecond before the wall clock says.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(295);
+  });
+});
