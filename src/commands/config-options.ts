@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import type { GatewayConfig } from '../config/config-schema.js';
-import { loadConfigFile } from '../config/load-config.js';
+import { loadConfigFile, type ConfigOverrides } from '../config/load-config.js';
+import type { Environment } from '../config/substitute-env.js';
 
 /** The embedded default: config/gateway.yaml of the installed package. */
 export const DEFAULT_CONFIG_FILE = fileURLToPath(
@@ -21,7 +22,7 @@ export function withConfigOptions<T>(yargs: Argv<T>) {
     .option('config', {
       alias: 'c',
       type: 'string',
-      default: process.env.GATEWAY_CONFIG ?? DEFAULT_CONFIG_FILE,
+      default: defaultConfigFile(),
       defaultDescription: 'config/gateway.yaml',
       describe: 'YAML configuration file (env GATEWAY_CONFIG)',
     })
@@ -39,13 +40,31 @@ export function withConfigOptions<T>(yargs: Argv<T>) {
     });
 }
 
+/** The file read without --config: GATEWAY_CONFIG, else the embedded default. */
+export function defaultConfigFile(env: Environment = process.env): string {
+  return setting(env.GATEWAY_CONFIG) ?? DEFAULT_CONFIG_FILE;
+}
+
+/** What overrides the file: each flag, else its GATEWAY_* variable. */
+export function configOverrides(
+  args: Omit<ConfigArgs, 'config'>,
+  env: Environment = process.env,
+): ConfigOverrides {
+  return {
+    listen: args.listen ?? setting(env.GATEWAY_LISTEN),
+    redisUrl: args['redis-url'] ?? setting(env.GATEWAY_REDIS_URL),
+    upstreamUrl: args['upstream-url'] ?? setting(env.GATEWAY_UPSTREAM_URL),
+  };
+}
+
+/** An empty variable counts as unset, as `${VAR:-default}` in the file treats it. */
+function setting(value: string | undefined): string | undefined {
+  return value === '' ? undefined : value;
+}
+
 export function loadConfigFromArgs(
   args: ConfigArgs,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Environment = process.env,
 ): GatewayConfig {
-  return loadConfigFile(args.config, env, {
-    listen: args.listen ?? env.GATEWAY_LISTEN,
-    redisUrl: args['redis-url'] ?? env.GATEWAY_REDIS_URL,
-    upstreamUrl: args['upstream-url'] ?? env.GATEWAY_UPSTREAM_URL,
-  });
+  return loadConfigFile(args.config, env, configOverrides(args, env));
 }

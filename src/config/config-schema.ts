@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkRequestTarget } from '../routing/check-request-target.js';
 
 /**
  * `${VAR}` substitution yields strings: number and boolean settings accept their string
@@ -26,6 +27,22 @@ const bcryptHash = z
   .regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
 const keyId = z.string().regex(/^[A-Za-z0-9_-]{3,64}$/, 'must be 3-64 of A-Z a-z 0-9 _ -');
 
+/**
+ * A configured path: origin-form characters only (no `?`, `#`, backslash, space or control
+ * character), and nothing a request path would be refused for. The route table matches
+ * configured paths without checking them again, and the upstream receives `upstreamPath`
+ * as it is: a dot segment, `%2e` or an encoded `/` or `\` there would be resolved by the
+ * upstream into another path (`/accounts/../admin` reaching `/admin`), so the same rule as
+ * for requests applies (RFC 3986 §3.3, §5.2.4).
+ */
+const plainPath = z
+  .string()
+  .refine(
+    (path) =>
+      /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(path) && checkRequestTarget(path) !== undefined,
+    'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)',
+  );
+
 /** End-to-end request headers the upstream receives unless forwarding.allowHeaders says otherwise. */
 export const DEFAULT_ALLOW_HEADERS = [
   'accept',
@@ -51,21 +68,17 @@ const upstreamSchema = z.strictObject({
   maxSockets: int(z.number().int().positive()).default(256),
 });
 
-const routeSchema = z.strictObject({
+export const routeSchema = z.strictObject({
   name: z.string().min(1),
   /** Raw request paths, matched exactly. */
-  paths: z
-    .array(z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'))
-    .min(1),
+  paths: z.array(plainPath).min(1),
   methods: z
     .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
     .min(1)
     .default(['GET', 'HEAD']),
   upstream: z.string().min(1),
   /** The path the upstream receives, whatever spelling of `paths` the client used. */
-  upstreamPath: z
-    .string()
-    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/, 'must be a plain absolute path'),
+  upstreamPath: plainPath,
   auth: z
     .array(z.enum(['basic', 'bearer']))
     .min(1)
@@ -77,7 +90,7 @@ const cacheSchema = z.strictObject({
   maxEntries: int(z.number().int().positive()).default(10_000),
 });
 
-const bearerIssuerSchema = z
+export const bearerIssuerSchema = z
   .strictObject({
     name: z.string().min(1),
     /** Mandatory: jose refuses nothing by algorithm unless told, so each source names its own. */
@@ -135,7 +148,7 @@ const bearerIssuerSchema = z
     }
   });
 
-const redisSchema = z.strictObject({
+export const redisSchema = z.strictObject({
   url: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
@@ -164,37 +177,38 @@ const seedUserSchema = z.strictObject({
   subject,
 });
 
-const accountSchema = z.looseObject({ id: z.number().int() });
+const accountSchema = z.looseObject({ id: int(z.number().int()) });
+
+export const serverSchema = z.strictObject({
+  host: hostname.default('127.0.0.1'),
+  port: port.default(8080),
+  headersTimeoutMs: durationMs.default(10_000),
+  requestTimeoutMs: durationMs.default(30_000),
+  keepAliveTimeoutMs: durationMs.default(5_000),
+  maxHeaderCount: int(z.number().int().min(8).max(1000)).default(100),
+  /** Peers whose X-Forwarded-* values are kept and appended to. */
+  trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
+  /** How long SIGTERM waits for in-flight requests. */
+  drainTimeoutMs: durationMs.default(10_000),
+  /** Largest JSON body the gateway's own endpoints read. */
+  maxBodyBytes: int(
+    z
+      .number()
+      .int()
+      .min(256)
+      .max(1024 * 1024),
+  ).default(4096),
+});
+
+export const adminSchema = z.strictObject({
+  enabled: bool().default(true),
+  host: hostname.default('127.0.0.1'),
+  port: port.default(9090),
+});
 
 export const configSchema = z.strictObject({
-  server: z
-    .strictObject({
-      host: hostname.default('127.0.0.1'),
-      port: port.default(8080),
-      headersTimeoutMs: durationMs.default(10_000),
-      requestTimeoutMs: durationMs.default(30_000),
-      keepAliveTimeoutMs: durationMs.default(5_000),
-      maxHeaderCount: int(z.number().int().min(8).max(1000)).default(100),
-      /** Peers whose X-Forwarded-* values are kept and appended to. */
-      trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
-      /** How long SIGTERM waits for in-flight requests. */
-      drainTimeoutMs: durationMs.default(10_000),
-      /** Largest JSON body the gateway's own endpoints read. */
-      maxBodyBytes: z
-        .number()
-        .int()
-        .min(256)
-        .max(1024 * 1024)
-        .default(4096),
-    })
-    .prefault({}),
-  admin: z
-    .strictObject({
-      enabled: bool().default(true),
-      host: hostname.default('127.0.0.1'),
-      port: port.default(9090),
-    })
-    .prefault({}),
+  server: serverSchema.prefault({}),
+  admin: adminSchema.prefault({}),
   upstreams: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamSchema).default({
     accounts: { url: 'builtin', timeoutMs: 10_000, connectTimeoutMs: 2_000, maxSockets: 256 },
   }),

@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { configSchema, type GatewayConfig } from './config-schema.js';
+import {
+  adminSchema,
+  bearerIssuerSchema,
+  configSchema,
+  redisSchema,
+  routeSchema,
+  serverSchema,
+  type GatewayConfig,
+} from './config-schema.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
@@ -55,7 +63,9 @@ export function parseConfig(
   applyOverrides(raw, overrides, problems);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) problems.push(...parsed.error.issues.map(formatIssue));
-  if (problems.length === 0 && parsed.success) problems.push(...crossCheck(parsed.data));
+  // The cross-checks run whatever the schema said elsewhere, each on the settings the schema
+  // accepts, so that one run reports every problem of the file.
+  problems.push(...crossCheck(readCheckedSettings(raw)));
   if (problems.length > 0 || !parsed.success) throw new ConfigError(source, problems);
   return deepFreeze(parsed.data);
 }
@@ -118,48 +128,174 @@ function applyOverrides(raw: unknown, overrides: ConfigOverrides, problems: stri
   }
 }
 
-function crossCheck(config: GatewayConfig): string[] {
+type Checked<T extends z.ZodType> = z.output<T> | undefined;
+
+/**
+ * The settings the cross-checks compare, read from the substituted tree one by one: each is
+ * its schema's value (its default when absent), or undefined when the schema refuses it or
+ * its section is not a mapping. A check skips what is undefined, since the schema has
+ * already reported it.
+ */
+interface CheckedSettings {
+  readonly routes: readonly {
+    readonly name: Checked<typeof routeSchema.shape.name>;
+    readonly upstream: Checked<typeof routeSchema.shape.upstream>;
+    readonly paths: readonly Checked<typeof routeSchema.shape.paths.element>[];
+  }[];
+  /** Undefined when `upstreams` is not a mapping. */
+  readonly upstreamNames: ReadonlySet<string> | undefined;
+  readonly issuerNames: readonly Checked<typeof bearerIssuerSchema.shape.name>[];
+  readonly redis: {
+    readonly mode: Checked<typeof redisSchema.shape.mode>;
+    readonly nodes: Checked<typeof redisSchema.shape.nodes>;
+    readonly keyPrefix: Checked<typeof redisSchema.shape.keyPrefix>;
+  };
+  readonly server: {
+    readonly host: Checked<typeof serverSchema.shape.host>;
+    readonly port: Checked<typeof serverSchema.shape.port>;
+    readonly headersTimeoutMs: Checked<typeof serverSchema.shape.headersTimeoutMs>;
+    readonly requestTimeoutMs: Checked<typeof serverSchema.shape.requestTimeoutMs>;
+  };
+  readonly admin: {
+    readonly enabled: Checked<typeof adminSchema.shape.enabled>;
+    readonly host: Checked<typeof adminSchema.shape.host>;
+    readonly port: Checked<typeof adminSchema.shape.port>;
+  };
+}
+
+type Mapping = Record<string, unknown>;
+
+function isMapping(value: unknown): value is Mapping {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The mapping at `key`: `fallback` when absent (its defaults apply), undefined when unusable. */
+function mappingAt(
+  tree: Mapping | undefined,
+  key: string,
+  fallback: Mapping = {},
+): Mapping | undefined {
+  const value = tree?.[key];
+  if (tree === undefined || (value !== undefined && !isMapping(value))) return undefined;
+  return value ?? fallback;
+}
+
+/** The list at `key`: `fallback` when absent, [] when unusable. */
+function listAt(tree: Mapping | undefined, key: string, fallback: readonly unknown[]): unknown[] {
+  const value = tree?.[key];
+  if (value === undefined && tree !== undefined) return [...fallback];
+  return Array.isArray(value) ? value : [];
+}
+
+function valid<T extends z.ZodType>(schema: T, value: unknown): Checked<T> {
+  const result = schema.safeParse(value);
+  return result.success ? result.data : undefined;
+}
+
+function readCheckedSettings(raw: unknown): CheckedSettings {
+  const root = isMapping(raw) ? raw : undefined;
+  const field = <T extends z.ZodType>(section: Mapping | undefined, key: string, schema: T) =>
+    section === undefined ? undefined : valid(schema, section[key]);
+  const routes = listAt(root, 'routes', configSchema.shape.routes.parse(undefined)).map((item) => {
+    const route = isMapping(item) ? item : undefined;
+    return {
+      name: field(route, 'name', routeSchema.shape.name),
+      upstream: field(route, 'upstream', routeSchema.shape.upstream),
+      paths: listAt(route, 'paths', []).map((path) => valid(routeSchema.shape.paths.element, path)),
+    };
+  });
+  const upstreams = mappingAt(root, 'upstreams', configSchema.shape.upstreams.parse(undefined));
+  const upstreamNames = upstreams === undefined ? undefined : new Set(Object.keys(upstreams));
+  const bearer = mappingAt(mappingAt(root, 'auth'), 'bearer');
+  const issuerNames = listAt(bearer, 'issuers', []).map((item) =>
+    isMapping(item) ? valid(bearerIssuerSchema.shape.name, item.name) : undefined,
+  );
+  const redis = mappingAt(mappingAt(root, 'credentials'), 'redis');
+  const server = mappingAt(root, 'server');
+  const admin = mappingAt(root, 'admin');
+  return {
+    routes,
+    upstreamNames,
+    issuerNames,
+    redis: {
+      mode: field(redis, 'mode', redisSchema.shape.mode),
+      nodes: field(redis, 'nodes', redisSchema.shape.nodes),
+      keyPrefix: field(redis, 'keyPrefix', redisSchema.shape.keyPrefix),
+    },
+    server: {
+      host: field(server, 'host', serverSchema.shape.host),
+      port: field(server, 'port', serverSchema.shape.port),
+      headersTimeoutMs: field(server, 'headersTimeoutMs', serverSchema.shape.headersTimeoutMs),
+      requestTimeoutMs: field(server, 'requestTimeoutMs', serverSchema.shape.requestTimeoutMs),
+    },
+    admin: {
+      enabled: field(admin, 'enabled', adminSchema.shape.enabled),
+      host: field(admin, 'host', adminSchema.shape.host),
+      port: field(admin, 'port', adminSchema.shape.port),
+    },
+  };
+}
+
+function crossCheck(settings: CheckedSettings): string[] {
   const problems: string[] = [];
   const names = new Set<string>();
   const paths = new Map<string, string>();
-  config.routes.forEach((route, i) => {
-    if (names.has(route.name))
-      problems.push(`routes[${i}].name: duplicate route name ${route.name}`);
-    names.add(route.name);
-    if (config.upstreams[route.upstream] === undefined) {
+  settings.routes.forEach((route, i) => {
+    if (route.name !== undefined) {
+      if (names.has(route.name))
+        problems.push(`routes[${i}].name: duplicate route name ${route.name}`);
+      names.add(route.name);
+    }
+    if (
+      route.upstream !== undefined &&
+      settings.upstreamNames !== undefined &&
+      !settings.upstreamNames.has(route.upstream)
+    ) {
       problems.push(`routes[${i}].upstream: no upstream named ${route.upstream}`);
     }
     route.paths.forEach((path, j) => {
+      if (path === undefined) return;
       const owner = paths.get(path);
       if (owner !== undefined)
         problems.push(`routes[${i}].paths[${j}]: ${path} is already a path of route ${owner}`);
-      paths.set(path, route.name);
+      paths.set(path, route.name ?? `routes[${i}]`);
       if (RESERVED_PATHS.has(path))
         problems.push(`routes[${i}].paths[${j}]: ${path} is served by the gateway itself`);
     });
   });
   const issuerNames = new Set<string>();
-  config.auth.bearer.issuers.forEach((issuer, i) => {
-    if (issuerNames.has(issuer.name))
-      problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${issuer.name}`);
-    issuerNames.add(issuer.name);
+  settings.issuerNames.forEach((name, i) => {
+    if (name === undefined) return;
+    if (issuerNames.has(name))
+      problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${name}`);
+    issuerNames.add(name);
   });
-  const { redis } = config.credentials;
-  if (redis.mode !== 'standalone' && redis.nodes.length === 0) {
+  const { redis, server, admin } = settings;
+  if (redis.mode !== undefined && redis.mode !== 'standalone' && redis.nodes?.length === 0) {
     problems.push(`credentials.redis.nodes: ${redis.mode} mode needs at least one host:port`);
   }
   // The multi-key scripts touch several keys at once: on Cluster they must share a slot.
-  if (redis.mode === 'cluster' && !/\{[^}]+\}/.test(redis.keyPrefix)) {
+  if (
+    redis.mode === 'cluster' &&
+    redis.keyPrefix !== undefined &&
+    !/\{[^}]+\}/.test(redis.keyPrefix)
+  ) {
     problems.push('credentials.redis.keyPrefix: cluster mode needs a hash tag such as {ag}:');
   }
-  if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
+  if (
+    server.headersTimeoutMs !== undefined &&
+    server.requestTimeoutMs !== undefined &&
+    server.headersTimeoutMs > server.requestTimeoutMs
+  ) {
     problems.push('server.headersTimeoutMs: must not exceed server.requestTimeoutMs');
   }
   if (
-    config.admin.enabled &&
-    config.admin.port !== 0 &&
-    config.admin.port === config.server.port &&
-    config.admin.host === config.server.host
+    admin.enabled === true &&
+    admin.port !== undefined &&
+    admin.port !== 0 &&
+    admin.port === server.port &&
+    admin.host !== undefined &&
+    admin.host === server.host
   ) {
     problems.push('admin.port: must differ from server.port');
   }

@@ -94,13 +94,20 @@ export function createForwarder(): Forwarder {
   });
 
   proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
-    for (const name of RESPONSE_HOP_BY_HOP) delete proxyRes.headers[name];
+    const { headers } = proxyRes;
+    // RFC 9110 §7.6.1: the fields the upstream's Connection header names belong to its hop
+    // to us and must not reach the client. The usual values (Node sends `keep-alive` on
+    // every response) name nothing to forward, so only other values are taken apart.
+    const { connection } = headers;
+    if (connection !== undefined && connection !== 'keep-alive' && connection !== 'close')
+      for (const name of connection.split(',')) delete headers[name.trim().toLowerCase()];
+    for (const name of RESPONSE_HOP_BY_HOP) delete headers[name];
     // Connection is between the client and us: answer for our side of it. Otherwise
     // http-proxy-3 copies the upstream's (or says keep-alive) even to a client that sent
     // `Connection: close`, and the connection stays open against RFC 9112 §9.6.
-    proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+    headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
     const state = req[STATE];
-    if (state !== undefined) proxyRes.headers['x-request-id'] = state.exchange.requestId;
+    if (state !== undefined) headers['x-request-id'] = state.exchange.requestId;
     // A reset after the headers went out must reach the client as a cut connection, never
     // as a response that ends cleanly and looks complete.
     proxyRes.once('close', () => {

@@ -22,6 +22,20 @@ const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'proxy-authenticate',
 ]);
 
+const NEVER_ALLOWED: readonly string[] = [
+  ...HOP_BY_HOP,
+  'host',
+  'authorization',
+  'x-request-id',
+  'forwarded',
+  // With Expect on the outgoing request http-proxy-3 skips its proxyReq event, and with it
+  // the forwarder's outgoing path and 504 timer; the gateway answers 100-continue itself.
+  'expect',
+];
+// Identity and forwarding headers are the gateway's to set; proxy-* ones (credentials,
+// connection control) are meant for a proxy, never for the upstream.
+const NEVER_ALLOWED_PREFIXES: readonly string[] = ['x-auth-', 'x-forwarded-', 'proxy-'];
+
 export function createHeaderPolicy(options: {
   allowHeaders: readonly string[];
   forwardAuthorization: boolean;
@@ -29,10 +43,9 @@ export function createHeaderPolicy(options: {
 }): HeaderPolicy {
   const allow = new Set(options.allowHeaders.map((h) => h.toLowerCase()));
   // These are set by the gateway or never forwarded, whatever the allow-list says.
-  for (const name of [...HOP_BY_HOP, 'host', 'authorization', 'x-request-id', 'forwarded'])
-    allow.delete(name);
+  for (const name of NEVER_ALLOWED) allow.delete(name);
   for (const name of allow)
-    if (name.startsWith('x-auth-') || name.startsWith('x-forwarded-')) allow.delete(name);
+    if (NEVER_ALLOWED_PREFIXES.some((prefix) => name.startsWith(prefix))) allow.delete(name);
   return {
     allow,
     forwardAuthorization: options.forwardAuthorization,

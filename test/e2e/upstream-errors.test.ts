@@ -1,14 +1,17 @@
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
+import { rawRequest } from './raw-http.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 // How the gateway answers when the upstream misbehaves (design.md "Forwarding": refused or
 // reset -> 502, past the timeout -> 504, a reset after the response started -> a visibly
-// cut response), and that a well-behaved upstream's answer streams back unchanged.
+// cut response), that a well-behaved upstream's answer streams back unchanged, and that
+// the gateway keeps its connections to the upstream alive.
 
 const prefix = uniquePrefix('upstreamerr');
 const KEY = 'ak_upstream_errors';
@@ -23,6 +26,9 @@ let silent: EchoUpstream;
 let garbage: RawUpstream;
 let reset: RawUpstream;
 let partial: RawUpstream;
+let chunked: RawUpstream;
+/** Records the upstream-side socket of each request it answers. */
+let sockets: SocketRecordingUpstream;
 let gateway: GatewayProcess;
 
 interface RawUpstream {
@@ -51,18 +57,53 @@ async function startRawUpstream(onRequest: (socket: Socket) => void): Promise<Ra
   };
 }
 
+interface SocketRecordingUpstream {
+  readonly url: string;
+  /** The gateway's port and Connection header, per request received. */
+  readonly received: { readonly remotePort: number | undefined; readonly connection?: string }[];
+  close(): Promise<void>;
+}
+
+async function startSocketRecordingUpstream(): Promise<SocketRecordingUpstream> {
+  const received: SocketRecordingUpstream['received'] = [];
+  const server = createHttpServer((req, res) => {
+    received.push({
+      remotePort: req.socket.remotePort,
+      ...(req.headers.connection === undefined ? {} : { connection: req.headers.connection }),
+    });
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 const PARTIAL_HEAD =
   'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
 const PARTIAL_BODY = '{"result":"success","status":200,"da';
+const CHUNKED_HEAD =
+  'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n';
+const FIRST_CHUNK = '5\r\nhello\r\n';
 
 beforeAll(async () => {
   const closedPort = await freePort();
-  [echo, silent, garbage, reset, partial] = await Promise.all([
+  [echo, silent, garbage, reset, partial, chunked, sockets] = await Promise.all([
     startEchoUpstream(),
     startEchoUpstream(),
     startRawUpstream((socket) => socket.end('garbage\r\n\r\n')),
     startRawUpstream((socket) => socket.destroy()),
     startRawUpstream((socket) => socket.write(PARTIAL_HEAD + PARTIAL_BODY, () => socket.destroy())),
+    startRawUpstream((socket) => socket.write(CHUNKED_HEAD + FIRST_CHUNK, () => socket.destroy())),
+    startSocketRecordingUpstream(),
   ]);
   silent.respondWith(() => {
     // Never answers: the gateway's own timer must end the exchange.
@@ -82,11 +123,13 @@ upstreams:
   garbage: { url: ${garbage.url} }
   reset: { url: ${reset.url} }
   partial: { url: ${partial.url} }
+  chunked: { url: ${chunked.url} }
+  sockets: { url: ${sockets.url} }
 routes:
   - name: accounts
     paths: [/account, /accounts, /accounts/]
     upstream: accounts
-    upstreamPath: /accounts${['echo', 'refused', 'garbage', 'reset', 'partial'].map(route).join('')}
+    upstreamPath: /accounts${['echo', 'refused', 'garbage', 'reset', 'partial', 'chunked', 'sockets'].map(route).join('')}
 credentials:
   store: redis
   redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
@@ -96,7 +139,9 @@ logging: { level: info }
 
 afterAll(async () => {
   await gateway?.stop();
-  await Promise.all([echo, silent, garbage, reset, partial].map((u) => u?.close()));
+  await Promise.all(
+    [echo, silent, garbage, reset, partial, chunked, sockets].map((u) => u?.close()),
+  );
 });
 
 function get(path: string, requestId?: string): Promise<Response> {
@@ -241,6 +286,36 @@ describe('when the upstream fails after its headers', () => {
     expect(result.body.length).toBeLessThan(1000);
     expect(result.body.toString()).toBe(PARTIAL_BODY);
   });
+
+  it('cuts a chunked response without its last chunk when the upstream resets mid-body', async () => {
+    const result = await rawUntilClose(
+      gateway.port,
+      ['GET /chunked HTTP/1.1', 'Host: 127.0.0.1', `Authorization: ${AUTHORIZATION}`, '', ''].join(
+        '\r\n',
+      ),
+    );
+    expect(result.head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(result.head.toLowerCase()).toContain('transfer-encoding: chunked');
+    // What arrived is the first chunk and nothing more: no terminating `0\r\n\r\n`, so the
+    // client cannot take the cut body for a complete one (RFC 9112 §7.1).
+    expect(result.body.toString('latin1')).toBe(FIRST_CHUNK);
+  });
+});
+
+describe('the connection to the upstream', () => {
+  it('sends sequential requests over one kept-alive upstream connection', async () => {
+    for (const requestId of ['keepalive-1', 'keepalive-2']) {
+      const res = await get('/sockets', requestId);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('ok');
+    }
+    expect(sockets.received).toHaveLength(2);
+    const [first, second] = sockets.received;
+    expect(first?.remotePort).toBeTypeOf('number');
+    expect(second?.remotePort).toBe(first?.remotePort);
+    // http-proxy-3 on its own (agent: false) would send `Connection: close` every time.
+    for (const { connection } of sockets.received) expect(connection).not.toMatch(/close/i);
+  });
 });
 
 describe("the upstream's own response", () => {
@@ -298,5 +373,35 @@ describe("the upstream's own response", () => {
     expect(res.headers.get('retry-after')).toBe('7');
     expect(res.headers.get('x-request-id')).toBeTruthy();
     expect(await res.text()).toBe(body);
+  });
+
+  it("drops the response headers that the upstream's Connection header names", async () => {
+    const body = 'hop';
+    echo.respondWith((_req, res) => {
+      res.writeHead(200, {
+        connection: 'keep-alive, x-hop',
+        'x-hop': '1',
+        'x-end-to-end': '1',
+        'content-type': 'text/plain',
+        'content-length': String(body.length),
+      });
+      res.end(body);
+    });
+    const res = await rawRequest(
+      gateway.port,
+      [
+        'GET /echo HTTP/1.1',
+        'Host: 127.0.0.1',
+        `Authorization: ${AUTHORIZATION}`,
+        'Connection: close',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(body);
+    expect(res.headers['x-hop']).toBeUndefined();
+    expect(res.headers['x-end-to-end']).toBe('1');
+    expect(res.headers.connection).toBe('close');
   });
 });

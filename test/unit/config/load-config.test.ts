@@ -10,6 +10,8 @@ import {
 } from '../../../src/config/load-config.js';
 
 const SECRET = 'an-hmac-secret-of-at-least-32-characters';
+const PLAIN_PATH =
+  'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)';
 
 /** The problems a config produces; fails the test when it parses. */
 function problemsOf(
@@ -219,14 +221,59 @@ logging:
       problemsOf(`
 routes:
   - name: accounts
-    paths: [/accounts, "/a/../b?x", "relative"]
+    paths: [/accounts, "/a/b?x", "relative"]
     upstream: accounts
     upstreamPath: /accounts
 `),
-    ).toEqual([
-      'routes[0].paths[1]: must be a plain absolute path',
-      'routes[0].paths[2]: must be a plain absolute path',
+    ).toEqual([`routes[0].paths[1]: ${PLAIN_PATH}`, `routes[0].paths[2]: ${PLAIN_PATH}`]);
+  });
+
+  // The route table matches configured paths without checking them (its fast path), and the
+  // upstream would resolve a dot segment in upstreamPath into another path.
+  it.each([
+    ['a ".." segment', '/x/../y'],
+    ['a trailing ".." segment', '/accounts/..'],
+    ['a "." segment', '/accounts/./list'],
+    ['"%2e%2e"', '/accounts/%2e%2e/admin'],
+    ['".%2E"', '/accounts/.%2E/admin'],
+    ['an encoded "/"', '/accounts%2Fadmin'],
+    ['an encoded "\\"', '/accounts%5cadmin'],
+    ['a raw backslash', '/accounts\\admin'],
+    ['an encoded NUL', '/accounts%00'],
+    ['an encoded LF', '/accounts%0a'],
+    ['a raw tab', '/accounts\tx'],
+    ['a "?"', '/accounts?x=1'],
+    ['a "#"', '/accounts#top'],
+    ['a malformed escape', '/accounts%zz'],
+  ])('refuses %s in routes[].paths and upstreamPath', (_label, path) => {
+    expect(
+      problemsOf(`
+routes:
+  - name: accounts
+    paths: [/accounts, ${JSON.stringify(path)}]
+    upstream: accounts
+    upstreamPath: ${JSON.stringify(path)}
+`),
+    ).toEqual([`routes[0].paths[1]: ${PLAIN_PATH}`, `routes[0].upstreamPath: ${PLAIN_PATH}`]);
+  });
+
+  it('accepts dots inside a segment and harmless escapes in configured paths', () => {
+    const config = parseConfig(
+      `
+routes:
+  - name: accounts
+    paths: [/accounts/.well-known, /v1.2/accounts..., /caf%C3%A9]
+    upstream: accounts
+    upstreamPath: /api/v1.2/acc%41unts
+`,
+      'test.yaml',
+    );
+    expect(config.routes[0]?.paths).toEqual([
+      '/accounts/.well-known',
+      '/v1.2/accounts...',
+      '/caf%C3%A9',
     ]);
+    expect(config.routes[0]?.upstreamPath).toBe('/api/v1.2/acc%41unts');
   });
 
   it('rejects an upstream URL that is not http or https', () => {
@@ -268,6 +315,22 @@ describe('parseConfig: environment substitution', () => {
     const yaml = 'auth:\n  realm: ${REALM}\ntokens:\n  issuer: ${ISS}\n';
     const config = parseConfig(yaml, 'test.yaml', { REALM: '12345', ISS: '678' });
     expect([config.auth.realm, config.tokens.issuer]).toEqual(['12345', '678']);
+  });
+
+  it('reads server.maxBodyBytes from a variable, as the example file does', () => {
+    expect(
+      parseConfig('server:\n  maxBodyBytes: ${MAX_BODY}\n', 'test.yaml', { MAX_BODY: '8192' })
+        .server.maxBodyBytes,
+    ).toBe(8192);
+  });
+
+  it('reads a reference-upstream account id from a variable', () => {
+    const config = parseConfig(
+      'referenceUpstream:\n  accounts:\n    demo:\n      - { id: "${ACCOUNT_ID}", name: x }\n',
+      'test.yaml',
+      { ACCOUNT_ID: '42' },
+    );
+    expect(config.referenceUpstream.accounts.demo).toEqual([{ id: 42, name: 'x' }]);
   });
 
   it('turns a whole-scalar reference to true/false into a boolean', () => {
@@ -510,6 +573,63 @@ describe('parseConfig: cross checks', () => {
   it('reports an admin listener on the same address as the server', () => {
     expect(problemsOf('server:\n  port: 8000\nadmin:\n  port: 8000\n')).toEqual([
       'admin.port: must differ from server.port',
+    ]);
+  });
+
+  it('reports schema problems and cross-check problems of one file together', () => {
+    expect(
+      problemsOf(
+        `server:\n  port: 70000\nroutes:${route('a', '[/x]')}${route('a', '[/y]', 'nope')}\n`,
+      ),
+    ).toEqual([
+      expect.stringMatching(/^server\.port: /),
+      'routes[1].name: duplicate route name a',
+      'routes[1].upstream: no upstream named nope',
+    ]);
+  });
+
+  it('still cross-checks the valid routes when another route fails the schema', () => {
+    expect(
+      problemsOf(
+        `routes:${route('a', '[/x, /keys]')}${route('b', '[/../y, /x]', 'nope')}\n    methods: [TRACE]\n`,
+      ),
+    ).toEqual([
+      `routes[1].paths[0]: ${PLAIN_PATH}`,
+      expect.stringMatching(/^routes\[1\]\.methods\[0\]: /),
+      'routes[0].paths[1]: /keys is served by the gateway itself',
+      'routes[1].upstream: no upstream named nope',
+      'routes[1].paths[1]: /x is already a path of route a',
+    ]);
+  });
+
+  it('cross-checks settings whose section holds another invalid setting', () => {
+    expect(
+      problemsOf(
+        'server:\n  headersTimeoutMs: 5000\n  requestTimeoutMs: 4000\n  maxHeaderCount: 1\n' +
+          'admin:\n  port: 8080\n  host: ""\n' +
+          'credentials:\n  store: nowhere\n  redis: { mode: cluster, keyPrefix: "ag:", commandTimeoutMs: 0 }\n' +
+          "auth:\n  realm: '\"'\n  bearer:\n    issuers:\n" +
+          `      - { name: a, algorithms: [HS256], secret: ${SECRET} }\n` +
+          '      - { name: a, algorithms: [HS256] }\n',
+      ),
+    ).toEqual([
+      expect.stringMatching(/^server\.maxHeaderCount: /),
+      expect.stringMatching(/^admin\.host: /),
+      expect.stringMatching(/^auth\.realm: /),
+      'auth.bearer.issuers[1]: exactly one of secret, publicKey, publicKeyFile, jwksUrl is required',
+      'auth.bearer.issuers[1].algorithms: HS* algorithms need a secret',
+      expect.stringMatching(/^credentials\.store: /),
+      expect.stringMatching(/^credentials\.redis\.commandTimeoutMs: /),
+      'auth.bearer.issuers[1].name: duplicate name a',
+      'credentials.redis.nodes: cluster mode needs at least one host:port',
+      'credentials.redis.keyPrefix: cluster mode needs a hash tag such as {ag}:',
+      'server.headersTimeoutMs: must not exceed server.requestTimeoutMs',
+    ]);
+  });
+
+  it('does not cross-check a section that is not a mapping', () => {
+    expect(problemsOf(`upstreams: 5\nroutes:${route('a', '[/x]', 'nope')}\n`)).toEqual([
+      expect.stringMatching(/^upstreams: /),
     ]);
   });
 

@@ -148,6 +148,30 @@ describe('buildUpstreamHeaders', () => {
     });
   });
 
+  // With Expect on the outgoing request, http-proxy-3 skips its proxyReq event, and with it
+  // the forwarder's outgoing path and 504 timer.
+  it('never passes Expect upstream, even when it is allow-listed', () => {
+    const p = policy({ allowHeaders: [...DEFAULT_ALLOW, 'expect', 'Expect'] });
+    expect(p.allow.has('expect')).toBe(false);
+    const out = buildUpstreamHeaders(p, facts({ expect: '100-continue', accept: '*/*' }));
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*' });
+  });
+
+  it('never passes a proxy-* header upstream, even when it is allow-listed', () => {
+    const proxyHeaders = {
+      'proxy-authorization': 'Basic YTpi',
+      'proxy-connection': 'keep-alive',
+      'proxy-status': 'x',
+      'proxy-anything': 'y',
+    };
+    const p = policy({
+      allowHeaders: [...DEFAULT_ALLOW, ...Object.keys(proxyHeaders), 'Proxy-Custom'],
+    });
+    expect([...p.allow].filter((name) => name.startsWith('proxy-'))).toEqual([]);
+    const out = buildUpstreamHeaders(p, facts({ ...proxyHeaders, accept: '*/*' }));
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*' });
+  });
+
   it('removes the gateway-owned names from the allow-list and lower-cases the rest', () => {
     const p = policy({
       allowHeaders: [
