@@ -62,7 +62,9 @@ type Client = Redis | Cluster;
 export function createRedisClient(config: RedisConfig): Client {
   const options = {
     // Fail fast during an outage: a command waits at most commandTimeoutMs, is retried
-    // once, and the client keeps reconnecting in the background.
+    // once, and the client keeps reconnecting in the background. ioredis arms this timer
+    // when a command is sent or queued on a Redis connection (standalone, Sentinel, and
+    // each Cluster node), so it also frees the command, not only the caller.
     commandTimeout: config.commandTimeoutMs,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
@@ -72,6 +74,8 @@ export function createRedisClient(config: RedisConfig): Client {
     const [host = '127.0.0.1', port = '6379'] = node.split(':');
     return { host, port: Number(port) };
   });
+  // The Cluster client has an offline queue of its own, with no timer: the store never
+  // hands it a command before it is ready (see createRedisStore).
   if (config.mode === 'cluster') return new Cluster(nodes, { redisOptions: options });
   if (config.mode === 'sentinel') {
     return new Redis({ ...options, sentinels: nodes, name: config.sentinelName ?? 'mymaster' });
@@ -83,12 +87,49 @@ function unavailable(cause: unknown): GatewayError {
   return new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 });
 }
 
-async function guarded<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw unavailable(error);
-  }
+/**
+ * Runs one store operation within `timeoutMs`, whatever the client mode, and turns every
+ * failure into `credential_store_unavailable`. ioredis's own commandTimeout covers commands
+ * on a connection; this bound also covers what it leaves open: a Cluster that is not ready
+ * yet (or any more) holds commands in its offline queue with no timer, and its redirection
+ * and CLUSTERDOWN retries add up beyond one command's timeout. A Cluster command is only
+ * issued once the client is ready, so an outage does not pile commands into that queue.
+ */
+function createGuard(client: Client, timeoutMs: number) {
+  let ready: Promise<void> | undefined;
+  // One 'ready' listener per not-ready period, shared by every waiting call: a burst of
+  // requests during an outage must not add a listener each.
+  const whenReady = (): Promise<void> | undefined => {
+    if (!(client instanceof Cluster) || client.status === 'ready' || client.status === 'end')
+      return undefined;
+    // A lazyConnect client connects on its first command, which is not sent before ready.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+    ready ??= new Promise<void>((resolve) => {
+      client.once('ready', () => {
+        ready = undefined;
+        resolve();
+      });
+    });
+    return ready;
+  };
+  return async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const waiting = whenReady();
+      if (waiting !== undefined) await Promise.race([waiting, deadline]);
+      return await Promise.race([operation(), deadline]);
+    } catch (error) {
+      throw unavailable(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
 
 function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
@@ -110,6 +151,7 @@ export function createRedisStore(
   client: Client = createRedisClient(config),
 ): CredentialStore {
   const k = redisKeys(config.keyPrefix);
+  const guarded = createGuard(client, config.commandTimeoutMs);
   let subscriber: Client | undefined;
   client.on('error', () => {
     // Connection errors surface as failed commands (503); the client reconnects by itself.
@@ -120,16 +162,16 @@ export function createRedisStore(
 
   return {
     getKey,
-    listKeys: (subject) =>
-      guarded(async () => {
-        const ids = await client.smembers(k.subjectKeys(subject));
-        const records = await Promise.all(
-          ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id)))),
-        );
-        return records
-          .filter((r): r is KeyRecord => r !== undefined && r.subject === subject)
-          .sort(newestFirst);
-      }),
+    listKeys: async (subject) => {
+      // Two round trips, each bounded on its own like any other command.
+      const ids = await guarded(() => client.smembers(k.subjectKeys(subject)));
+      const records = await guarded(() =>
+        Promise.all(ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id))))),
+      );
+      return records
+        .filter((r): r is KeyRecord => r !== undefined && r.subject === subject)
+        .sort(newestFirst);
+    },
     createKey: (record, maxActive) =>
       guarded(async () => {
         const created = await client.eval(

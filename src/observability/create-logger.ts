@@ -21,21 +21,30 @@ export function createLogger(
   return logger;
 }
 
+/** Values that authenticate someone: headers carrying credentials, and secret fields. */
+const REDACTED = [
+  'headers.authorization',
+  'headers["proxy-authorization"]',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  'authorization',
+  'cookie',
+  'secret',
+  'password',
+  'access_token',
+  'refresh_token',
+] as const;
+
 function loggerOptions(level: string): pino.LoggerOptions {
   return {
     level,
     base: { service: 'accounts-gateway' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: [
-        'headers.authorization',
-        'headers["proxy-authorization"]',
-        'headers.cookie',
-        'headers["set-cookie"]',
-        'secret',
-        'password',
-        'access_token',
-      ],
+      // Each path at the top level and one level down (`*.`), where a logged request, error
+      // or record puts them: `{ req: { headers } }`, `{ user: { password } }`. A path list
+      // cannot reach every depth; code must still not log these on purpose.
+      paths: REDACTED.flatMap((path) => [path, `*.${path}`]),
       censor: '[redacted]',
     },
   };

@@ -4,7 +4,9 @@ import {
   createLocalJWKSet,
   createRemoteJWKSet,
   errors,
+  jwksCache,
   type JSONWebKeySet,
+  type JWKSCacheInput,
   type JWTVerifyGetKey,
 } from 'jose';
 import type { BearerIssuerConfig } from '../../config/config-schema.js';
@@ -50,45 +52,68 @@ export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_0
  * endpoint fails, jose would fail (and refetch on) every verification. Here the last good
  * key set keeps verifying, the endpoint is retried at most once per backoff period, and
  * only when no key set was ever fetched does verification fail, as "unavailable".
+ *
+ * A `kid` missing from the last good set is "unavailable" too while the endpoint cannot be
+ * read: the issuer may have rotated to a key published after that set was fetched, so the
+ * gateway cannot tell a forged token from a fresh one, and "cannot tell" is a 503, never a
+ * 401. Only a set just read from the endpoint can say "no such key" (401). jose's cooldown
+ * (30 s between refetches for unknown `kid`s) keeps random `kid`s from hammering it.
  */
 export function createResilientRemoteJwks(
   url: URL,
   timeoutMs: number,
   now: () => number = Date.now,
 ): JWTVerifyGetKey {
+  // jose writes every key set it fetches into this object (a new `jwks` object per fetch),
+  // so the stale copy is rebuilt once per fetch; remote.jwks() would clone on every call.
+  const fetched: { jwks?: JSONWebKeySet; uat?: number } = {};
   const remote = createRemoteJWKSet(url, {
     timeoutDuration: timeoutMs,
     cooldownDuration: 30_000,
     cacheMaxAge: 600_000,
+    [jwksCache]: fetched as JWKSCacheInput,
   });
   let lastGood: JSONWebKeySet | undefined;
   let stale: JWTVerifyGetKey | undefined;
+  let lastFailure: unknown;
   let retryAt = 0;
   let backoffMs = 1_000;
-  const fallback = (cause: unknown): JWTVerifyGetKey => {
-    if (stale !== undefined) return stale;
-    throw new KeySourceUnavailableError(cause);
+  const remember = (): void => {
+    if (fetched.jwks !== undefined && fetched.jwks !== lastGood) {
+      lastGood = fetched.jwks;
+      stale = createLocalJWKSet(fetched.jwks);
+    }
+  };
+  const fromStale: (cause: unknown) => JWTVerifyGetKey = (cause) => async (header, token) => {
+    if (stale === undefined) throw new KeySourceUnavailableError(cause);
+    try {
+      return await stale(header, token);
+    } catch (error) {
+      if (error instanceof errors.JWKSNoMatchingKey) throw new KeySourceUnavailableError(cause);
+      // JWKSMultipleMatchingKeys included: jwtVerify tries each candidate it carries.
+      throw error;
+    }
   };
   return async (header, token) => {
-    if (now() < retryAt) return fallback(undefined)(header, token);
+    if (now() < retryAt) return fromStale(lastFailure)(header, token);
     try {
       const key = await remote(header, token);
-      const current = remote.jwks();
-      if (current !== undefined && current !== lastGood) {
-        lastGood = current;
-        stale = createLocalJWKSet(current);
-      }
+      remember();
       backoffMs = 1_000;
       return key;
     } catch (error) {
       if (
         error instanceof errors.JWKSNoMatchingKey ||
         error instanceof errors.JWKSMultipleMatchingKeys
-      )
+      ) {
+        // The endpoint answered (or was read within the cooldown): a real "no such key".
+        remember();
         throw error;
+      }
+      lastFailure = error;
       retryAt = now() + backoffMs;
       backoffMs = Math.min(backoffMs * 2, 60_000);
-      return fallback(error)(header, token);
+      return fromStale(error)(header, token);
     }
   };
 }

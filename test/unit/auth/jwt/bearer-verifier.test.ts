@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -614,6 +615,116 @@ describe('remote JWKS key sources', () => {
       expect(jwks.hits()).toBe(3);
     } finally {
       vi.useRealTimers();
+      await jwks.close();
+    }
+  });
+
+  /** A verifier over one resilient JWKS source; every clock reads the (possibly faked) Date. */
+  const jwksVerifier = (url: URL) =>
+    createBearerVerifier({
+      sources: [
+        {
+          name: 'jwks',
+          algorithms: ['ES256'],
+          key: createResilientRemoteJwks(url, 500, () => Date.now()),
+        },
+      ],
+      clockToleranceSec: 5,
+      cacheTtlSec: 0,
+      cacheMaxEntries: 10,
+      now: () => Date.now(),
+    });
+
+  // A kid the last good set lacks may belong to a key the issuer published since (rotation):
+  // while the endpoint cannot be read, the gateway cannot tell, and must not answer 401.
+  it.each([
+    ['past jose’s 30 s cooldown', 31_000],
+    ['past jose’s 10 min cache age', 11 * 60_000],
+  ])(
+    'returns credential_store_unavailable, never invalid_token, for a kid missing from the stale key set while the JWKS endpoint is down (%s)',
+    async (_when, elapsedMs) => {
+      const rotated = await generateKeyPair('ES256', { extractable: true });
+      const rotatedJwk: JWK = {
+        ...(await exportJWK(rotated.publicKey)),
+        kid: 'k2',
+        alg: 'ES256',
+        use: 'sig',
+      };
+      let keys: JWK[] | undefined = [jwk];
+      const jwks = await startJwks(() =>
+        keys === undefined
+          ? { status: 503, body: 'down' }
+          : { status: 200, body: JSON.stringify({ keys }) },
+      );
+      const identity = { subject: 'alice', method: 'bearer', source: 'jwks' };
+      try {
+        const v = jwksVerifier(jwks.url);
+        const known = await esToken(realNowClaims());
+        await expect(v.verify(known)).resolves.toEqual(identity);
+        expect(jwks.hits()).toBe(1);
+
+        keys = undefined;
+        const start = Date.now();
+        vi.useFakeTimers({ toFake: ['Date'], now: start + elapsedMs });
+        const rotatedToken = await new SignJWT({ ...realNowClaims() })
+          .setProtectedHeader({ alg: 'ES256', kid: 'k2' })
+          .sign(rotated.privateKey);
+
+        // jose refetches for the unknown kid; the refetch fails.
+        const error = await rejection(v.verify(rotatedToken));
+        expect([error.code, error.status, error.retryAfterSec]).toEqual([
+          'credential_store_unavailable',
+          503,
+          5,
+        ]);
+        expect(error.cause).toBeInstanceOf(KeySourceUnavailableError);
+        expect(jwks.hits()).toBe(2);
+
+        // Within the backoff: no fetch, the same answer for any unknown kid, and the known
+        // kid still verifies against the stale set.
+        for (let i = 0; i < 20; i += 1) {
+          expect(await codeOf(v.verify(await esToken(realNowClaims(), randomUUID())))).toEqual([
+            'credential_store_unavailable',
+            503,
+          ]);
+        }
+        await expect(v.verify(known)).resolves.toEqual(identity);
+        expect(jwks.hits()).toBe(2);
+
+        // The endpoint is back with the rotated key: after the backoff it is read again.
+        keys = [jwk, rotatedJwk];
+        vi.setSystemTime(start + elapsedMs + 1_500);
+        await expect(v.verify(rotatedToken)).resolves.toEqual(identity);
+        expect(jwks.hits()).toBe(3);
+        // ...and a kid missing from a set just read is a plain 401 again.
+        expect(await codeOf(v.verify(await esToken(realNowClaims(), 'unknown-kid')))).toEqual([
+          'invalid_token',
+          401,
+        ]);
+      } finally {
+        vi.useRealTimers();
+        await jwks.close();
+      }
+    },
+  );
+
+  it('fetches the JWKS endpoint once for a hundred tokens with random unknown kids within the cooldown', async () => {
+    const jwks = await startJwks(() => ({ status: 200, body: JSON.stringify({ keys: [jwk] }) }));
+    try {
+      const v = jwksVerifier(jwks.url);
+      await expect(v.verify(await esToken(realNowClaims()))).resolves.toEqual({
+        subject: 'alice',
+        method: 'bearer',
+        source: 'jwks',
+      });
+      for (let i = 0; i < 100; i += 1) {
+        expect(await codeOf(v.verify(await esToken(realNowClaims(), randomUUID())))).toEqual([
+          'invalid_token',
+          401,
+        ]);
+      }
+      expect(jwks.hits()).toBe(1);
+    } finally {
       await jwks.close();
     }
   });

@@ -1,0 +1,138 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminServer } from '../../src/admin/admin-server.js';
+import { createMetrics } from '../../src/admin/metrics.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function envelope(code: string, status: number, message: string, requestId: string) {
+  return { result: 'error', status, error: { code, message }, request_id: requestId };
+}
+
+describe('the admin server', () => {
+  /** What the next readiness check answers: ready, not ready, or a failed check. */
+  let readiness: 'ready' | 'not_ready' | 'throws' = 'ready';
+  let server: Server;
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    server = createAdminServer({
+      metrics: createMetrics(),
+      ready: () =>
+        readiness === 'throws'
+          ? Promise.reject(new Error('store exploded'))
+          : Promise.resolve(readiness === 'ready'),
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('answers /healthz with 200 {"status":"ok"} and a generated X-Request-Id', async () => {
+    const res = await fetch(`${baseUrl}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('keeps a well-formed X-Request-Id from the client and replaces a malformed one', async () => {
+    const kept = await fetch(`${baseUrl}/healthz`, { headers: { 'x-request-id': 'probe-42' } });
+    expect(kept.headers.get('x-request-id')).toBe('probe-42');
+    await kept.arrayBuffer();
+    const replaced = await fetch(`${baseUrl}/healthz`, {
+      headers: { 'x-request-id': 'has spaces' },
+    });
+    expect(replaced.headers.get('x-request-id')).toMatch(UUID);
+    await replaced.arrayBuffer();
+  });
+
+  it('answers HEAD /healthz with 200 and no body', async () => {
+    const res = await fetch(`${baseUrl}/healthz`, { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+  });
+
+  it('answers /readyz with 200 {"status":"ready"} while the gateway can serve', async () => {
+    readiness = 'ready';
+    const res = await fetch(`${baseUrl}/readyz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(await res.json()).toEqual({ status: 'ready' });
+  });
+
+  it.each(['not_ready', 'throws'] as const)(
+    'answers /readyz with the 503 credential_store_unavailable envelope when the check says %s',
+    async (answer) => {
+      readiness = answer;
+      try {
+        const res = await fetch(`${baseUrl}/readyz`, { headers: { 'x-request-id': 'lb-1' } });
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(res.headers.get('cache-control')).toBe('no-store');
+        expect(res.headers.get('x-request-id')).toBe('lb-1');
+        expect(await res.json()).toEqual(
+          envelope(
+            'credential_store_unavailable',
+            503,
+            'Credentials cannot be checked right now.',
+            'lb-1',
+          ),
+        );
+        const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+        expect(metrics).toMatch(/^gateway_ready 0$/m);
+      } finally {
+        readiness = 'ready';
+      }
+    },
+  );
+
+  it('serves Prometheus text on /metrics, with gateway_ready set by the last /readyz', async () => {
+    await (await fetch(`${baseUrl}/readyz`)).arrayBuffer();
+    const res = await fetch(`${baseUrl}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    const text = await res.text();
+    expect(text).toMatch(/^gateway_ready 1$/m);
+    expect(text).toContain('# TYPE gateway_requests_total counter');
+    expect(text).toContain('process_cpu_user_seconds_total');
+  });
+
+  it('answers an unknown path with the 404 not_found envelope, whatever the method', async () => {
+    for (const method of ['GET', 'POST']) {
+      const res = await fetch(`${baseUrl}/admin`, {
+        method,
+        headers: { 'x-request-id': 'nf-1' },
+      });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('x-request-id')).toBe('nf-1');
+      expect(res.headers.get('allow')).toBeNull();
+      expect(await res.json()).toEqual(
+        envelope('not_found', 404, 'No resource matches the request path.', 'nf-1'),
+      );
+    }
+  });
+
+  it.each(['/healthz', '/readyz', '/metrics'])(
+    'answers POST %s with the 405 method_not_allowed envelope and Allow: GET, HEAD',
+    async (path) => {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'x-request-id': 'm-1' },
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+      expect(res.headers.get('x-request-id')).toBe('m-1');
+      expect(await res.json()).toEqual(
+        envelope('method_not_allowed', 405, 'The method is not allowed on this resource.', 'm-1'),
+      );
+    },
+  );
+});

@@ -1,0 +1,416 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisConfig } from '../../src/config/config-schema.js';
+import type { CredentialStore } from '../../src/credentials/credential-store.js';
+import { createRedisClient, createRedisStore } from '../../src/credentials/redis-store.js';
+import { GatewayError } from '../../src/errors/gateway-error.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { freePort } from '../support/redis-server.js';
+import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import {
+  ECHO_BODY,
+  errorBody,
+  pollStatus,
+  redisConfig,
+  startInProcessGateway,
+  type RunningGateway,
+} from './in-process-gateway.js';
+
+/**
+ * The outages in redis-outage.test.ts (closed port, killed server) fail fast on their own:
+ * the connection is refused or reset. The outage that needs a timer is a Redis that keeps
+ * the connection open and never answers: a real redis-server stopped with SIGSTOP (a hung
+ * host, a network black hole), or a server that accepts and stays silent.
+ */
+
+const COMMAND_TIMEOUT_MS = 300;
+/** "Well under a second": the timeout plus scheduling slack on a busy two-core machine. */
+const BOUND_MS = 1_000;
+
+interface OwnRedis {
+  readonly port: number;
+  readonly url: string;
+  /** SIGSTOP: the process keeps its sockets open and answers nothing. */
+  pause(): void;
+  resume(): void;
+  /** Kills the process; its files stay, so start() brings back the same node. */
+  kill(): Promise<void>;
+  start(): Promise<void>;
+  /** Kills the process and removes its files. */
+  stop(): Promise<void>;
+}
+
+/** A redis-server of this file's own, so pausing it never stalls other test files. */
+async function startOwnRedis(options: { cluster?: boolean } = {}): Promise<OwnRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
+  let child: ChildProcess | undefined;
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  if (options.cluster === true) {
+    args.push(
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, 'nodes.conf'),
+      '--cluster-announce-ip',
+      '127.0.0.1',
+    );
+  }
+  const start = async (): Promise<void> => {
+    const proc = spawn('redis-server', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      const onData = (chunk: Buffer): void => {
+        output += chunk.toString();
+        if (output.includes('Ready to accept connections')) {
+          proc.stdout.off('data', onData);
+          proc.stdout.resume();
+          resolve();
+        }
+      };
+      proc.stdout.on('data', onData);
+      proc.stderr.resume();
+      proc.once('exit', (code) =>
+        reject(new Error(`redis-server exited (${String(code)}): ${output}`)),
+      );
+      proc.once('error', reject);
+    });
+  };
+  const kill = async (): Promise<void> => {
+    const proc = child;
+    child = undefined;
+    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
+    kill,
+    start,
+    stop: async () => {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A TCP server that accepts every connection and never writes a byte. */
+async function startSilentServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function config(overrides: Partial<RedisConfig>): RedisConfig {
+  return {
+    ...redisConfig('redis://127.0.0.1:6379', uniquePrefix('timeout')),
+    commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    ...overrides,
+  };
+}
+
+/** Runs `operation`, which must fail; returns what it threw and how long that took. */
+async function failure(operation: () => Promise<unknown>): Promise<[unknown, number]> {
+  const started = performance.now();
+  const error = await operation().then(
+    () => new Error('expected a rejection'),
+    (e: unknown) => e,
+  );
+  return [error, performance.now() - started];
+}
+
+/** Every store operation, each of which must fail as "unavailable" when Redis is silent. */
+function everyOperation(store: CredentialStore): [string, () => Promise<unknown>][] {
+  const record = {
+    key: 'ak_timeout',
+    subject: 'alice',
+    secretHash: '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq',
+    label: '',
+    status: 'active' as const,
+    createdAt: '2024-05-01T10:00:00.000Z',
+  };
+  const user = {
+    username: 'alice',
+    subject: 'alice',
+    passwordHash: record.secretHash,
+    createdAt: '',
+  };
+  return [
+    ['getKey', () => store.getKey('ak_timeout')],
+    ['listKeys', () => store.listKeys('alice')],
+    ['createKey', () => store.createKey(record, 5)],
+    ['revokeKey', () => store.revokeKey('ak_timeout', '2024-05-01T10:00:00.000Z')],
+    ['getUser', () => store.getUser('alice')],
+    ['putUser', () => store.putUser(user)],
+    ['removeUser', () => store.removeUser('alice')],
+    ['ping', () => store.ping()],
+  ];
+}
+
+/**
+ * Resolves once the store answers a ping. A Cluster client needs a few round trips before
+ * it is ready, and the store answers "unavailable" until then; each failed ping takes up
+ * to the command timeout, so this is no busy loop.
+ */
+async function untilUp(store: CredentialStore, deadlineMs = 10_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const error = await store.ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (error === undefined) return;
+    expect(error).toMatchObject({ code: 'credential_store_unavailable' });
+    if (Date.now() > deadline) throw new Error('the store never answered', { cause: error });
+  }
+}
+
+async function expectEveryOperationUnavailable(store: CredentialStore): Promise<void> {
+  for (const [name, operation] of everyOperation(store)) {
+    const [error, elapsedMs] = await failure(operation);
+    expect(error, name).toBeInstanceOf(GatewayError);
+    expect(error, name).toMatchObject({ code: 'credential_store_unavailable', status: 503 });
+    expect(elapsedMs, name).toBeLessThan(BOUND_MS);
+  }
+}
+
+describe('a standalone Redis that accepts but never answers', () => {
+  let redis: OwnRedis;
+
+  beforeAll(async () => {
+    redis = await startOwnRedis();
+  });
+
+  afterEach(() => {
+    redis.resume();
+  });
+
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it(
+    'makes a command on the configured client fail with a timeout after commandTimeoutMs',
+    { timeout: 5000 },
+    async () => {
+      const client = createRedisClient(config({ url: redis.url }));
+      client.on('error', () => undefined);
+      try {
+        await client.ping();
+        redis.pause();
+        const [error, elapsedMs] = await failure(() => client.get('anything'));
+        expect(error).toMatchObject({ message: 'Command timed out' });
+        expect(elapsedMs).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 5);
+        expect(elapsedMs).toBeLessThan(BOUND_MS);
+      } finally {
+        client.disconnect();
+      }
+    },
+  );
+
+  it('makes every store operation reject as credential_store_unavailable within a second', async () => {
+    const store = createRedisStore(config({ url: redis.url }));
+    try {
+      await store.ping();
+      redis.pause();
+      await expectEveryOperationUnavailable(store);
+    } finally {
+      redis.resume();
+      await store.close();
+    }
+  });
+});
+
+describe('a gateway whose standalone Redis stops answering', () => {
+  const prefix = uniquePrefix('paused');
+  const pair = { key: 'ak_paused', secret: 'paused-secret-0123456789', subject: 'carol' };
+  let redis: OwnRedis;
+  let upstream: EchoUpstream;
+  let running: RunningGateway;
+
+  beforeAll(async () => {
+    redis = await startOwnRedis();
+    upstream = await startEchoUpstream();
+    await seedKey(redis.url, prefix, pair);
+    running = await startInProcessGateway({
+      redisUrl: redis.url,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      // Nothing cached: every request must ask Redis.
+      cacheTtlSec: 0,
+    });
+  });
+
+  afterAll(async () => {
+    redis?.resume();
+    await running?.close();
+    await upstream?.close();
+    await redis?.stop();
+  });
+
+  it('answers 503 credential_store_unavailable within a second, and 200 again once Redis answers', async () => {
+    const send = (): Promise<Response> =>
+      fetch(`${running.url}/accounts`, {
+        headers: { authorization: basicHeader(pair.key, pair.secret) },
+      });
+    expect((await send()).status).toBe(200);
+
+    redis.pause();
+    const started = performance.now();
+    const res = await send();
+    const body: unknown = await res.json();
+    const elapsedMs = performance.now() - started;
+    expect(res.status).toBe(503);
+    expect(res.headers.get('www-authenticate')).toBeNull();
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(body).toEqual(
+      errorBody('credential_store_unavailable', 503, 'Credentials cannot be checked right now.'),
+    );
+    expect(elapsedMs).toBeLessThan(BOUND_MS);
+
+    const readyStarted = performance.now();
+    const notReady = await fetch(`${running.adminUrl}/readyz`);
+    expect(notReady.status).toBe(503);
+    await notReady.arrayBuffer();
+    expect(performance.now() - readyStarted).toBeLessThan(BOUND_MS);
+
+    redis.resume();
+    const recovered = await pollStatus(send, 200, { deadlineMs: 10_000, intervalMs: 50 });
+    expect(recovered.body).toEqual(ECHO_BODY);
+  });
+});
+
+describe('a Redis Cluster that cannot answer', () => {
+  let node: OwnRedis;
+
+  beforeAll(async () => {
+    // A one-node cluster holding every slot: a real Cluster, as ioredis's Cluster client sees it.
+    node = await startOwnRedis({ cluster: true });
+    const admin = new Redis(node.url);
+    try {
+      await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+      // The node takes a moment to declare the cluster healthy.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const info = String(await admin.call('CLUSTER', 'INFO'));
+        if (info.includes('cluster_state:ok')) break;
+        if (Date.now() > deadline) throw new Error(`cluster never became ok:\n${info}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  afterEach(() => {
+    node.resume();
+  });
+
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  const clusterConfig = (): RedisConfig =>
+    config({ mode: 'cluster', nodes: [`127.0.0.1:${node.port}`] });
+
+  it('serves a Cluster-mode store while the node answers', async () => {
+    const store = createRedisStore(clusterConfig());
+    try {
+      await untilUp(store);
+      await expect(store.getKey('ak_none')).resolves.toBeUndefined();
+      await expect(store.listKeys('nobody')).resolves.toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rejects every operation within a second while the ready cluster node is paused', async () => {
+    const store = createRedisStore(clusterConfig());
+    try {
+      await untilUp(store);
+      node.pause();
+      await expectEveryOperationUnavailable(store);
+    } finally {
+      node.resume();
+      await store.close();
+    }
+  });
+
+  // ioredis's Cluster queues commands in its own offline queue, with no timer, until the
+  // cluster is ready again: without a bound of the store's own, these calls never return.
+  it(
+    'rejects every operation within a second while the cluster is down, and serves again once it is back',
+    { timeout: 30000 },
+    async () => {
+      const store = createRedisStore(clusterConfig());
+      try {
+        await untilUp(store);
+        await node.kill();
+        await expectEveryOperationUnavailable(store);
+
+        await node.start();
+        await untilUp(store);
+        await expect(store.getKey('ak_none')).resolves.toBeUndefined();
+      } finally {
+        await store.close();
+      }
+    },
+  );
+
+  it(
+    'rejects every operation within a second when the startup node accepts but never answers',
+    { timeout: 10000 },
+    async () => {
+      const silent = await startSilentServer();
+      const store = createRedisStore(
+        config({ mode: 'cluster', nodes: [`127.0.0.1:${silent.port}`] }),
+      );
+      try {
+        await expectEveryOperationUnavailable(store);
+      } finally {
+        await store.close();
+        await silent.close();
+      }
+    },
+  );
+});
+
+describe('a Sentinel that accepts but never answers', () => {
+  it('makes every store operation reject within a second', async () => {
+    const silent = await startSilentServer();
+    const store = createRedisStore(
+      config({ mode: 'sentinel', nodes: [`127.0.0.1:${silent.port}`], sentinelName: 'mymaster' }),
+    );
+    try {
+      await expectEveryOperationUnavailable(store);
+    } finally {
+      await store.close();
+      await silent.close();
+    }
+  });
+});
