@@ -3,7 +3,7 @@ import type { CredentialStore, KeyRecord } from '../credentials/credential-store
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createRedisStore } from '../credentials/redis-store.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
-import { keyView } from '../endpoints/keys-endpoints.js';
+import { isValidLabel, keyView } from '../endpoints/keys-endpoints.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { CliError, EXIT } from './cli-error.js';
 
@@ -69,6 +69,11 @@ export async function createKeyCommand(
   label: string,
 ): Promise<void> {
   checkSubject(subject);
+  if (!isValidLabel(label))
+    throw new CliError(
+      '--label must be at most 200 characters, without control characters',
+      EXIT.usage,
+    );
   const { key, secret } = generateKeyPair();
   const record: KeyRecord = {
     key,

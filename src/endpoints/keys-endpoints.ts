@@ -138,8 +138,11 @@ function parseLabel(body: unknown): string {
     throw new GatewayError('bad_request');
   const { label } = body as { label?: unknown };
   if (label === undefined) return '';
-  if (typeof label !== 'string' || label.length > MAX_LABEL_CHARS || hasControlCharacter(label)) {
-    throw new GatewayError('bad_request');
-  }
+  if (typeof label !== 'string' || !isValidLabel(label)) throw new GatewayError('bad_request');
   return label;
+}
+
+/** A label is shown in listings (and the CLI's one-line-per-pair view): no control characters. */
+export function isValidLabel(label: string): boolean {
+  return label.length <= MAX_LABEL_CHARS && !hasControlCharacter(label);
 }

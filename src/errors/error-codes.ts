@@ -15,10 +15,16 @@ export const ERROR_CATALOGUE = {
   not_found: { status: 404, message: 'No resource matches the request path.' },
   method_not_allowed: { status: 405, message: 'The method is not allowed on this resource.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },
-  conflict: { status: 409, message: 'The request conflicts with the current state.' },
+  conflict: {
+    status: 409,
+    message: 'This is the last active key pair; revoke it with ?force=true if that is intended.',
+  },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },
-  limit_exceeded: { status: 422, message: 'The request would exceed a configured limit.' },
+  limit_exceeded: {
+    status: 422,
+    message: 'The maximum number of active key pairs is reached; revoke one first.',
+  },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
   internal_error: { status: 500, message: 'The gateway failed to process the request.' },

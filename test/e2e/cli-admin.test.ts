@@ -302,6 +302,19 @@ describe('keys create | list | revoke', () => {
     expect(await store.listKeys('subject-keys-5')).toHaveLength(MAX_ACTIVE);
   });
 
+  it('refuses a label with a control character or over 200 characters (exit 2), as the API does', async () => {
+    for (const label of ['two\nlines', 'x'.repeat(201)]) {
+      const result = await cli(['keys', 'create', '--subject', 'subject-keys-6', '--label', label]);
+      expect(result).toEqual({
+        code: 2,
+        stdout: '',
+        stderr:
+          'accounts-gateway: --label must be at most 200 characters, without control characters\n',
+      });
+    }
+    expect(await store.listKeys('subject-keys-6')).toEqual([]);
+  });
+
   it('works from a config file that names the Redis store, without --redis-url', async () => {
     const result = await runCli([
       'keys',

@@ -249,6 +249,15 @@ describe('serve on the embedded default configuration (no --config)', () => {
     expect(stderr).toMatch(/secret: [A-Za-z0-9]{40,}\n/);
   });
 
+  it('warns in the log that tokens are signed with a key made at start', () => {
+    expect(gateway.logs).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: expect.stringMatching(/^tokens are signed with a key generated at start/) as unknown,
+      }),
+    );
+  });
+
   it("answers the printed request with the spec's envelope of the demo accounts", async () => {
     const res = await fetch(`${baseUrl}/accounts`, {
       headers: { authorization: basicHeader(key, secret) },
@@ -468,6 +477,21 @@ ${redisConfig(upstream.url)}`);
     const res = await authorized(`http://127.0.0.1:${port}`);
     expect(res.status).toBe(200);
     await res.arrayBuffer();
+    expect(await gateway.stop()).toBe(0);
+  });
+
+  it('says nothing about a generated signing key when tokens.signingKey is set', async () => {
+    const { generateKeyPairSync } = await import('node:crypto');
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+    const file = writeConfig(`
+server: { host: 127.0.0.1, port: 0 }
+tokens: { signingKey: ${JSON.stringify(pem)} }
+${redisConfig(upstream.url)}`);
+    const gateway = spawnServe(['--config', file]);
+    await gateway.waitForLog(isListening);
+    expect(gateway.logs.filter((line) => line.level === 40)).toEqual([]);
     expect(await gateway.stop()).toBe(0);
   });
 

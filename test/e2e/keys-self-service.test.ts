@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import bcrypt from 'bcrypt';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { untilSubscribers } from '../integration/in-process-gateway.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { redisKeys } from '../../src/credentials/redis-store.js';
+import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import {
   BEARER_REJECTED,
   expectGatewayError,
@@ -213,6 +216,20 @@ describe('POST /keys', () => {
     const listed = await listKeys(auth(owner));
     expect(dataOf(listed).map((v) => v.key)).toContain(view?.key);
     expect(listed.text).not.toContain(view?.secret);
+  });
+
+  it('stores only a bcrypt hash of the secret, at credentials.bcryptCost', async () => {
+    const owner = await freshSubject('stored');
+    const pair = await createdPair(owner, 'stored');
+    const redis = new Redis(redisUrl);
+    try {
+      const stored = await redis.hgetall(redisKeys(prefix).key(pair.key));
+      expect(stored.secret_hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
+      expect(await bcrypt.compare(pair.secret, stored.secret_hash ?? '')).toBe(true);
+      expect(JSON.stringify(stored)).not.toContain(pair.secret);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('makes a pair with an empty label when there is no body or no label', async () => {

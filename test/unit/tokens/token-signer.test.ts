@@ -1,8 +1,12 @@
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { calculateJwkThumbprint, decodeJwt, decodeProtectedHeader, exportJWK, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import type { TokensConfig } from '../../../src/config/config-schema.js';
+import { parseConfig } from '../../../src/config/load-config.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import { createTokenSigner, GATEWAY_TOKEN_SOURCE } from '../../../src/tokens/token-signer.js';
 
@@ -254,5 +258,39 @@ describe('token signer', () => {
   it('is not ephemeral with a configured key', async () => {
     const signer = await createTokenSigner({ ...BASE, signingKey: pkcs8(ecKey()) });
     expect(signer.ephemeral).toBe(false);
+  });
+
+  it('signs with the key in signingKeyFile and publishes its public half', async () => {
+    const key = ecKey();
+    const file = join(mkdtempSync(join(tmpdir(), 'signer-')), 'signing.pem');
+    writeFileSync(file, pkcs8(key));
+    const signer = await createTokenSigner({ ...BASE, signingKeyFile: file }, () => NOW_MS);
+    expect(signer.ephemeral).toBe(false);
+    const kid = await calculateJwkThumbprint(await exportJWK(createPublicKey(key)));
+    expect(signer.jwks.keys.map((k) => k.kid)).toEqual([kid]);
+    const issued = await signer.issue('subject-1', 'alice');
+    expect(decodeProtectedHeader(issued.accessToken).kid).toBe(kid);
+  });
+
+  it('takes a multi-line PEM from an environment variable named in the YAML', async () => {
+    const key = edKey();
+    const config = parseConfig(
+      'tokens:\n  algorithm: EdDSA\n  signingKey: ${SIGNING_KEY}\n',
+      'inline',
+      { SIGNING_KEY: pkcs8(key) },
+    );
+    const signer = await createTokenSigner(config.tokens, () => NOW_MS);
+    expect(signer.ephemeral).toBe(false);
+    const kid = await calculateJwkThumbprint(await exportJWK(createPublicKey(key)));
+    expect(signer.jwks.keys).toEqual([expect.objectContaining({ kty: 'OKP', kid })]);
+  });
+
+  it('issues tokens for 15 minutes when the configuration says nothing', async () => {
+    const { tokens } = parseConfig('', 'inline');
+    expect(tokens.lifetimeSec).toBe(900);
+    const issued = await (await createTokenSigner(tokens, () => NOW_MS)).issue('s', 'u');
+    expect(issued.expiresIn).toBe(900);
+    const claims = decodeJwt(issued.accessToken);
+    expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(900);
   });
 });
