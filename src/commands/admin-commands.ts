@@ -131,10 +131,10 @@ export async function addUserCommand(
 ): Promise<void> {
   checkUsername(username);
   checkSubject(subject);
-  if ((await store.getUser(username)) !== undefined)
-    throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
   const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
-  await store.putUser({ username, subject, passwordHash, createdAt: new Date().toISOString() });
+  const record = { username, subject, passwordHash, createdAt: new Date().toISOString() };
+  if (!(await store.addUser(record)))
+    throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
   print(output, { username, subject }, `added ${username} (subject ${subject})`);
 }
 
@@ -148,7 +148,9 @@ export async function changePasswordCommand(
   const user = await store.getUser(username);
   if (user === undefined) throw new CliError(`no user ${username}`, EXIT.notFound);
   const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
-  await store.putUser({ ...user, passwordHash });
+  // Removed meanwhile: the user stays removed.
+  if (!(await store.setUserPassword(username, passwordHash)))
+    throw new CliError(`no user ${username}`, EXIT.notFound);
   print(output, { username, subject: user.subject }, `changed the password of ${username}`);
 }
 

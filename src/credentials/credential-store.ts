@@ -35,6 +35,11 @@ export interface CredentialStore {
   /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
   createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
   /**
+   * How many active pairs the subject has: a cheap look before paying for bcrypt. The cap
+   * itself is enforced by createKey, atomically.
+   */
+  countActiveKeys(subject: string): Promise<number>;
+  /**
    * Marks a pair revoked and announces it to every gateway; undefined when unknown. With
    * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last active
    * pair, checked atomically with the revocation.
@@ -45,7 +50,13 @@ export interface CredentialStore {
     options?: { keepLastActive?: boolean },
   ): Promise<KeyRecord | undefined>;
   getUser(username: string): Promise<UserRecord | undefined>;
-  putUser(record: UserRecord): Promise<void>;
+  /** Adds a user; false (and nothing written) when the username is taken. Atomic. */
+  addUser(record: UserRecord): Promise<boolean>;
+  /**
+   * Replaces the password hash of an existing user; false when there is none. Atomic, so a
+   * user removed meanwhile is not brought back.
+   */
+  setUserPassword(username: string, passwordHash: string): Promise<boolean>;
   /** Removes a user and announces that the subject's cached credentials must go. */
   removeUser(username: string): Promise<boolean>;
   /** Resolves when the store answers; throws when it does not. */

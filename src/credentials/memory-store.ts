@@ -32,6 +32,7 @@ export function createMemoryStore(
       keys.set(record.key, record);
       return Promise.resolve(true);
     },
+    countActiveKeys: (subject) => Promise.resolve(activeCount(subject)),
     revokeKey(key, at, options = {}) {
       const found = keys.get(key);
       if (found === undefined) return Promise.resolve(undefined);
@@ -49,9 +50,16 @@ export function createMemoryStore(
       return Promise.resolve(revoked);
     },
     getUser: (username) => Promise.resolve(users.get(username)),
-    putUser(record) {
+    addUser(record) {
+      if (users.has(record.username)) return Promise.resolve(false);
       users.set(record.username, record);
-      return Promise.resolve();
+      return Promise.resolve(true);
+    },
+    setUserPassword(username, passwordHash) {
+      const found = users.get(username);
+      if (found === undefined) return Promise.resolve(false);
+      users.set(username, { ...found, passwordHash });
+      return Promise.resolve(true);
     },
     removeUser(username) {
       const found = users.get(username);

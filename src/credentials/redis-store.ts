@@ -50,6 +50,16 @@ redis.call('SREM', KEYS[2], ARGV[2])
 redis.call('PUBLISH', KEYS[3], 'key:' .. ARGV[2])
 return 1`;
 
+const ADD_USER = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'password_hash', ARGV[1], 'subject', ARGV[2], 'created_at', ARGV[3])
+return 1`;
+
+const SET_USER_PASSWORD = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'password_hash', ARGV[1])
+return 1`;
+
 const REMOVE_USER = `
 local subject = redis.call('HGET', KEYS[1], 'subject')
 if not subject then return 0 end
@@ -189,6 +199,7 @@ export function createRedisStore(
         );
         return created === 1;
       }),
+    countActiveKeys: (subject) => guarded(() => client.scard(k.subjectActive(subject))),
     revokeKey: async (key, at, options = {}) => {
       const found = await getKey(key);
       if (found === undefined) return undefined;
@@ -221,14 +232,22 @@ export function createRedisStore(
           createdAt: fields.created_at ?? '',
         } satisfies UserRecord;
       }),
-    putUser: (record) =>
-      guarded(async () => {
-        await client.hset(k.user(record.username), {
-          password_hash: record.passwordHash,
-          subject: record.subject,
-          created_at: record.createdAt,
-        });
-      }),
+    addUser: (record) =>
+      guarded(
+        async () =>
+          (await client.eval(
+            ADD_USER,
+            1,
+            k.user(record.username),
+            record.passwordHash,
+            record.subject,
+            record.createdAt,
+          )) === 1,
+      ),
+    setUserPassword: (username, passwordHash) =>
+      guarded(
+        async () => (await client.eval(SET_USER_PASSWORD, 1, k.user(username), passwordHash)) === 1,
+      ),
     removeUser: (username) =>
       guarded(async () => (await client.eval(REMOVE_USER, 2, k.user(username), k.channel)) === 1),
     ping: () =>

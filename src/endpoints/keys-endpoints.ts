@@ -73,6 +73,10 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
     const label = parseLabel(await readJsonBody(req, res, options.maxBodyBytes));
+    // Look before paying for bcrypt, on the pool every Basic check shares: a subject at its
+    // cap must not be able to keep it busy. createKey still decides, atomically.
+    if ((await store.countActiveKeys(caller.subject)) >= options.maxActivePerSubject)
+      throw new GatewayError('limit_exceeded');
     const { key, secret } = generateKeyPair();
     const record: KeyRecord = {
       key,

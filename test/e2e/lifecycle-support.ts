@@ -179,22 +179,24 @@ export async function issueToken(
   return data[0].access_token;
 }
 
-/** Writes a web-app user the way `users add` does, with a cost-4 bcrypt hash. */
+/**
+ * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
+ * a cost-4 bcrypt hash: tests also use it to move a user to another subject.
+ */
 export async function putUser(
   redisUrl: string,
   keyPrefix: string,
   user: { username: string; subject: string; password: string },
 ): Promise<void> {
-  const store = createRedisStore(redisConfig(redisUrl, keyPrefix));
+  const redis = new Redis(redisUrl);
   try {
-    await store.putUser({
-      username: user.username,
+    await redis.hset(redisKeys(keyPrefix).user(user.username), {
+      password_hash: await bcrypt.hash(user.password, TEST_BCRYPT_COST),
       subject: user.subject,
-      passwordHash: await bcrypt.hash(user.password, TEST_BCRYPT_COST),
-      createdAt: new Date().toISOString(),
+      created_at: new Date().toISOString(),
     });
   } finally {
-    await store.close();
+    redis.disconnect();
   }
 }
 

@@ -181,11 +181,13 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       const user = userRecord('alice@example.com', 'alice');
       await expect(store.getUser('alice@example.com')).resolves.toBeUndefined();
 
-      await store.putUser(user);
+      await expect(store.addUser(user)).resolves.toBe(true);
       await expect(store.getUser('alice@example.com')).resolves.toEqual(user);
 
       const changed = { ...user, passwordHash: HASH.replace('C6', 'D7') };
-      await store.putUser(changed);
+      await expect(store.setUserPassword('alice@example.com', changed.passwordHash)).resolves.toBe(
+        true,
+      );
       await expect(store.getUser('alice@example.com')).resolves.toEqual(changed);
 
       await expect(store.removeUser('alice@example.com')).resolves.toBe(true);
@@ -193,8 +195,34 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(store.removeUser('alice@example.com')).resolves.toBe(false);
     });
 
+    it('refuses to add a username that is taken, leaving the first user as it was', async () => {
+      const first = userRecord('carol@example.com', 'carol');
+      await expect(store.addUser(first)).resolves.toBe(true);
+      const results = await Promise.all(
+        ['dave', 'erin'].map((subject) =>
+          store.addUser({ ...userRecord('carol@example.com', subject), passwordHash: HASH }),
+        ),
+      );
+      expect(results).toEqual([false, false]);
+      await expect(store.getUser('carol@example.com')).resolves.toEqual(first);
+    });
+
+    it('sets no password for a user that does not exist, and does not create one', async () => {
+      await expect(store.setUserPassword('nobody@example.com', HASH)).resolves.toBe(false);
+      await expect(store.getUser('nobody@example.com')).resolves.toBeUndefined();
+    });
+
+    it('counts the active pairs of a subject, revoked ones not', async () => {
+      await expect(store.countActiveKeys('counted')).resolves.toBe(0);
+      await store.createKey(keyRecord('ak_counted_1', 'counted'), 5);
+      await store.createKey(keyRecord('ak_counted_2', 'counted'), 5);
+      await expect(store.countActiveKeys('counted')).resolves.toBe(2);
+      await store.revokeKey('ak_counted_1', '2024-06-01T12:00:00.000Z');
+      await expect(store.countActiveKeys('counted')).resolves.toBe(1);
+    });
+
     it("announces the subject's revocation when a user is removed", async () => {
-      await store.putUser(userRecord('bob@example.com', 'bob'));
+      await store.addUser(userRecord('bob@example.com', 'bob'));
       const heard = nextRevocation(target);
       await target.subscribed();
 

@@ -164,9 +164,11 @@ function everyOperation(store: CredentialStore): [string, () => Promise<unknown>
     ['getKey', () => store.getKey('ak_timeout')],
     ['listKeys', () => store.listKeys('alice')],
     ['createKey', () => store.createKey(record, 5)],
+    ['countActiveKeys', () => store.countActiveKeys('alice')],
     ['revokeKey', () => store.revokeKey('ak_timeout', '2024-05-01T10:00:00.000Z')],
     ['getUser', () => store.getUser('alice')],
-    ['putUser', () => store.putUser(user)],
+    ['addUser', () => store.addUser(user)],
+    ['setUserPassword', () => store.setUserPassword('alice', user.passwordHash)],
     ['removeUser', () => store.removeUser('alice')],
     ['ping', () => store.ping()],
   ];

@@ -34,7 +34,7 @@ beforeAll(async () => {
   store = createRedisStore(redisConfig(redisUrl, prefix));
   dummyHash = await hasher.hash(randomBytes(32).toString('base64'));
   aliceHash = await hasher.hash(ALICE.password);
-  await store.putUser({
+  await store.addUser({
     username: ALICE.username,
     subject: ALICE.subject,
     passwordHash: aliceHash,
