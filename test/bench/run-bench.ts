@@ -66,8 +66,13 @@ function start(
   });
 }
 
-/** One bounded wrk run; resolves with requests per second (any non-2xx fails the bench). */
-function wrk(url: string, header: string | undefined, conns = connections): Promise<number> {
+interface Run {
+  readonly rps: number;
+  readonly requests: number;
+}
+
+/** One bounded wrk run (any non-2xx fails the bench). */
+function wrk(url: string, header: string | undefined, conns = connections): Promise<Run> {
   const args = [
     '-t1',
     `-c${conns}`,
@@ -83,13 +88,25 @@ function wrk(url: string, header: string | undefined, conns = connections): Prom
   return new Promise((resolve, reject) => {
     child.once('exit', () => {
       const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
+      const requests = /(\d+) requests in/.exec(out);
       const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
-      if (rps === null) reject(new Error(`wrk failed: ${out}`));
+      if (rps === null || requests === null) reject(new Error(`wrk failed: ${out}`));
       else if (non2xx !== null)
         reject(new Error(`wrk saw ${non2xx[1]} non-2xx responses from ${url}`));
-      else resolve(Number(rps[1]));
+      else resolve({ rps: Number(rps[1]), requests: Number(requests[1]) });
     });
   });
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim()) || 100;
+
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number | undefined): number {
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = readFileSync(`/proc/${String(pid)}/stat`, 'utf8')
+    .split(') ')[1]
+    ?.split(' ');
+  return (Number(fields?.[11]) + Number(fields?.[12])) / CLOCK_TICKS;
 }
 
 function rssMiB(pid: number | undefined): number {
@@ -141,10 +158,16 @@ credentials:
   );
   const gatewayUrl = `http://127.0.0.1:${gateway.match[1]}/accounts`;
 
-  const scenarios: { name: string; url: string; header?: string }[] = [
-    { name: 'bare', url: `http://127.0.0.1:${bare.match[1]}/accounts` },
-    { name: 'basic', url: gatewayUrl, header: basicHeader },
-    { name: 'bearer', url: gatewayUrl, header: `Authorization: Bearer ${token}` },
+  /** `pid`: the proxy whose CPU time a run is charged to. */
+  const scenarios: { name: string; url: string; pid: number | undefined; header?: string }[] = [
+    { name: 'bare', url: `http://127.0.0.1:${bare.match[1]}/accounts`, pid: bare.child.pid },
+    { name: 'basic', url: gatewayUrl, pid: gateway.child.pid, header: basicHeader },
+    {
+      name: 'bearer',
+      url: gatewayUrl,
+      pid: gateway.child.pid,
+      header: `Authorization: Bearer ${token}`,
+    },
   ];
   if (has('caddy')) {
     const caddyHash = (await bcrypt.hash(secret, 10)).replace(/^\$2b\$/, '$2a$');
@@ -155,7 +178,7 @@ credentials:
       caddyfile,
       `{\n  admin off\n  auto_https off\n}\nhttp://127.0.0.1:${port} {\n  basicauth {\n    ${key} ${Buffer.from(caddyHash).toString('base64')}\n  }\n  reverse_proxy ${upstreamUrl}\n}\n`,
     );
-    await start(
+    const caddy = await start(
       'caddy',
       ['run', '--config', caddyfile, '--adapter', 'caddyfile'],
       /serving initial configuration|server running/,
@@ -163,6 +186,7 @@ credentials:
     scenarios.push({
       name: 'caddy',
       url: `http://127.0.0.1:${port}/accounts`,
+      pid: caddy.child.pid,
       header: basicHeader,
     });
   }
@@ -170,12 +194,17 @@ credentials:
   // Warm-up (JIT, connection pools; the first Basic request pays bcrypt once).
   for (const scenario of scenarios) wrkWarm(scenario.url, scenario.header);
   // This machine's speed drifts from minute to minute (shared cores), so two figures taken
-  // one after the other can differ by a third with nothing changed. Two views, each robust:
+  // one after the other can differ by a third with nothing changed. Three views:
   // - alone: each scenario by itself, in interleaved rounds, median of the rounds;
   // - paired: two scenarios loaded at the same moment (half the connections each), so both
-  //   see the same machine; the ratio of their throughputs is the ratio of their costs.
+  //   see the same machine; the ratio of their throughputs is the ratio of their costs;
+  // - cpu: the proxy's own CPU time (user + system) per request in the alone runs: what a
+  //   request costs, whatever else the machine does, and the steadiest of the three.
+  //   Caddy spreads that time over both cores, so its throughput ratio and its cost ratio
+  //   differ: the cost ratio is per core.
   const byName = new Map(scenarios.map((s) => [s.name, s]));
   const alone = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
+  const cpuMicros = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
   const pairs: [string, string, number][] = [
     ['basic', 'bare', 0.9],
     ['bearer', 'bare', 0.9],
@@ -185,8 +214,13 @@ credentials:
   for (let round = 0; round < rounds; round += 1) {
     for (let i = 0; i < scenarios.length; i += 1) {
       const scenario = scenarios[(i + round) % scenarios.length];
-      if (scenario !== undefined)
-        alone.get(scenario.name)?.push(await wrk(scenario.url, scenario.header));
+      if (scenario === undefined) continue;
+      const before = cpuSeconds(scenario.pid);
+      const run = await wrk(scenario.url, scenario.header);
+      alone.get(scenario.name)?.push(run.rps);
+      cpuMicros
+        .get(scenario.name)
+        ?.push(((cpuSeconds(scenario.pid) - before) / run.requests) * 1e6);
     }
     for (const [a, b] of pairs) {
       const x = byName.get(a);
@@ -194,7 +228,7 @@ credentials:
       if (x === undefined || y === undefined) continue;
       const half = Math.max(1, Math.floor(connections / 2));
       const [rx, ry] = await Promise.all([wrk(x.url, x.header, half), wrk(y.url, y.header, half)]);
-      paired.get(`${a}/${b}`)?.push(rx / ry);
+      paired.get(`${a}/${b}`)?.push(rx.rps / ry.rps);
     }
   }
   const gatewayRss = rssMiB(gateway.child.pid);
@@ -202,20 +236,21 @@ credentials:
   console.log(
     `\n${rounds} rounds, ${connections} connections, ${seconds}s per run, wrk -t1, node ${process.version}`,
   );
-  console.log('alone (median req/s, then each round):');
+  console.log("alone (median req/s, then each round) and the proxy's CPU µs per request:");
   for (const [name, values] of alone) {
+    const cpu = median(cpuMicros.get(name) ?? []);
     console.log(
-      `  ${name.padEnd(7)} ${median(values).toFixed(0).padStart(7)}   (${values.map((v) => v.toFixed(0)).join(' ')})`,
+      `  ${name.padEnd(7)} ${median(values).toFixed(0).padStart(7)}   (${values.map((v) => v.toFixed(0)).join(' ')})   cpu ${cpu.toFixed(0)} µs/req`,
     );
   }
-  const ratioAlone = (a: string, b: string): string => {
-    const x = alone.get(a);
-    const y = alone.get(b);
-    return x === undefined || y === undefined || y.length === 0
-      ? 'n/a'
-      : (median(x) / median(y)).toFixed(2);
+  const ratioOf = (table: Map<string, number[]>, a: string, b: string, invert = false): string => {
+    const x = table.get(a);
+    const y = table.get(b);
+    if (x === undefined || y === undefined || y.length === 0) return 'n/a';
+    const ratio = median(x) / median(y);
+    return (invert ? 1 / ratio : ratio).toFixed(2);
   };
-  console.log('ratios            alone  paired (median; each round)     target');
+  console.log('ratios            alone  cost   paired (median; each round)     target');
   for (const [a, b, target] of pairs) {
     const values = paired.get(`${a}/${b}`) ?? [];
     const pairedText =
@@ -223,9 +258,10 @@ credentials:
         ? 'n/a'
         : `${median(values).toFixed(2)} (${values.map((v) => v.toFixed(2)).join(' ')})`;
     console.log(
-      `  ${`${a}/${b}`.padEnd(14)} ${ratioAlone(a, b).padStart(6)}  ${pairedText.padEnd(30)} >= ${target.toFixed(2)}`,
+      `  ${`${a}/${b}`.padEnd(14)} ${ratioOf(alone, a, b).padStart(6)} ${ratioOf(cpuMicros, a, b, true).padStart(5)}   ${pairedText.padEnd(30)} >= ${target.toFixed(2)}`,
     );
   }
+  console.log('(cost: the inverse ratio of CPU µs per request, i.e. requests per CPU-second)');
   console.log(`gateway RSS after the runs: ${gatewayRss.toFixed(0)} MiB`);
 }
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import type { CredentialStore } from '../../src/credentials/credential-store.js'
 import { createRedisClient, createRedisStore } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { freePort } from '../support/redis-server.js';
+import { freePort, spawnRedisServer } from '../support/redis-server.js';
 import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 import {
   ECHO_BODY,
@@ -61,27 +61,7 @@ async function startOwnRedis(options: { cluster?: boolean } = {}): Promise<OwnRe
       '127.0.0.1',
     );
   }
-  const start = async (): Promise<void> => {
-    const proc = spawn('redis-server', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    child = proc;
-    await new Promise<void>((resolve, reject) => {
-      let output = '';
-      const onData = (chunk: Buffer): void => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) {
-          proc.stdout.off('data', onData);
-          proc.stdout.resume();
-          resolve();
-        }
-      };
-      proc.stdout.on('data', onData);
-      proc.stderr.resume();
-      proc.once('exit', (code) =>
-        reject(new Error(`redis-server exited (${String(code)}): ${output}`)),
-      );
-      proc.once('error', reject);
-    });
-  };
+  const start = (): Promise<void> => spawnRedisServer(args, (proc) => (child = proc), dir);
   const kill = async (): Promise<void> => {
     const proc = child;
     child = undefined;

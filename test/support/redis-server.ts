@@ -47,35 +47,47 @@ async function startContainer(): Promise<TestRedis> {
   };
 }
 
+/**
+ * Spawns redis-server with the given arguments; `onSpawn` gets the process at once (so the
+ * caller can stop it even if it never gets ready), the promise resolves once it accepts
+ * connections.
+ */
+export async function spawnRedisServer(
+  args: readonly string[],
+  onSpawn: (proc: ChildProcess) => void,
+  cwd?: string,
+): Promise<void> {
+  const proc = spawn('redis-server', args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd === undefined ? {} : { cwd }),
+  });
+  onSpawn(proc);
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) {
+        proc.stdout?.off('data', onData);
+        proc.stdout?.resume();
+        resolve();
+      }
+    };
+    proc.stdout?.on('data', onData);
+    proc.stderr?.resume();
+    proc.once('exit', (code) =>
+      reject(new Error(`redis-server exited (${String(code)}): ${output}`)),
+    );
+    proc.once('error', reject);
+  });
+}
+
 function startLocal(port: number): TestRedis {
   let child: ChildProcess | undefined;
-  const start = async (): Promise<void> => {
-    const proc = spawn(
-      'redis-server',
+  const start = (): Promise<void> =>
+    spawnRedisServer(
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+      (proc) => (child = proc),
     );
-    child = proc;
-    await new Promise<void>((resolve, reject) => {
-      let output = '';
-      const onData = (chunk: Buffer): void => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) {
-          proc.stdout.off('data', onData);
-          proc.stdout.resume();
-          resolve();
-        }
-      };
-      proc.stdout.on('data', onData);
-      proc.stderr.resume();
-      proc.once('exit', (code) =>
-        reject(new Error(`redis-server exited (${String(code)}): ${output}`)),
-      );
-      proc.once('error', reject);
-    });
-  };
   const stop = async (): Promise<void> => {
     const proc = child;
     child = undefined;
