@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -481,7 +482,6 @@ ${redisConfig(upstream.url)}`);
   });
 
   it('says nothing about a generated signing key when tokens.signingKey is set', async () => {
-    const { generateKeyPairSync } = await import('node:crypto');
     const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
       .privateKey.export({ type: 'pkcs8', format: 'pem' })
       .toString();

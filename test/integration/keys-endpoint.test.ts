@@ -1,13 +1,12 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import type { KeyRecord } from '../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
-import { writeError } from '../../src/errors/error-envelope.js';
-import { toGatewayError } from '../../src/errors/gateway-error.js';
+import { countingHasher } from '../support/counting-hasher.js';
+import { serveEndpoint } from '../support/endpoint-server.js';
 import { TEST_BCRYPT_COST } from '../support/seed-redis.js';
 
 // POST /keys on its own over a real socket, with a hasher the test counts: what the e2e
@@ -55,49 +54,27 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
     gatewayTokenSource: 'gateway',
     now: Date.now,
   });
-  const server = createServer((req, res) => {
-    collection
-      .handle({
-        req,
-        res,
-        requestId: 'test-request',
-        identity: { subject, method: 'basic', key: `ak_${subject}_1` },
-        param: undefined,
-        query: '',
-      })
-      .catch((error: unknown) => writeError(res, toGatewayError(error), 'test-request'));
+  const { url, server } = await serveEndpoint(collection, {
+    subject,
+    method: 'basic',
+    key: `ak_${subject}_1`,
   });
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/keys`;
-}
-
-function countingHasher(): { hasher: SecretHasher; hashes: () => number } {
-  let hashes = 0;
-  return {
-    hasher: {
-      hash: (secret) => {
-        hashes += 1;
-        return hasher.hash(secret);
-      },
-      verify: (secret, hash) => hasher.verify(secret, hash),
-    },
-    hashes: () => hashes,
-  };
+  return `${url}/keys`;
 }
 
 describe('POST /keys and the per-subject cap', () => {
   it('answers 422 to a subject at its cap without running bcrypt', async () => {
-    const counted = countingHasher();
-    const res = await fetch(await startKeys('full', counted.hasher), { method: 'POST' });
+    const counted = countingHasher(hasher);
+    const res = await fetch(await startKeys('full', counted), { method: 'POST' });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('limit_exceeded');
     expect(counted.hashes()).toBe(0);
   });
 
   it('hashes the new secret once for a subject below its cap', async () => {
-    const counted = countingHasher();
-    const res = await fetch(await startKeys('room', counted.hasher), { method: 'POST' });
+    const counted = countingHasher(hasher);
+    const res = await fetch(await startKeys('room', counted), { method: 'POST' });
     expect(res.status).toBe(201);
     await res.arrayBuffer();
     expect(counted.hashes()).toBe(1);

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLoginThrottle } from '../../src/auth/login-throttle.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
@@ -10,9 +9,9 @@ import type { CredentialStore } from '../../src/credentials/credential-store.js'
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
-import { writeError } from '../../src/errors/error-envelope.js';
-import { toGatewayError } from '../../src/errors/gateway-error.js';
 import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
+import { countingHasher } from '../support/counting-hasher.js';
+import { serveEndpoint } from '../support/endpoint-server.js';
 import { TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { errorBody, redisConfig } from './in-process-gateway.js';
 
@@ -54,38 +53,6 @@ afterAll(async () => {
   await store.close();
 });
 
-interface Compare {
-  readonly secret: string;
-  readonly hash: string;
-}
-
-/** The real hasher, reporting each compare as it starts, optionally held until released. */
-function countingHasher(onCompare: (seen: readonly Compare[]) => void = () => undefined) {
-  const seen: Compare[] = [];
-  let gate: Promise<void> | undefined;
-  let release = (): void => undefined;
-  const counted: SecretHasher = {
-    hash: (secret) => hasher.hash(secret),
-    async verify(secret, hash) {
-      seen.push({ secret, hash });
-      onCompare(seen);
-      if (gate !== undefined) await gate;
-      return hasher.verify(secret, hash);
-    },
-  };
-  return {
-    hasher: counted,
-    compares: (): readonly Compare[] => seen,
-    hold(): void {
-      gate = new Promise<void>((resolve) => (release = resolve));
-    },
-    release(): void {
-      gate = undefined;
-      release();
-    },
-  };
-}
-
 const LOGIN: LoginConfig = {
   windowSec: 60,
   slowAfterFailures: 100,
@@ -94,7 +61,7 @@ const LOGIN: LoginConfig = {
   maxTrackedClients: 1_000,
 };
 
-/** The endpoint behind a bare node:http server on port 0, errors written as the gateway does. */
+/** The endpoint behind a bare server on port 0; resolves with its /auth/token URL. */
 async function startEndpoint(
   counted: SecretHasher,
   login: Partial<LoginConfig> = {},
@@ -113,17 +80,9 @@ async function startEndpoint(
     maxBodyBytes: 1024,
     trustedProxies: new Set(),
   });
-  const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    const requestId = 'test-request';
-    endpoint
-      .handle({ req, res, requestId, identity: undefined, param: undefined, query: '' })
-      .catch((error: unknown) => writeError(res, toGatewayError(error), requestId));
-  };
-  const server = createServer(handler);
-  server.on('checkContinue', handler);
+  const { url, server } = await serveEndpoint(endpoint, undefined);
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/auth/token`;
+  return `${url}/auth/token`;
 }
 
 async function login(
@@ -141,8 +100,8 @@ async function login(
 
 describe('POST /auth/token: the password compare', () => {
   it('compares an unknown username’s password against the dummy hash, as it does a wrong one', async () => {
-    const counted = countingHasher();
-    const url = await startEndpoint(counted.hasher);
+    const counted = countingHasher(hasher);
+    const url = await startEndpoint(counted);
     const unknown = await login(url, 'nobody-by-this-name', 'guess-1');
     const wrong = await login(url, ALICE.username, 'guess-2');
     const denied = errorBody('invalid_credentials', 401, 'The credentials are not valid.');
@@ -168,9 +127,9 @@ describe('POST /auth/token: the login throttle', () => {
     const progress = (): void => {
       if (counted.compares().length + answered === burst) everyRequestArrived();
     };
-    const counted = countingHasher(progress);
-    const url = await startEndpoint(counted.hasher, { maxFailures });
-    counted.hold();
+    const counted = countingHasher(hasher, progress);
+    const url = await startEndpoint(counted, { maxFailures });
+    const release = counted.hold();
     const answers = Array.from({ length: burst }, (_, i) =>
       login(url, ALICE.username, `guess-${i}`).then((answer) => {
         answered += 1;
@@ -180,7 +139,7 @@ describe('POST /auth/token: the login throttle', () => {
     );
     // Every guess overlaps every other: none has failed by the time the last one arrives.
     await arrived;
-    counted.release();
+    release();
     const results = await Promise.all(answers);
 
     expect(counted.compares()).toHaveLength(maxFailures);
@@ -196,8 +155,8 @@ describe('POST /auth/token: the login throttle', () => {
   });
 
   it('makes an attempt past slowAfterFailures wait delayMs before its answer', async () => {
-    const counted = countingHasher();
-    const url = await startEndpoint(counted.hasher, {
+    const counted = countingHasher(hasher);
+    const url = await startEndpoint(counted, {
       slowAfterFailures: 1,
       delayMs: 300,
       maxFailures: 10,

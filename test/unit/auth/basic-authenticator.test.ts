@@ -6,8 +6,9 @@ import {
 } from '../../../src/auth/basic-authenticator.js';
 import type { CredentialStore, KeyRecord } from '../../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../../src/credentials/memory-store.js';
-import { createSecretHasher, type SecretHasher } from '../../../src/credentials/secret-hasher.js';
+import { createSecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
+import { countingHasher, type CountingHasher } from '../../support/counting-hasher.js';
 
 /** The credentials as a client sends them, which is what the cache is keyed by. */
 function encoded(key: string, secret: string): string {
@@ -89,35 +90,9 @@ function countingStore(): CredentialStore & { lookups: () => number; down: (on: 
   };
 }
 
-/** The real bcrypt hasher, counting compares, optionally held until released. */
-function countingHasher(): SecretHasher & {
-  compares: () => { secret: string; hash: string }[];
-  hold: () => () => void;
-} {
-  const seen: { secret: string; hash: string }[] = [];
-  let gate: Promise<void> | undefined;
-  return {
-    hash: (secret) => hasher.hash(secret),
-    async verify(secret, hash) {
-      seen.push({ secret, hash });
-      if (gate !== undefined) await gate;
-      return hasher.verify(secret, hash);
-    },
-    compares: () => seen,
-    hold() {
-      let release!: () => void;
-      gate = new Promise<void>((resolve) => (release = resolve));
-      return () => {
-        gate = undefined;
-        release();
-      };
-    },
-  };
-}
-
 function setup(options: Partial<BasicAuthenticatorOptions> = {}) {
   const store = countingStore();
-  const counted = countingHasher();
+  const counted = countingHasher(hasher);
   const basic = createBasicAuthenticator({
     store,
     hasher: counted,
@@ -321,7 +296,7 @@ describe('createBasicAuthenticator: cache', () => {
 });
 
 /** Resolves once `count` bcrypt compares have started (they may be held). */
-async function untilCompares(counted: ReturnType<typeof countingHasher>, count: number) {
+async function untilCompares(counted: CountingHasher, count: number) {
   while (counted.compares().length < count) await new Promise((r) => setImmediate(r));
 }
 
