@@ -1,5 +1,5 @@
 import { createAdminServer } from './admin/admin-server.js';
-import { createMetrics } from './admin/metrics.js';
+import { createMetrics } from './observability/metrics.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore, KeyRecord } from './credentials/credential-store.js';
 import { generateKeyPair, randomBase62 } from './credentials/generate-key-pair.js';
@@ -39,11 +39,15 @@ export interface Gateway {
 /** Settings bound to sockets or connections made at start. */
 const RESTART_ONLY = ['server.host', 'server.port', 'admin', 'credentials'] as const;
 
-/** The composition root: the only place that picks production implementations. */
+/**
+ * The composition root: with pipeline.ts (the part rebuilt per configuration), the only
+ * place that picks production implementations. The CLI's one-off commands open their
+ * store through createCredentialStore below.
+ */
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const store = deps.store ?? createStore(initial);
+  const store = deps.store ?? createCredentialStore(initial);
   const hasher = createSecretHasher(initial.credentials.bcryptCost);
   const bootstrap = await makeBootstrapPair(initial, store, hasher, now);
   const dummyHash = await hasher.hash(randomBase62(48));
@@ -181,7 +185,8 @@ async function makeSigner(
   return signer;
 }
 
-function createStore(config: GatewayConfig): CredentialStore {
+/** The store the configuration names: Redis, or the in-memory one seeded from YAML. */
+export function createCredentialStore(config: GatewayConfig): CredentialStore {
   if (config.credentials.store === 'redis') return createRedisStore(config.credentials.redis);
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();

@@ -1,17 +1,20 @@
 import type { Server } from 'node:http';
-import type { GatewayMetrics } from './admin/metrics.js';
+import type { GatewayMetrics } from './observability/metrics.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
-import { createLoginThrottle } from './auth/login-throttle.js';
+import { createLoginThrottle } from './protection/login-throttle.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
 import type { SecretHasher } from './credentials/secret-hasher.js';
 import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
-import { createKeysEndpoints, KEY_ID } from './endpoints/keys-endpoints.js';
+import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
+import { KEY_ID } from './identity/identity-formats.js';
 import { createTokenEndpoint } from './endpoints/token-endpoint.js';
+import { trustedProxySet } from './http/client-address.js';
+import { closeServer, listenOn } from './http/listen.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
@@ -20,7 +23,6 @@ import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
 import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from './tokens/token-signer.js';
-import { closeServer, listenOn } from './http/listen.js';
 
 /** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
 export interface Pipeline {
@@ -87,8 +89,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   const headerPolicy = createHeaderPolicy({
     allowHeaders: config.forwarding.allowHeaders,
     forwardAuthorization: config.forwarding.forwardAuthorization,
-    trustedProxies: config.server.trustedProxies,
   });
+  const trustedProxies = trustedProxySet(config.server.trustedProxies);
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const upstream = upstreams.get(route.upstream);
@@ -124,7 +126,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       verifier,
       signer,
       throttle: createLoginThrottle(config.login, now),
-      trustedProxies: headerPolicy.trustedProxies,
+      trustedProxies,
       maxBodyBytes: config.server.maxBodyBytes,
     }),
   );
@@ -133,7 +135,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   const handler = createRequestHandler({
     routes: createRouteTable({
       exact,
-      parameterized: [{ prefix: '/keys/', param: KEY_ID, entry: keys.item }],
+      parameterized: [{ prefix: '/keys/', param: KEY_ID.pattern, entry: keys.item }],
     }),
     authenticator: createAuthenticator({
       realm: config.auth.realm,
@@ -143,6 +145,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
     forwarder: createForwarder(),
     headerPolicy,
+    trustedProxies,
     maxHeaderCount: config.server.maxHeaderCount,
     logger: deps.logger,
     logRequests: config.logging.requests,

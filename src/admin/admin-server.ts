@@ -3,7 +3,7 @@ import { writeError } from '../errors/error-envelope.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { writeJson } from '../http/json-response.js';
 import { pickRequestId } from '../http/request-id.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 
 export interface AdminOptions {
   metrics: GatewayMetrics;

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { BasicAuthenticator } from './basic-authenticator.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../identity/identity.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
 import { basicCredentials, parseAuthorization } from './parse-authorization.js';
 

@@ -1,9 +1,9 @@
 import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { createSingleFlight } from '../cache/single-flight.js';
+import { createSingleFlight } from '../concurrency/single-flight.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../identity/identity.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
 export interface BasicAuthenticatorOptions {

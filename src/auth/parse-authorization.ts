@@ -1,3 +1,4 @@
+import { hasControlCharacter } from '../identity/identity-formats.js';
 /**
  * The Authorization header, parsed without deciding anything: verification happens later
  * and only the HTTP edge turns a result into a response.
@@ -17,9 +18,6 @@ const BEARER = /^bearer +/i;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // RFC 6750 §2.1 b64token.
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-// C0 controls and DEL (RFC 7617 §2: user-id and password must not contain them).
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const NONE = { scheme: 'none' } as const;
@@ -65,8 +63,4 @@ export function parseBasic(encoded: string): ParsedAuthorization {
   const colon = decoded.indexOf(':');
   if (colon === -1 || hasControlCharacter(decoded)) return MALFORMED_BASIC;
   return { scheme: 'basic', key: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
-}
-
-export function hasControlCharacter(text: string): boolean {
-  return CONTROL.test(text);
 }

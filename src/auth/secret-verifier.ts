@@ -1,4 +1,4 @@
-import { createWorkLimiter, WorkRefusedError } from '../cache/work-limiter.js';
+import { createWorkLimiter, WorkRefusedError } from '../concurrency/work-limiter.js';
 import type { SecretHasher } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
 

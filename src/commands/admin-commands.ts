@@ -1,10 +1,11 @@
+import { createCredentialStore } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
-import { createRedisStore } from '../credentials/redis-store.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
-import { isValidLabel, keyView } from '../endpoints/keys-endpoints.js';
+import { isValidLabel, keyView } from '../credentials/key-view.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { CliError, EXIT } from './cli-error.js';
 
 /** Where a command writes what it has to say: a human line, or the JSON form with --json. */
@@ -12,9 +13,6 @@ export interface Output {
   json: boolean;
   write(text: string): void;
 }
-
-const SUBJECT = /^[A-Za-z0-9._@:+-]{1,128}$/;
-const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
 
 /** Opens the store the gateway uses; the admin commands only make sense against Redis. */
 export function openStore(config: GatewayConfig): CredentialStore {
@@ -27,7 +25,13 @@ export function openStore(config: GatewayConfig): CredentialStore {
   // A one-off command pays for connecting within its first command's timeout: allow more
   // than the gateway's per-request budget.
   const { redis } = config.credentials;
-  return createRedisStore({ ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) });
+  return createCredentialStore({
+    ...config,
+    credentials: {
+      ...config.credentials,
+      redis: { ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) },
+    },
+  });
 }
 
 export async function withStore(
@@ -52,13 +56,13 @@ function print(output: Output, json: unknown, human: string): void {
 }
 
 function checkSubject(subject: string): void {
-  if (!SUBJECT.test(subject))
-    throw new CliError('--subject must be 1-128 of A-Z a-z 0-9 . _ @ : + -', EXIT.usage);
+  if (!SUBJECT.pattern.test(subject))
+    throw new CliError(`--subject must be ${SUBJECT.rule}`, EXIT.usage);
 }
 
 function checkUsername(username: string): void {
-  if (!USERNAME.test(username))
-    throw new CliError('USERNAME must be 1-128 of A-Z a-z 0-9 . _ @ + -', EXIT.usage);
+  if (!USERNAME.pattern.test(username))
+    throw new CliError(`USERNAME must be ${USERNAME.rule}`, EXIT.usage);
 }
 
 export async function createKeyCommand(

@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  BCRYPT_HASH,
+  KEY_ID,
+  SUBJECT,
+  USERNAME,
+  type Format,
+} from '../identity/identity-formats.js';
 import { checkRequestTarget } from '../routing/check-request-target.js';
 
 /**
@@ -19,13 +26,10 @@ const durationMs = int(z.number().int().positive());
 const headerName = z
   .string()
   .regex(/^[a-z0-9-]+$/, 'must be a lower-case header name (letters, digits, "-")');
-const subject = z
-  .string()
-  .regex(/^[A-Za-z0-9._@:+-]{1,128}$/, 'must be 1-128 of A-Z a-z 0-9 . _ @ : + -');
-const bcryptHash = z
-  .string()
-  .regex(/^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/, 'must be a bcrypt hash');
-const keyId = z.string().regex(/^[A-Za-z0-9_-]{3,64}$/, 'must be 3-64 of A-Z a-z 0-9 _ -');
+const formatted = (format: Format) => z.string().regex(format.pattern, `must be ${format.rule}`);
+const subject = formatted(SUBJECT);
+const bcryptHash = formatted(BCRYPT_HASH);
+const keyId = formatted(KEY_ID);
 
 /**
  * A configured path: origin-form characters only (no `?`, `#`, backslash, space or control
@@ -172,7 +176,7 @@ const seedKeySchema = z.strictObject({
 });
 
 const seedUserSchema = z.strictObject({
-  username: z.string().regex(/^[A-Za-z0-9._@+-]{1,128}$/, 'must be 1-128 of A-Z a-z 0-9 . _ @ + -'),
+  username: formatted(USERNAME),
   passwordHash: bcryptHash,
   subject,
 });

@@ -1,10 +1,10 @@
 import type { AuthScheme } from '../auth/authenticate.js';
 import { bearerChallenge } from '../auth/authenticate.js';
-import type { Identity } from '../auth/identity.js';
-import { hasControlCharacter } from '../auth/parse-authorization.js';
+import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import { isValidLabel, keyView } from '../credentials/key-view.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
@@ -22,21 +22,6 @@ export interface KeysEndpointsOptions {
   /** The key source name of tokens the gateway issues (their user must still exist). */
   gatewayTokenSource: string;
   now: () => number;
-}
-
-export const KEY_ID = /^[A-Za-z0-9_-]{3,64}$/;
-const MAX_LABEL_CHARS = 200;
-
-/** What a client may see of a pair: never the secret, never its hash. */
-export function keyView(record: KeyRecord): Record<string, unknown> {
-  return {
-    id: record.key,
-    key: record.key,
-    label: record.label,
-    status: record.status,
-    created_at: record.createdAt,
-    ...(record.revokedAt === undefined ? {} : { revoked_at: record.revokedAt }),
-  };
 }
 
 /**
@@ -144,9 +129,4 @@ function parseLabel(body: unknown): string {
   if (label === undefined) return '';
   if (typeof label !== 'string' || !isValidLabel(label)) throw new GatewayError('bad_request');
   return label;
-}
-
-/** A label is shown in listings (and the CLI's one-line-per-pair view): no control characters. */
-export function isValidLabel(label: string): boolean {
-  return label.length <= MAX_LABEL_CHARS && !hasControlCharacter(label);
 }

@@ -1,13 +1,14 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { LoginThrottle } from '../auth/login-throttle.js';
+import type { LoginThrottle } from '../protection/login-throttle.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, UserRecord } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { USERNAME } from '../identity/identity-formats.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
-import { clientAddress } from '../proxy/upstream-headers.js';
+import { clientAddress } from '../http/client-address.js';
 import type { TokenSigner } from '../tokens/token-signer.js';
 
 export interface TokenEndpointOptions {
@@ -19,8 +20,6 @@ export interface TokenEndpointOptions {
   /** Behind these, failures are counted per forwarded client, not per proxy. */
   trustedProxies: ReadonlySet<string>;
 }
-
-const USERNAME = /^[A-Za-z0-9._@+-]{1,128}$/;
 
 /**
  * `POST /auth/token` {"username","password"} -> a short-lived Bearer JWT (spec §5.2). The
@@ -90,7 +89,7 @@ function parseLogin(body: unknown): { username: string; password: string } {
   const { username, password } = body as { username?: unknown; password?: unknown };
   if (
     typeof username !== 'string' ||
-    !USERNAME.test(username) ||
+    !USERNAME.pattern.test(username) ||
     typeof password !== 'string' ||
     password === '' ||
     password.length > 1024

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
-import type { Identity } from '../auth/identity.js';
-import type { GatewayMetrics } from '../admin/metrics.js';
+import type { Identity } from '../identity/identity.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { createAccessLog, toLogFields, type AccessEntry } from '../observability/access-log.js';
@@ -11,6 +11,7 @@ import type { Forwarder } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import { checkFraming } from './check-framing.js';
+import { normalizeAddress } from './client-address.js';
 import { pickRequestId } from './request-id.js';
 import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
 
@@ -19,6 +20,8 @@ export interface RequestHandlerOptions {
   authenticator: Authenticator;
   forwarder: Forwarder;
   headerPolicy: HeaderPolicy;
+  /** Peers whose X-Forwarded-* headers are believed (see client-address). */
+  trustedProxies: ReadonlySet<string>;
   maxHeaderCount: number;
   logger: Logger;
   logRequests: boolean;
@@ -38,7 +41,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
 /** Parse, then decide, then act: every refusal happens before anything is forwarded. */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
-  const { routes, authenticator, forwarder, headerPolicy, logger, metrics } = options;
+  const { routes, authenticator, forwarder, headerPolicy, trustedProxies, logger, metrics } =
+    options;
   const accessLog = options.logRequests ? createAccessLog(logger) : undefined;
 
   const finish = (state: RequestState, res: ServerResponse): void => {
@@ -81,11 +85,13 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     query: string,
   ): void => {
     if (res.destroyed) return;
+    const peer = normalizeAddress(req.socket.remoteAddress ?? '');
     const headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
       identity,
       requestId: state.requestId,
-      clientAddress: req.socket.remoteAddress ?? '',
+      peer,
+      peerTrusted: trustedProxies.has(peer),
       upstreamHost: route.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthScheme } from '../auth/authenticate.js';
-import type { Identity } from '../auth/identity.js';
+import type { Identity } from '../identity/identity.js';
 import type { UpstreamTarget } from '../proxy/forwarder.js';
 
 interface RouteBase {

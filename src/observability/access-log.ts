@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import type { Identity } from '../auth/identity.js';
+import type { Identity } from '../identity/identity.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 
 export interface AccessEntry {

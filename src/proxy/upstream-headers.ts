@@ -1,11 +1,10 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import type { Identity } from '../auth/identity.js';
+import type { Identity } from '../identity/identity.js';
 
 export interface HeaderPolicy {
   /** End-to-end request headers that may pass (lower case). Everything else is dropped. */
   readonly allow: ReadonlySet<string>;
   readonly forwardAuthorization: boolean;
-  readonly trustedProxies: ReadonlySet<string>;
 }
 
 // RFC 9110 §7.6.1 hop-by-hop fields, and what proxies must not forward besides.
@@ -39,7 +38,6 @@ const NEVER_ALLOWED_PREFIXES: readonly string[] = ['x-auth-', 'x-forwarded-', 'p
 export function createHeaderPolicy(options: {
   allowHeaders: readonly string[];
   forwardAuthorization: boolean;
-  trustedProxies: readonly string[];
 }): HeaderPolicy {
   const allow = new Set(options.allowHeaders.map((h) => h.toLowerCase()));
   // These are set by the gateway or never forwarded, whatever the allow-list says.
@@ -49,7 +47,6 @@ export function createHeaderPolicy(options: {
   return {
     allow,
     forwardAuthorization: options.forwardAuthorization,
-    trustedProxies: new Set(options.trustedProxies.map(normalizeAddress)),
   };
 }
 
@@ -57,7 +54,10 @@ export interface UpstreamRequestFacts {
   readonly headers: IncomingHttpHeaders;
   readonly identity: Identity;
   readonly requestId: string;
-  readonly clientAddress: string;
+  /** The connected peer's address, normalized (see http/client-address). */
+  readonly peer: string;
+  /** The peer is a configured trusted proxy: its X-Forwarded-* values are kept. */
+  readonly peerTrusted: boolean;
   readonly upstreamHost: string;
   readonly encrypted: boolean;
 }
@@ -88,8 +88,8 @@ export function buildUpstreamHeaders(
   out['x-auth-method'] = facts.identity.method;
   if (facts.identity.key !== undefined) out['x-auth-key'] = facts.identity.key;
 
-  const client = normalizeAddress(facts.clientAddress);
-  const trusted = policy.trustedProxies.has(client);
+  const client = facts.peer;
+  const trusted = facts.peerTrusted;
   const forwardedFor = trusted ? single(incoming['x-forwarded-for']) : undefined;
   out['x-forwarded-for'] = forwardedFor === undefined ? client : `${forwardedFor}, ${client}`;
   out['x-forwarded-proto'] =
@@ -107,29 +107,4 @@ function connectionTokens(value: string): Set<string> {
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
-}
-
-/** `::ffff:127.0.0.1` (IPv4 on a dual-stack socket) is the same client as `127.0.0.1`. */
-export function normalizeAddress(address: string): string {
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-}
-
-/**
- * The address a request comes from: the peer, or, when the peer is a trusted proxy, the
- * rightmost X-Forwarded-For hop that is not itself a trusted proxy (the leftmost hops are
- * the client's to write, so they are never believed).
- */
-export function clientAddress(
-  peer: string,
-  forwardedFor: string | string[] | undefined,
-  trustedProxies: ReadonlySet<string>,
-): string {
-  const address = normalizeAddress(peer);
-  if (forwardedFor === undefined || !trustedProxies.has(address)) return address;
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
-  for (let i = hops.length - 1; i >= 0; i -= 1) {
-    const hop = normalizeAddress(hops[i]?.trim() ?? '');
-    if (hop !== '' && !trustedProxies.has(hop)) return hop;
-  }
-  return address;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLoginThrottle } from '../../src/auth/login-throttle.js';
+import { createLoginThrottle } from '../../src/protection/login-throttle.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import type { LoginConfig } from '../../src/config/config-schema.js';
 import { parseConfig } from '../../src/config/load-config.js';

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Identity } from '../../src/auth/identity.js';
+import type { Identity } from '../../src/identity/identity.js';
 import { writeError } from '../../src/errors/error-envelope.js';
 import { toGatewayError } from '../../src/errors/gateway-error.js';
 import type { EndpointRoute } from '../../src/http/routes.js';

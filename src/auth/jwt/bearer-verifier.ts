@@ -1,7 +1,8 @@
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { Identity } from '../identity.js';
+import { SUBJECT } from '../../identity/identity-formats.js';
+import type { Identity } from '../../identity/identity.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -20,8 +21,6 @@ export interface BearerVerifier {
   verify(token: string): Promise<Identity>;
   evictSubject(subject: string): void;
 }
-
-const SUBJECT = /^[A-Za-z0-9._@:+-]{1,128}$/;
 
 /**
  * Verifies with jose. Every source carries its own algorithm allow-list (without one, jose
@@ -86,7 +85,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
           const payload = await verifyWith(source, token);
           if (
             typeof payload.sub !== 'string' ||
-            !SUBJECT.test(payload.sub) ||
+            !SUBJECT.pattern.test(payload.sub) ||
             typeof payload.exp !== 'number'
           ) {
             throw new GatewayError('invalid_token');

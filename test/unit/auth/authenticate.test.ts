@@ -5,7 +5,7 @@ import { SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticator, type AuthScheme } from '../../../src/auth/authenticate.js';
 import { createBasicAuthenticator } from '../../../src/auth/basic-authenticator.js';
-import type { Identity } from '../../../src/auth/identity.js';
+import type { Identity } from '../../../src/identity/identity.js';
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import { createKeySource, type KeySource } from '../../../src/auth/jwt/key-sources.js';
 import type { CredentialStore } from '../../../src/credentials/credential-store.js';

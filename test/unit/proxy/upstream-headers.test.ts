@@ -3,11 +3,10 @@ import { DEFAULT_ALLOW_HEADERS } from '../../../src/config/config-schema.js';
 import { describe, expect, it } from 'vitest';
 import {
   buildUpstreamHeaders,
-  clientAddress,
   createHeaderPolicy,
-  normalizeAddress,
   type UpstreamRequestFacts,
 } from '../../../src/proxy/upstream-headers.js';
+import { normalizeAddress, trustedProxySet } from '../../../src/http/client-address.js';
 
 const DEFAULT_ALLOW: readonly string[] = DEFAULT_ALLOW_HEADERS;
 
@@ -15,13 +14,11 @@ const policy = (
   overrides: Partial<{
     allowHeaders: readonly string[];
     forwardAuthorization: boolean;
-    trustedProxies: readonly string[];
   }> = {},
 ) =>
   createHeaderPolicy({
     allowHeaders: DEFAULT_ALLOW,
     forwardAuthorization: false,
-    trustedProxies: [],
     ...overrides,
   });
 
@@ -32,11 +29,18 @@ const facts = (
   headers,
   identity: { subject: 'alice', method: 'basic', key: 'ak_alice' },
   requestId: 'req-1',
-  clientAddress: '203.0.113.9',
+  peer: '203.0.113.9',
+  peerTrusted: false,
   upstreamHost: 'upstream.internal:9000',
   encrypted: false,
   ...more,
 });
+
+/** The peer as the request handler describes it: normalized, and checked against the list. */
+const from = (remote: string, trustedProxies: readonly string[] = []) => {
+  const peer = normalizeAddress(remote);
+  return { peer, peerTrusted: trustedProxySet(trustedProxies).has(peer) };
+};
 
 const GATEWAY_SET = {
   host: 'upstream.internal:9000',
@@ -192,20 +196,23 @@ describe('buildUpstreamHeaders', () => {
 
   it('replaces the client’s X-Forwarded-* when the client is not a trusted proxy', () => {
     const out = buildUpstreamHeaders(
-      policy({ trustedProxies: ['10.0.0.1'] }),
-      facts({
-        host: 'gw.example',
-        'x-forwarded-for': '1.2.3.4',
-        'x-forwarded-proto': 'https',
-        'x-forwarded-host': 'evil.example',
-      }),
+      policy(),
+      facts(
+        {
+          host: 'gw.example',
+          'x-forwarded-for': '1.2.3.4',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'evil.example',
+        },
+        from('203.0.113.9', ['10.0.0.1']),
+      ),
     );
     expect(out).toEqual({ ...GATEWAY_SET, 'x-forwarded-host': 'gw.example' });
   });
 
   it('appends to X-Forwarded-For and keeps Proto and Host from a trusted proxy', () => {
     const out = buildUpstreamHeaders(
-      policy({ trustedProxies: ['10.0.0.1'] }),
+      policy(),
       facts(
         {
           host: 'gw.internal',
@@ -213,7 +220,7 @@ describe('buildUpstreamHeaders', () => {
           'x-forwarded-proto': 'https',
           'x-forwarded-host': 'api.example',
         },
-        { clientAddress: '10.0.0.1' },
+        { ...from('10.0.0.1', ['10.0.0.1']) },
       ),
     );
     expect(out).toEqual({
@@ -226,8 +233,8 @@ describe('buildUpstreamHeaders', () => {
 
   it('falls back to its own values when a trusted proxy sends no X-Forwarded-*', () => {
     const out = buildUpstreamHeaders(
-      policy({ trustedProxies: ['10.0.0.1'] }),
-      facts({ host: 'gw.internal' }, { clientAddress: '10.0.0.1', encrypted: true }),
+      policy(),
+      facts({ host: 'gw.internal' }, { ...from('10.0.0.1', ['10.0.0.1']), encrypted: true }),
     );
     expect(out).toEqual({
       ...GATEWAY_SET,
@@ -239,16 +246,16 @@ describe('buildUpstreamHeaders', () => {
 
   it('treats an IPv4-mapped client address as the trusted IPv4 proxy', () => {
     const out = buildUpstreamHeaders(
-      policy({ trustedProxies: ['10.0.0.1'] }),
-      facts({ 'x-forwarded-for': '198.51.100.7' }, { clientAddress: '::ffff:10.0.0.1' }),
+      policy(),
+      facts({ 'x-forwarded-for': '198.51.100.7' }, { ...from('::ffff:10.0.0.1', ['10.0.0.1']) }),
     );
     expect(out['x-forwarded-for']).toBe('198.51.100.7, 10.0.0.1');
   });
 
   it('normalises an IPv4-mapped trusted proxy in the configuration too', () => {
     const out = buildUpstreamHeaders(
-      policy({ trustedProxies: ['::ffff:10.0.0.1'] }),
-      facts({ 'x-forwarded-for': '198.51.100.7' }, { clientAddress: '10.0.0.1' }),
+      policy(),
+      facts({ 'x-forwarded-for': '198.51.100.7' }, { ...from('10.0.0.1', ['::ffff:10.0.0.1']) }),
     );
     expect(out['x-forwarded-for']).toBe('198.51.100.7, 10.0.0.1');
   });
@@ -256,7 +263,7 @@ describe('buildUpstreamHeaders', () => {
   it('writes an untrusted IPv4-mapped client as plain IPv4', () => {
     const out = buildUpstreamHeaders(
       policy(),
-      facts({ 'x-forwarded-for': '1.1.1.1' }, { clientAddress: '::ffff:192.0.2.1' }),
+      facts({ 'x-forwarded-for': '1.1.1.1' }, from('::ffff:192.0.2.1')),
     );
     expect(out['x-forwarded-for']).toBe('192.0.2.1');
   });
@@ -289,36 +296,5 @@ describe('buildUpstreamHeaders', () => {
       facts({ 'x-multi': ['a', 'b'] }),
     );
     expect(out['x-multi']).toEqual(['a', 'b']);
-  });
-});
-
-describe('normalizeAddress', () => {
-  it.each([
-    ['::ffff:127.0.0.1', '127.0.0.1'],
-    ['::ffff:10.0.0.1', '10.0.0.1'],
-    ['127.0.0.1', '127.0.0.1'],
-    ['::1', '::1'],
-    ['::ffff:abcd', '::ffff:abcd'],
-    ['2001:db8::1', '2001:db8::1'],
-  ])('normalises %s to %s', (input, expected) => {
-    expect(normalizeAddress(input)).toBe(expected);
-  });
-});
-
-describe('clientAddress', () => {
-  const trusted = new Set(['10.0.0.1', '10.0.0.2']);
-
-  it('is the peer when the peer is not a trusted proxy, whatever X-Forwarded-For says', () => {
-    expect(clientAddress('::ffff:192.0.2.7', '198.51.100.1', trusted)).toBe('192.0.2.7');
-  });
-
-  it('is the rightmost untrusted X-Forwarded-For hop behind trusted proxies', () => {
-    expect(clientAddress('10.0.0.1', '1.1.1.1, 198.51.100.9, 10.0.0.2', trusted)).toBe(
-      '198.51.100.9',
-    );
-  });
-
-  it('is the peer when a trusted proxy sent no X-Forwarded-For', () => {
-    expect(clientAddress('10.0.0.1', undefined, trusted)).toBe('10.0.0.1');
   });
 });

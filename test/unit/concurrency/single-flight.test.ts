@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSingleFlight } from '../../../src/cache/single-flight.js';
+import { createSingleFlight } from '../../../src/concurrency/single-flight.js';
 
 function deferred<T>() {
   let resolve!: (value: T) => void;

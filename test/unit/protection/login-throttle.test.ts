@@ -4,7 +4,7 @@ import {
   type LoginAttempt,
   type LoginOutcome,
   type ThrottleDecision,
-} from '../../../src/auth/login-throttle.js';
+} from '../../../src/protection/login-throttle.js';
 import type { LoginConfig } from '../../../src/config/config-schema.js';
 
 const CONFIG: LoginConfig = {

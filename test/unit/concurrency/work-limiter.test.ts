@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createWorkLimiter, WorkRefusedError } from '../../../src/cache/work-limiter.js';
+import { createWorkLimiter, WorkRefusedError } from '../../../src/concurrency/work-limiter.js';
 
 interface Deferred<T> {
   promise: Promise<T>;
