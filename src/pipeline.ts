@@ -18,7 +18,8 @@ import { closeServer, listenOn } from './http/listen.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
-import { createForwarder, createUpstreamTarget, type UpstreamTarget } from './proxy/forwarder.js';
+import { createUpstreamTarget, type Forwarder } from './proxy/forwarder.js';
+import { createHttpProxyForwarder } from './proxy/http-proxy-forwarder.js';
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
@@ -73,7 +74,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   });
 
   const helpers: Server[] = [];
-  const upstreams = new Map<string, UpstreamTarget>();
+  const upstreams = new Map<string, Forwarder>();
   for (const [name, upstream] of Object.entries(config.upstreams)) {
     let url: URL;
     if (upstream.url === 'builtin') {
@@ -83,7 +84,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     } else {
       url = new URL(upstream.url);
     }
-    upstreams.set(name, createUpstreamTarget(name, url, upstream));
+    upstreams.set(name, createHttpProxyForwarder(createUpstreamTarget(name, url, upstream)));
   }
 
   const headerPolicy = createHeaderPolicy({
@@ -93,8 +94,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   const trustedProxies = trustedProxySet(config.server.trustedProxies);
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
-    const upstream = upstreams.get(route.upstream);
-    if (upstream === undefined)
+    const forwarder = upstreams.get(route.upstream);
+    if (forwarder === undefined)
       throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
     const entry: ProxyRoute = {
       kind: 'proxy',
@@ -102,16 +103,22 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       methods: new Set(route.methods),
       allow: route.methods,
       schemes: route.auth,
-      upstream,
-      upstreamPath: route.upstreamPath,
+      forwarder,
+      pathPrefix: forwarder.upstream.basePath + route.upstreamPath,
     };
     for (const path of route.paths) exact.set(path, entry);
   }
+  const authenticator = createAuthenticator({
+    realm: config.auth.realm,
+    basic,
+    bearer,
+    maxTokenBytes: config.auth.bearer.maxTokenBytes,
+  });
   const keys = createKeysEndpoints({
     store,
     verifier,
     schemes: ['basic', 'bearer'],
-    realm: config.auth.realm,
+    refuse: authenticator.refuse,
     maxActivePerSubject: config.keys.maxActivePerSubject,
     maxBodyBytes: config.server.maxBodyBytes,
     gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
@@ -137,13 +144,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       exact,
       parameterized: [{ prefix: '/keys/', param: KEY_ID.pattern, entry: keys.item }],
     }),
-    authenticator: createAuthenticator({
-      realm: config.auth.realm,
-      basic,
-      bearer,
-      maxTokenBytes: config.auth.bearer.maxTokenBytes,
-    }),
-    forwarder: createForwarder(),
+    authenticator,
     headerPolicy,
     trustedProxies,
     maxHeaderCount: config.server.maxHeaderCount,
@@ -158,7 +159,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     bearer,
     async close() {
       await Promise.all(helpers.map(closeServer));
-      for (const upstream of upstreams.values()) upstream.agent.destroy();
+      for (const forwarder of upstreams.values()) forwarder.close();
     },
   };
 }

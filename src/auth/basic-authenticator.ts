@@ -4,6 +4,7 @@ import { createSingleFlight } from '../concurrency/single-flight.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
+import { DENIED, type AuthOutcome } from './denial.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
 export interface BasicAuthenticatorOptions {
@@ -26,10 +27,11 @@ export interface BasicAuthenticator {
    */
   cached(encoded: string): Identity | undefined;
   /**
-   * Full check; null is a denial. Throws GatewayError for 503s (store down, overloaded).
-   * `encoded` is the form the pair arrived in, under which a success is cached.
+   * Full check: the identity, or the invalid_credentials denial. Rejects with a
+   * GatewayError only for 503s (store down, overloaded). `encoded` is the form the pair
+   * arrived in, under which a success is cached.
    */
-  verify(key: string, secret: string, encoded?: string): Promise<Identity | null>;
+  verify(key: string, secret: string, encoded?: string): Promise<AuthOutcome>;
   evictKey(key: string): void;
   evictSubject(subject: string): void;
   flush(): void;
@@ -51,7 +53,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     ttlAutopurge: false,
   });
   const caching = options.cacheTtlSec > 0;
-  const singleFlight = createSingleFlight<Identity | null>();
+  const singleFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
 
   // The same encoded bytes always decode to the same pair, and only a verified pair is
@@ -70,12 +72,12 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     secret: string,
     id: string,
     readAt: number,
-  ): Promise<Identity | null> => {
+  ): Promise<AuthOutcome> => {
     const record = await options.store.getKey(key);
     const hash = record?.status === 'active' ? record.secretHash : undefined;
     // An unknown or revoked key still pays one compare, so timing does not tell it apart.
     const matches = await verifier.verify(secret, hash);
-    if (!matches || record === undefined) return null;
+    if (!matches || record === undefined) return DENIED.invalid_credentials;
     const identity: Identity = { subject: record.subject, method: 'basic', key };
     if (caching && readAt === generation) cache.set(id, identity);
     return identity;
@@ -92,7 +94,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         Buffer.byteLength(secret) > MAX_SECRET_BYTES ||
         key.length > 128
       ) {
-        return Promise.resolve(null);
+        return Promise.resolve(DENIED.invalid_credentials);
       }
       const id = cacheKey(encoded);
       const readAt = generation;

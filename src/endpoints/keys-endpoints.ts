@@ -1,5 +1,6 @@
-import type { AuthScheme } from '../auth/authenticate.js';
-import { bearerChallenge } from '../auth/authenticate.js';
+import type { AuthScheme } from '../auth/auth-scheme.js';
+import { DENIED } from '../auth/denial.js';
+import type { Refuse } from '../auth/refusal.js';
 import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
@@ -14,7 +15,8 @@ export interface KeysEndpointsOptions {
   store: CredentialStore;
   verifier: SecretVerifier;
   schemes: readonly AuthScheme[];
-  realm: string;
+  /** Turns a denial into the route's 401, with its challenges. */
+  refuse: Refuse;
   maxActivePerSubject: number;
   maxBodyBytes: number;
   /** Called once a pair is revoked, to drop it from this gateway's cache without delay. */
@@ -37,14 +39,12 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   // A token the gateway issued outlives its user by at most its lifetime; for managing
   // pairs it must not: the user must still exist and still own the subject.
   const callerOf = async (identity: Identity | undefined): Promise<Identity> => {
-    if (identity === undefined) throw new GatewayError('missing_credentials');
+    if (identity === undefined) throw options.refuse(DENIED.missing_credentials, options.schemes);
     if (identity.source === options.gatewayTokenSource && identity.username !== undefined) {
       const user = await store.getUser(identity.username);
-      if (user?.subject !== identity.subject) {
-        throw new GatewayError('invalid_token', {
-          challenges: [bearerChallenge(options.realm, true)],
-        });
-      }
+      // The refused credential is the token: only the Bearer challenge speaks of it.
+      if (user?.subject !== identity.subject)
+        throw options.refuse(DENIED.invalid_token, ['bearer']);
     }
     return identity;
   };

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
+import { isDenial, type AuthOutcome } from '../auth/denial.js';
 import type { Identity } from '../identity/identity.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { createAccessLog, toLogFields, type AccessEntry } from '../observability/access-log.js';
 import type { Logger } from '../observability/create-logger.js';
-import type { Forwarder } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import { checkFraming } from './check-framing.js';
@@ -18,7 +18,6 @@ import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
 export interface RequestHandlerOptions {
   routes: RouteTable<RouteEntry>;
   authenticator: Authenticator;
-  forwarder: Forwarder;
   headerPolicy: HeaderPolicy;
   /** Peers whose X-Forwarded-* headers are believed (see client-address). */
   trustedProxies: ReadonlySet<string>;
@@ -41,8 +40,7 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
 /** Parse, then decide, then act: every refusal happens before anything is forwarded. */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
-  const { routes, authenticator, forwarder, headerPolicy, trustedProxies, logger, metrics } =
-    options;
+  const { routes, authenticator, headerPolicy, trustedProxies, logger, metrics } = options;
   const accessLog = options.logRequests ? createAccessLog(logger) : undefined;
 
   const finish = (state: RequestState, res: ServerResponse): void => {
@@ -92,14 +90,13 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
       requestId: state.requestId,
       peer,
       peerTrusted: trustedProxies.has(peer),
-      upstreamHost: route.upstream.host,
+      upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
-    forwarder.forward(req, res, {
-      upstream: route.upstream,
-      path: route.upstreamPath + query,
+    route.forwarder.forward(req, res, {
+      path: route.pathPrefix + query,
       headers,
       requestId: state.requestId,
       onError: (error) => fail(state, res, error),
@@ -145,20 +142,17 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
         serveEndpoint(req, res, state, route, undefined, match.param, match.query);
       return;
     }
-    const proceed = (identity: Identity): void => {
-      state.identity = identity;
-      if (route.kind === 'proxy') forward(req, res, state, route, identity, match.query);
-      else serveEndpoint(req, res, state, route, identity, match.param, match.query);
+    const { schemes } = route;
+    const proceed = (outcome: AuthOutcome): void => {
+      if (isDenial(outcome)) return fail(state, res, authenticator.refuse(outcome, schemes));
+      state.identity = outcome;
+      if (route.kind === 'proxy') forward(req, res, state, route, outcome, match.query);
+      else serveEndpoint(req, res, state, route, outcome, match.param, match.query);
     };
-    let result: Identity | Promise<Identity>;
-    try {
-      result = authenticator.authenticate(req.headers.authorization, route.schemes);
-    } catch (error) {
-      return fail(state, res, error);
-    }
-    if (result instanceof Promise)
-      result.then(proceed, (error: unknown) => fail(state, res, error));
-    else proceed(result);
+    const outcome = authenticator.authenticate(req.headers.authorization, schemes);
+    if (outcome instanceof Promise)
+      outcome.then(proceed, (error: unknown) => fail(state, res, error));
+    else proceed(outcome);
   };
 }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthScheme } from '../auth/authenticate.js';
+import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { Identity } from '../identity/identity.js';
-import type { UpstreamTarget } from '../proxy/forwarder.js';
+import type { Forwarder } from '../proxy/forwarder.js';
 
 interface RouteBase {
   readonly name: string;
@@ -10,12 +10,16 @@ interface RouteBase {
   readonly allow: readonly string[];
 }
 
-/** A configured route: authenticated, then forwarded to `upstreamPath` on its upstream. */
+/** A configured route: authenticated, then forwarded by its upstream's engine. */
 export interface ProxyRoute extends RouteBase {
   readonly kind: 'proxy';
   readonly schemes: readonly AuthScheme[];
-  readonly upstream: UpstreamTarget;
-  readonly upstreamPath: string;
+  readonly forwarder: Forwarder;
+  /**
+   * The outgoing path before the raw query: the upstream URL's base path and the route's
+   * upstreamPath, joined once when the pipeline is built.
+   */
+  readonly pathPrefix: string;
 }
 
 export interface EndpointContext {

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import type { KeyRecord } from '../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
@@ -47,7 +48,7 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
       maxQueuedHashes: 1,
     }),
     schemes: ['basic'],
-    realm: 'test',
+    refuse: createRefusal('test'),
     maxActivePerSubject: MAX_ACTIVE,
     maxBodyBytes: 1024,
     onRevoked: () => undefined,

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
+import { deny, type AuthOutcome, type Denial } from '../denial.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -17,8 +18,11 @@ export interface BearerVerifierOptions {
 export interface BearerVerifier {
   /** A token verified earlier and not yet expired: no signature check. */
   cached(token: string): Identity | undefined;
-  /** Throws GatewayError: invalid_token, token_expired, or credential_store_unavailable. */
-  verify(token: string): Promise<Identity>;
+  /**
+   * The identity, or a denial (invalid_token, token_expired). Rejects with a GatewayError
+   * only when a key source cannot answer (credential_store_unavailable).
+   */
+  verify(token: string): Promise<AuthOutcome>;
   evictSubject(subject: string): void;
 }
 
@@ -76,9 +80,9 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       try {
         issuer = decodeJwt(token).iss;
       } catch (error) {
-        throw new GatewayError('invalid_token', { cause: error });
+        return deny('invalid_token', error);
       }
-      let failure: GatewayError | undefined;
+      let failure: Denial | GatewayError | undefined;
       for (const source of options.sources) {
         if (source.issuer !== undefined && issuer !== source.issuer) continue;
         try {
@@ -88,7 +92,8 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
             !SUBJECT.pattern.test(payload.sub) ||
             typeof payload.exp !== 'number'
           ) {
-            throw new GatewayError('invalid_token');
+            failure = pick(failure, deny('invalid_token'));
+            continue;
           }
           const username = payload.preferred_username;
           const identity: Identity = {
@@ -103,12 +108,11 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
           }
           return identity;
         } catch (error) {
-          const mapped = mapVerificationError(error);
-          // The most telling failure wins: expired (signature was good) over unavailable over invalid.
-          if (failure === undefined || rank(mapped) > rank(failure)) failure = mapped;
+          failure = pick(failure, mapVerificationError(error));
         }
       }
-      throw failure ?? new GatewayError('invalid_token');
+      if (failure instanceof GatewayError) throw failure;
+      return failure ?? deny('invalid_token');
     },
     evictSubject(subject) {
       for (const [token, identity] of cache.entries())
@@ -117,17 +121,25 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
   };
 }
 
-function mapVerificationError(error: unknown): GatewayError {
-  if (error instanceof GatewayError) return error;
-  if (error instanceof errors.JWTExpired)
-    return new GatewayError('token_expired', { cause: error });
+/** jose's and the key sources' errors, mapped where they enter: a denial, or a 503. */
+function mapVerificationError(error: unknown): Denial | GatewayError {
+  if (error instanceof errors.JWTExpired) return deny('token_expired', error);
   if (error instanceof KeySourceUnavailableError || error instanceof errors.JWKSTimeout) {
     return new GatewayError('credential_store_unavailable', { cause: error, retryAfterSec: 5 });
   }
   // Everything else, including jose's plain TypeErrors for key/algorithm mismatches.
-  return new GatewayError('invalid_token', { cause: error });
+  return deny('invalid_token', error);
 }
 
-function rank(error: GatewayError): number {
-  return error.code === 'token_expired' ? 3 : error.code === 'credential_store_unavailable' ? 2 : 1;
+/** The most telling failure wins: expired (signature was good) over unavailable over invalid. */
+function pick(
+  current: Denial | GatewayError | undefined,
+  next: Denial | GatewayError,
+): Denial | GatewayError {
+  return current === undefined || rank(next) > rank(current) ? next : current;
+}
+
+function rank(failure: Denial | GatewayError): number {
+  if (failure instanceof GatewayError) return 2;
+  return failure.denied === 'token_expired' ? 3 : 1;
 }

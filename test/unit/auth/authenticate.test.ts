@@ -3,9 +3,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createAuthenticator, type AuthScheme } from '../../../src/auth/authenticate.js';
+import type { AuthScheme } from '../../../src/auth/auth-scheme.js';
+import { createAuthenticator, type Authenticator } from '../../../src/auth/authenticate.js';
+import { DENIED, isDenial } from '../../../src/auth/denial.js';
 import { createBasicAuthenticator } from '../../../src/auth/basic-authenticator.js';
-import type { Identity } from '../../../src/identity/identity.js';
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import { createKeySource, type KeySource } from '../../../src/auth/jwt/key-sources.js';
 import type { CredentialStore } from '../../../src/credentials/credential-store.js';
@@ -77,22 +78,34 @@ const token = (claims: { sub?: string; exp?: number; iat?: number }, secret = JW
 
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
-interface Denial {
+interface Answer {
   code: string;
   status: number;
   challenges: readonly string[] | undefined;
 }
 
-/** The GatewayError an authentication ends with, thrown synchronously or rejected. */
-async function denial(run: () => Identity | Promise<Identity>): Promise<Denial> {
+/**
+ * What the client is answered when authentication does not yield an identity: a denial
+ * comes back as a value (never thrown) and is turned into its error by `refuse`; only an
+ * unavailable dependency rejects.
+ */
+async function answer(
+  auth: Authenticator,
+  header: string | undefined,
+  schemes: readonly AuthScheme[],
+): Promise<Answer> {
+  let error: GatewayError;
   try {
-    await run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    const e = error as GatewayError;
-    return { code: e.code, status: e.status, challenges: e.challenges };
+    const outcome = await auth.authenticate(header, schemes);
+    if (!isDenial(outcome)) throw new Error('expected authentication to fail');
+    error = auth.refuse(outcome, schemes);
+    expect(error.status, 'a denial is a 4xx').toBeLessThan(500);
+  } catch (thrown) {
+    expect(thrown).toBeInstanceOf(GatewayError);
+    error = thrown as GatewayError;
+    expect(error.status, 'only an unavailable dependency throws').toBeGreaterThanOrEqual(500);
   }
-  throw new Error('expected authentication to fail');
+  return { code: error.code, status: error.status, challenges: error.challenges };
 }
 
 describe('createAuthenticator: Basic', () => {
@@ -114,17 +127,15 @@ describe('createAuthenticator: Basic', () => {
     expect(second).toEqual({ subject: 'alice', method: 'basic', key: KEY });
   });
 
-  it('throws malformed_authorization (400) synchronously for undecodable Basic', () => {
+  it('returns the malformed_authorization denial synchronously for undecodable Basic', async () => {
     const auth = setup();
-    let caught: unknown;
-    try {
-      void auth.authenticate('Basic QWxh!!ZGRpbjpvcGVuIHNlc2FtZQ==', BOTH);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(GatewayError);
-    const e = caught as GatewayError;
-    expect([e.code, e.status, e.challenges]).toEqual(['malformed_authorization', 400, undefined]);
+    const outcome = auth.authenticate('Basic QWxh!!ZGRpbjpvcGVuIHNlc2FtZQ==', BOTH);
+    expect(outcome).toBe(DENIED.malformed_authorization);
+    expect(await answer(auth, 'Basic QWxh!!ZGRpbjpvcGVuIHNlc2FtZQ==', BOTH)).toEqual({
+      code: 'malformed_authorization',
+      status: 400,
+      challenges: undefined,
+    });
   });
 
   it.each([
@@ -132,7 +143,7 @@ describe('createAuthenticator: Basic', () => {
     ['a control character', basicHeader(`${KEY}:sec\nret`)],
     ['invalid UTF-8', `Basic ${Buffer.from([0x61, 0x3a, 0xfe]).toString('base64')}`],
   ])('returns 400 malformed_authorization for Basic with %s', async (_label, header) => {
-    expect(await denial(() => setup().authenticate(header, BOTH))).toEqual({
+    expect(await answer(setup(), header, BOTH)).toEqual({
       code: 'malformed_authorization',
       status: 400,
       challenges: undefined,
@@ -140,7 +151,7 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it('returns 401 invalid_credentials with both challenges when the secret is wrong', async () => {
-    expect(await denial(() => setup().authenticate(basicHeader(`${KEY}:wrong`), BOTH))).toEqual({
+    expect(await answer(setup(), basicHeader(`${KEY}:wrong`), BOTH)).toEqual({
       code: 'invalid_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -148,15 +159,17 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it('returns the same 401 for an unknown key as for a wrong secret', async () => {
-    const unknown = await denial(() =>
-      setup().authenticate(basicHeader(`ak_nobodyNNNNNNNNNNNNNNNNNNN:${SECRET}`), BOTH),
+    const unknown = await answer(
+      setup(),
+      basicHeader(`ak_nobodyNNNNNNNNNNNNNNNNNNN:${SECRET}`),
+      BOTH,
     );
-    const wrong = await denial(() => setup().authenticate(basicHeader(`${KEY}:wrong`), BOTH));
+    const wrong = await answer(setup(), basicHeader(`${KEY}:wrong`), BOTH);
     expect(unknown).toEqual(wrong);
   });
 
   it('returns 401 invalid_credentials for an empty secret', async () => {
-    expect(await denial(() => setup().authenticate(basicHeader(`${KEY}:`), BOTH))).toEqual({
+    expect(await answer(setup(), basicHeader(`${KEY}:`), BOTH)).toEqual({
       code: 'invalid_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -164,9 +177,11 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it('returns 401 missing_credentials with only the Bearer challenge on a bearer-only route', async () => {
-    expect(
-      await denial(() => setup().authenticate(basicHeader(`${KEY}:${SECRET}`), ['bearer'])),
-    ).toEqual({ code: 'missing_credentials', status: 401, challenges: [BEARER_CHALLENGE] });
+    expect(await answer(setup(), basicHeader(`${KEY}:${SECRET}`), ['bearer'])).toEqual({
+      code: 'missing_credentials',
+      status: 401,
+      challenges: [BEARER_CHALLENGE],
+    });
   });
 
   it('returns 503 credential_store_unavailable, not 401, when the store cannot answer', async () => {
@@ -174,11 +189,11 @@ describe('createAuthenticator: Basic', () => {
       ...store,
       getKey: () => Promise.reject(new GatewayError('credential_store_unavailable')),
     };
-    expect(
-      await denial(() =>
-        setup({ store: failing }).authenticate(basicHeader(`${KEY}:${SECRET}`), BOTH),
-      ),
-    ).toEqual({ code: 'credential_store_unavailable', status: 503, challenges: undefined });
+    expect(await answer(setup({ store: failing }), basicHeader(`${KEY}:${SECRET}`), BOTH)).toEqual({
+      code: 'credential_store_unavailable',
+      status: 503,
+      challenges: undefined,
+    });
   });
 
   it('returns 503 overloaded when the bcrypt queue is full', async () => {
@@ -197,16 +212,16 @@ describe('createAuthenticator: Basic', () => {
     const auth = setup({ queue: 0, hasher: held });
     const first = auth.authenticate(basicHeader(`${KEY}:guess-1`), BOTH);
     while (!started) await new Promise((resolve) => setImmediate(resolve));
-    const refused = await denial(() => auth.authenticate(basicHeader(`${KEY}:guess-2`), BOTH));
+    const refused = await answer(auth, basicHeader(`${KEY}:guess-2`), BOTH);
     expect(refused).toEqual({ code: 'overloaded', status: 503, challenges: undefined });
     release();
-    await expect(first).rejects.toMatchObject({ code: 'invalid_credentials' });
+    await expect(first).resolves.toBe(DENIED.invalid_credentials);
   });
 });
 
 describe('createAuthenticator: missing or unsupported credentials', () => {
   it('returns 401 missing_credentials with both challenges when there is no header', async () => {
-    expect(await denial(() => setup().authenticate(undefined, BOTH))).toEqual({
+    expect(await answer(setup(), undefined, BOTH)).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -214,7 +229,7 @@ describe('createAuthenticator: missing or unsupported credentials', () => {
   });
 
   it('returns 401 missing_credentials for an empty header', async () => {
-    expect(await denial(() => setup().authenticate('', BOTH))).toEqual({
+    expect(await answer(setup(), '', BOTH)).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -222,7 +237,7 @@ describe('createAuthenticator: missing or unsupported credentials', () => {
   });
 
   it('returns 401 missing_credentials for an unsupported scheme', async () => {
-    expect(await denial(() => setup().authenticate('Digest username="alice"', BOTH))).toEqual({
+    expect(await answer(setup(), 'Digest username="alice"', BOTH)).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -230,7 +245,7 @@ describe('createAuthenticator: missing or unsupported credentials', () => {
   });
 
   it('offers only the route’s schemes in the challenges', async () => {
-    expect(await denial(() => setup().authenticate(undefined, ['basic']))).toEqual({
+    expect(await answer(setup(), undefined, ['basic'])).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE],
@@ -254,7 +269,7 @@ describe('createAuthenticator: missing or unsupported credentials', () => {
       cacheMaxEntries: 1,
     });
     const auth = createAuthenticator({ realm: 'other realm', basic, bearer, maxTokenBytes: 8192 });
-    expect((await denial(() => auth.authenticate(undefined, BOTH))).challenges).toEqual([
+    expect((await answer(auth, undefined, BOTH)).challenges).toEqual([
       'Basic realm="other realm", charset="UTF-8"',
       'Bearer realm="other realm"',
     ]);
@@ -280,7 +295,7 @@ describe('createAuthenticator: Bearer', () => {
       { sub: 'alice', iat: nowSec(), exp: nowSec() + 300 },
       'not-the-configured-secret-0123456789ab',
     );
-    expect(await denial(() => setup().authenticate(`Bearer ${jwt}`, BOTH))).toEqual({
+    expect(await answer(setup(), `Bearer ${jwt}`, BOTH)).toEqual({
       code: 'invalid_token',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_REJECTED],
@@ -289,7 +304,7 @@ describe('createAuthenticator: Bearer', () => {
 
   it('returns 401 token_expired with error="invalid_token" for an expired token', async () => {
     const jwt = await token({ sub: 'alice', iat: nowSec() - 600, exp: nowSec() - 60 });
-    expect(await denial(() => setup().authenticate(`Bearer ${jwt}`, BOTH))).toEqual({
+    expect(await answer(setup(), `Bearer ${jwt}`, BOTH)).toEqual({
       code: 'token_expired',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_REJECTED],
@@ -297,7 +312,7 @@ describe('createAuthenticator: Bearer', () => {
   });
 
   it('returns 401 invalid_token for a token that is not b64token syntax', async () => {
-    expect(await denial(() => setup().authenticate('Bearer a,b', BOTH))).toEqual({
+    expect(await answer(setup(), 'Bearer a,b', BOTH)).toEqual({
       code: 'invalid_token',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_REJECTED],
@@ -305,7 +320,7 @@ describe('createAuthenticator: Bearer', () => {
   });
 
   it('returns 401 invalid_token for a token longer than maxTokenBytes', async () => {
-    expect(await denial(() => setup().authenticate(`Bearer ${'a'.repeat(8193)}`, BOTH))).toEqual({
+    expect(await answer(setup(), `Bearer ${'a'.repeat(8193)}`, BOTH)).toEqual({
       code: 'invalid_token',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_REJECTED],
@@ -314,7 +329,7 @@ describe('createAuthenticator: Bearer', () => {
 
   it('returns 401 missing_credentials with only the Basic challenge on a basic-only route', async () => {
     const jwt = await token({ sub: 'alice', iat: nowSec(), exp: nowSec() + 300 });
-    expect(await denial(() => setup().authenticate(`Bearer ${jwt}`, ['basic']))).toEqual({
+    expect(await answer(setup(), `Bearer ${jwt}`, ['basic'])).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE],
@@ -339,8 +354,10 @@ describe('createAuthenticator: Bearer', () => {
       Buffer.from(JSON.stringify({ sub: 'alice', exp: nowSec() + 300 })).toString('base64url'),
       'c2lnbmF0dXJl',
     ].join('.');
-    expect(
-      await denial(() => setup({ sources: [source] }).authenticate(`Bearer ${jwt}`, BOTH)),
-    ).toEqual({ code: 'credential_store_unavailable', status: 503, challenges: undefined });
+    expect(await answer(setup({ sources: [source] }), `Bearer ${jwt}`, BOTH)).toEqual({
+      code: 'credential_store_unavailable',
+      status: 503,
+      challenges: undefined,
+    });
   });
 });

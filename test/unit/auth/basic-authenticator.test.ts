@@ -5,6 +5,7 @@ import {
   type BasicAuthenticatorOptions,
 } from '../../../src/auth/basic-authenticator.js';
 import type { CredentialStore, KeyRecord } from '../../../src/credentials/credential-store.js';
+import { DENIED } from '../../../src/auth/denial.js';
 import { createMemoryStore } from '../../../src/credentials/memory-store.js';
 import { createSecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
@@ -116,28 +117,36 @@ describe('createBasicAuthenticator: verify', () => {
     });
   });
 
-  it('returns null for a wrong secret', async () => {
+  it('returns the invalid_credentials denial for a wrong secret', async () => {
     const { basic } = setup();
-    await expect(basic.verify(KEY, `${SECRET}x`)).resolves.toBeNull();
+    await expect(basic.verify(KEY, `${SECRET}x`)).resolves.toBe(DENIED.invalid_credentials);
   });
 
-  it('returns null for an unknown key after one compare against the dummy hash', async () => {
+  it('returns the invalid_credentials denial for an unknown key after one compare against the dummy hash', async () => {
     const { basic, hasher: counted } = setup();
-    await expect(basic.verify('ak_unknownUUUUUUUUUUUUUUUUUU', SECRET)).resolves.toBeNull();
+    await expect(basic.verify('ak_unknownUUUUUUUUUUUUUUUUUU', SECRET)).resolves.toBe(
+      DENIED.invalid_credentials,
+    );
     expect(counted.compares()).toEqual([{ secret: SECRET, hash: dummyHash }]);
   });
 
-  it('returns null for a revoked key, even with its right secret, after one compare', async () => {
+  it('returns the invalid_credentials denial for a revoked key, even with its right secret, after one compare', async () => {
     const { basic, hasher: counted } = setup();
-    await expect(basic.verify('ak_revokedRRRRRRRRRRRRRRRRRR', 'carolSecret')).resolves.toBeNull();
+    await expect(basic.verify('ak_revokedRRRRRRRRRRRRRRRRRR', 'carolSecret')).resolves.toBe(
+      DENIED.invalid_credentials,
+    );
     expect(counted.compares()).toHaveLength(1);
   });
 
-  it('returns null once a key is revoked in the store', async () => {
+  it('returns the invalid_credentials denial once a key is revoked in the store', async () => {
     const { basic, store } = setup({ cacheTtlSec: 0 });
-    await expect(basic.verify(KEY, SECRET)).resolves.not.toBeNull();
+    await expect(basic.verify(KEY, SECRET)).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+    });
     await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
-    await expect(basic.verify(KEY, SECRET)).resolves.toBeNull();
+    await expect(basic.verify(KEY, SECRET)).resolves.toBe(DENIED.invalid_credentials);
   });
 
   it('accepts a secret of exactly 72 bytes', async () => {
@@ -149,39 +158,43 @@ describe('createBasicAuthenticator: verify', () => {
     });
   });
 
-  it('returns null for a secret over 72 bytes whose first 72 bytes match, without hashing', async () => {
+  it('returns the invalid_credentials denial for a secret over 72 bytes whose first 72 bytes match, without hashing', async () => {
     const { basic, hasher: counted, store } = setup();
     // bcrypt alone would accept it: that is the bypass being guarded against.
     const records0 = await store.getKey(LONG_KEY);
     expect(await hasher.verify(`${SEVENTY_TWO}X`, records0?.secretHash ?? '')).toBe(true);
-    await expect(basic.verify(LONG_KEY, `${SEVENTY_TWO}X`)).resolves.toBeNull();
+    await expect(basic.verify(LONG_KEY, `${SEVENTY_TWO}X`)).resolves.toBe(
+      DENIED.invalid_credentials,
+    );
     expect(counted.compares()).toEqual([]);
   });
 
   it('counts bytes, not characters, against the 72-byte limit', async () => {
     const { basic, hasher: counted } = setup();
-    await expect(basic.verify(KEY, '£'.repeat(37))).resolves.toBeNull();
+    await expect(basic.verify(KEY, '£'.repeat(37))).resolves.toBe(DENIED.invalid_credentials);
     expect(counted.compares()).toEqual([]);
-    await expect(basic.verify(KEY, '£'.repeat(36))).resolves.toBeNull();
+    await expect(basic.verify(KEY, '£'.repeat(36))).resolves.toBe(DENIED.invalid_credentials);
     expect(counted.compares()).toHaveLength(1);
   });
 
-  it('returns null for an empty secret or key without a store lookup', async () => {
+  it('returns the invalid_credentials denial for an empty secret or key without a store lookup', async () => {
     const { basic, store } = setup();
-    await expect(basic.verify(KEY, '')).resolves.toBeNull();
-    await expect(basic.verify('', SECRET)).resolves.toBeNull();
+    await expect(basic.verify(KEY, '')).resolves.toBe(DENIED.invalid_credentials);
+    await expect(basic.verify('', SECRET)).resolves.toBe(DENIED.invalid_credentials);
     expect(store.lookups()).toBe(0);
   });
 
-  it('returns null for a key longer than 128 characters without a store lookup', async () => {
+  it('returns the invalid_credentials denial for a key longer than 128 characters without a store lookup', async () => {
     const { basic, store } = setup();
-    await expect(basic.verify('k'.repeat(129), SECRET)).resolves.toBeNull();
+    await expect(basic.verify('k'.repeat(129), SECRET)).resolves.toBe(DENIED.invalid_credentials);
     expect(store.lookups()).toBe(0);
   });
 
   it('does not let one key’s secret open another key', async () => {
     const { basic } = setup();
-    await expect(basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', SECRET)).resolves.toBeNull();
+    await expect(basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', SECRET)).resolves.toBe(
+      DENIED.invalid_credentials,
+    );
   });
 });
 
@@ -263,7 +276,7 @@ describe('createBasicAuthenticator: cache', () => {
     await basic.verify(KEY, SECRET);
     await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
     basic.evictKey(KEY);
-    await expect(basic.verify(KEY, SECRET)).resolves.toBeNull();
+    await expect(basic.verify(KEY, SECRET)).resolves.toBe(DENIED.invalid_credentials);
   });
 
   it('forgets every key of a subject on evictSubject', async () => {
@@ -333,7 +346,7 @@ describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
       evict(basic);
       const after = basic.verify(KEY, SECRET);
       release();
-      await expect(after).resolves.toBeNull();
+      await expect(after).resolves.toBe(DENIED.invalid_credentials);
       expect([store.lookups(), counted.compares().length]).toEqual([2, 2]);
       await before;
       expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
@@ -368,7 +381,7 @@ describe('createBasicAuthenticator: failures', () => {
     });
     release();
     await expect(running).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
-    await expect(queued).resolves.toBeNull();
+    await expect(queued).resolves.toBe(DENIED.invalid_credentials);
   });
 
   it('passes a store outage on as credential_store_unavailable, never as a denial', async () => {

@@ -11,7 +11,9 @@ import {
   type JWK,
 } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { isDenial, type AuthOutcome } from '../../../../src/auth/denial.js';
 import { createBearerVerifier } from '../../../../src/auth/jwt/bearer-verifier.js';
+import { createRefusal } from '../../../../src/auth/refusal.js';
 import {
   createKeySource,
   createResilientRemoteJwks,
@@ -71,6 +73,7 @@ function verifier(sources: KeySource[], clock: { ms: number } = { ms: NOW_MS }, 
   });
 }
 
+/** A verification that could not reach a verdict: only these are thrown. */
 async function rejection(promise: Promise<unknown>): Promise<GatewayError> {
   try {
     await promise;
@@ -81,8 +84,24 @@ async function rejection(promise: Promise<unknown>): Promise<GatewayError> {
   throw new Error('expected a rejection');
 }
 
-async function codeOf(promise: Promise<unknown>): Promise<[string, number]> {
-  const error = await rejection(promise);
+const refuse = createRefusal('test');
+
+/** The error the client gets: from a denial (a value, never thrown) or a rejection. */
+async function refusal(promise: Promise<AuthOutcome>): Promise<GatewayError> {
+  let outcome: AuthOutcome;
+  try {
+    outcome = await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(GatewayError);
+    expect((error as GatewayError).status, 'only an unavailable dependency throws').toBe(503);
+    return error as GatewayError;
+  }
+  if (!isDenial(outcome)) throw new Error('expected a denial');
+  return refuse(outcome, ['bearer']);
+}
+
+async function codeOf(promise: Promise<AuthOutcome>): Promise<[string, number]> {
+  const error = await refusal(promise);
   return [error.code, error.status];
 }
 
@@ -269,7 +288,7 @@ describe('createBearerVerifier: refused tokens', () => {
       }),
       algorithms: ['RS256', 'HS256'],
     };
-    const error = await rejection(verifier([source]).verify(await hsToken(valid(), pem)));
+    const error = await refusal(verifier([source]).verify(await hsToken(valid(), pem)));
     expect([error.code, error.status]).toEqual(['invalid_token', 401]);
     expect(error.cause).toBeInstanceOf(Error);
   });
@@ -351,7 +370,7 @@ describe('createBearerVerifier: cache', () => {
   it('does not cache a refused token', async () => {
     const v = verifier([hsSource()]);
     const token = await hsToken(valid(), OTHER_SECRET);
-    await expect(v.verify(token)).rejects.toThrow(GatewayError);
+    await expect(v.verify(token)).resolves.toMatchObject({ denied: 'invalid_token' });
     expect(v.cached(token)).toBeUndefined();
   });
 

@@ -1,0 +1,89 @@
+import { Agent, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { createProxyServer } from 'http-proxy-3';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { Exchange, Forwarder, UpstreamTarget } from './forwarder.js';
+import { cleanResponseHeaders } from './response-headers.js';
+
+interface ExchangeState {
+  readonly exchange: Exchange;
+  timedOut: boolean;
+}
+
+/** Per-request state rides on the request itself: cheaper for the GC than a WeakMap. */
+const STATE = Symbol('accounts-gateway.exchange');
+type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
+
+/**
+ * The product's named engine. Every http-proxy-3 workaround lives here: the outgoing path,
+ * the 504 timer, the response's hop-by-hop fields, a reset after the headers.
+ */
+export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: upstream.maxSockets,
+    maxFreeSockets: Math.min(upstream.maxSockets, 256),
+    scheduling: 'lifo' as const,
+  };
+  // Keep-alive: http-proxy-3's default (agent: false) sends `Connection: close` upstream.
+  const agent =
+    upstream.origin.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
+  // Options fixed per upstream, copied by http-proxy-3 on each call. toProxy: it then takes
+  // req.url as it is instead of re-parsing it with new URL(), which would re-encode the
+  // query and resolve dot segments.
+  const proxy = createProxyServer({
+    xfwd: false,
+    ws: false,
+    target: upstream.origin,
+    agent,
+    toProxy: true,
+    connectTimeout: upstream.connectTimeoutMs,
+  });
+
+  proxy.on('proxyReq', (proxyReq, req: CarryingRequest) => {
+    const state = req[STATE];
+    if (state === undefined) return;
+    // http-proxy-3 joins paths with its own urlJoin, which drops an empty query (`?`): put
+    // back exactly the path decided while the request line is not yet written.
+    if (!proxyReq.headersSent) proxyReq.path = state.exchange.path;
+    // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
+    // own flag so that a timeout answers 504 and a reset 502.
+    proxyReq.setTimeout(upstream.timeoutMs, () => {
+      state.timedOut = true;
+      proxyReq.destroy();
+    });
+  });
+
+  proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
+    const state = req[STATE];
+    cleanResponseHeaders(proxyRes.headers, res.shouldKeepAlive, state?.exchange.requestId ?? '');
+    // A reset after the headers went out must reach the client as a cut connection, never
+    // as a response that ends cleanly and looks complete.
+    proxyRes.once('close', () => {
+      if (!proxyRes.complete) res.destroy();
+    });
+  });
+
+  const onProxyError = (error: Error, req: CarryingRequest): void => {
+    const state = req[STATE];
+    if (state === undefined) return;
+    const code = (error as NodeJS.ErrnoException).code;
+    const timedOut = state.timedOut || code === 'ECONNECT_TIMEOUT';
+    state.exchange.onError(
+      new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }),
+    );
+  };
+
+  return {
+    upstream,
+    forward(req: CarryingRequest, res, exchange) {
+      req[STATE] = { exchange, timedOut: false };
+      req.url = exchange.path;
+      req.headers = exchange.headers as IncomingMessage['headers'];
+      proxy.web(req, res, onProxyError);
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}
