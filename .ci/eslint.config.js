@@ -1,16 +1,9 @@
 // Lint rules for the whole repo (kept under .ci/ so the top level stays product files).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { importLayersRule } from './import-layers.ts';
 
-const layer = (folder, forbidden, message) => ({
-  files: [`src/${folder}/**/*.ts`],
-  rules: {
-    'no-restricted-imports': [
-      'error',
-      { patterns: forbidden.map((group) => ({ group: [group], message })) },
-    ],
-  },
-});
+const srcRoot = import.meta.dirname + '/../src';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.ci/node/**'] },
@@ -30,34 +23,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
-  // Layers: pure parts import nothing of ours that does I/O; http never touches the
-  // libraries behind auth and credentials directly.
-  layer('routing', ['../*', '!../routing/*'], 'routing is pure: it imports nothing else of ours'),
-  layer('cache', ['../*', '!../cache/*'], 'cache imports nothing else of ours'),
-  layer('errors', ['../*', '!../errors/*'], 'errors imports nothing else of ours'),
-  layer(
-    'auth',
-    ['../http/*', '../proxy/*', '**/http/*', '**/proxy/*'],
-    'auth never imports http or proxy',
-  ),
-  layer(
-    'credentials',
-    ['../auth/*', '../http/*', '**/auth/*', '**/http/*'],
-    'credentials never imports auth or http',
-  ),
+  // Layers: every folder of src/ imports only the folders and libraries listed for it in
+  // .ci/import-layers.ts.
   {
-    files: ['src/http/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: ['ioredis', 'jose', 'bcrypt'].map((name) => ({
-            name,
-            message: 'http reaches stores and verifiers through auth and credentials',
-          })),
-        },
-      ],
-    },
+    files: ['src/**/*.ts'],
+    plugins: { layers: { rules: { 'import-direction': importLayersRule(srcRoot) } } },
+    rules: { 'layers/import-direction': 'error' },
   },
   {
     files: ['**/*.js'],

@@ -1,0 +1,122 @@
+// Which folder of src/ may import which: the architecture as a lint rule, so a wrong arrow
+// fails `npm run check`. Read it bottom-up: a folder imports only folders listed for it
+// (and itself); the root files compose everything; only cli.ts reaches the commands.
+import { dirname, relative, resolve, sep } from 'node:path';
+import type { Rule } from 'eslint';
+
+/** Folder of src/ -> the folders of src/ it may import. */
+export const LAYERS: Readonly<Record<string, readonly string[]>> = {
+  // Foundations: import nothing of ours.
+  errors: [],
+  identity: [],
+  routing: [],
+  concurrency: [],
+  // Configuration and what every layer above may use.
+  config: ['identity', 'routing'],
+  observability: ['errors', 'identity'],
+  // Domain: credentials and their checks.
+  credentials: ['config', 'errors', 'identity'],
+  protection: ['config', 'errors'],
+  auth: ['concurrency', 'config', 'credentials', 'errors', 'identity'],
+  tokens: ['auth', 'config', 'errors', 'identity'],
+  // Edges: forwarding, the request pipeline, the gateway's own endpoints.
+  proxy: ['errors', 'identity'],
+  http: ['auth', 'errors', 'identity', 'observability', 'proxy', 'routing'],
+  endpoints: ['auth', 'credentials', 'errors', 'http', 'identity', 'protection', 'tokens'],
+  admin: ['errors', 'http', 'observability'],
+  'reference-upstream': ['http'],
+  // The CLI's commands: they call the composition root (app.ts) and name its failures.
+  commands: [
+    '<root>',
+    'auth',
+    'config',
+    'credentials',
+    'errors',
+    'http',
+    'identity',
+    'observability',
+    'tokens',
+  ],
+};
+
+/** The root files: the composition root and the CLI entry. */
+const ROOT_FILES: Readonly<Record<string, readonly string[] | 'any'>> = {
+  'cli.ts': 'any',
+  'app.ts': Object.keys(LAYERS).filter((f) => f !== 'commands'),
+  'pipeline.ts': Object.keys(LAYERS).filter((f) => f !== 'commands'),
+};
+
+/** A library that belongs to one room: nobody else imports it. */
+export const PACKAGES: Readonly<Record<string, readonly string[]>> = {
+  ioredis: ['credentials'],
+  bcrypt: ['credentials'],
+  jose: ['auth', 'tokens', 'endpoints'],
+  'http-proxy-3': ['proxy'],
+  undici: ['proxy'],
+  pino: ['observability'],
+  'prom-client': ['observability'],
+  zod: ['config'],
+  yaml: ['config'],
+  yargs: ['<root>', 'commands'],
+};
+
+/** The folder of src/ a path lies in, `<root>` for src/ itself, undefined outside src/. */
+function folderOf(srcRoot: string, path: string): string | undefined {
+  const rel = relative(srcRoot, path);
+  if (rel.startsWith('..') || rel === '') return undefined;
+  const parts = rel.split(sep);
+  return parts.length === 1 ? '<root>' : parts[0];
+}
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+/** Why `specifier`, imported from `file`, crosses a layer the wrong way; undefined if it may. */
+export function checkImport(srcRoot: string, file: string, specifier: string): string | undefined {
+  const from = folderOf(srcRoot, file);
+  if (from === undefined) return undefined;
+  if (!specifier.startsWith('.')) {
+    if (specifier.startsWith('node:')) return undefined;
+    const name = packageName(specifier);
+    const owners = PACKAGES[name];
+    if (owners === undefined || owners.includes(from)) return undefined;
+    return `${name} belongs to ${owners.join(', ')}: ${from} reaches it through them`;
+  }
+  const target = resolve(dirname(file), specifier);
+  const to = folderOf(srcRoot, target);
+  if (to === undefined) return `${from} imports from outside src/`;
+  if (to === from) return undefined;
+  if (from === '<root>') {
+    const allowed = ROOT_FILES[relative(srcRoot, file)] ?? [];
+    if (allowed === 'any' || allowed.includes(to)) return undefined;
+    return `${relative(srcRoot, file)} may not import ${to}/`;
+  }
+  const allowed = LAYERS[from];
+  if (allowed === undefined) return `src/${from}/ has no entry in .ci/import-layers.ts: add it`;
+  if (allowed.includes(to)) return undefined;
+  const what = to === '<root>' ? relative(srcRoot, target).replace(/\.js$/, '.ts') : `${to}/`;
+  return `${from}/ may not import ${what} (allowed: ${allowed.join(', ') || 'nothing of ours'})`;
+}
+
+/** The ESLint rule: reports every import, re-export and dynamic import that checkImport refuses. */
+export function importLayersRule(srcRoot: string): Rule.RuleModule {
+  return {
+    meta: { type: 'problem', schema: [], docs: { description: 'import directions of src/' } },
+    create(context) {
+      const check = (node: Rule.Node, source: unknown): void => {
+        if (typeof source !== 'string') return;
+        const message = checkImport(srcRoot, context.filename, source);
+        if (message !== undefined) context.report({ node, message });
+      };
+      return {
+        ImportDeclaration: (node) => check(node, node.source.value),
+        ExportNamedDeclaration: (node) => check(node, node.source?.value),
+        ExportAllDeclaration: (node) => check(node, node.source.value),
+        ImportExpression: (node) =>
+          check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+      };
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ESLint, Linter } from 'eslint';
+import tseslint from 'typescript-eslint';
+import { describe, expect, it } from 'vitest';
+import { checkImport, importLayersRule, LAYERS, PACKAGES } from '../../../.ci/import-layers.js';
+
+const repo = fileURLToPath(new URL('../../..', import.meta.url));
+const srcRoot = `${repo}src`;
+const folders = readdirSync(srcRoot, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+
+/** Lints one import line as if it were written in src/<folder>/probe.ts. */
+function lintImport(folder: string, specifier: string): string[] {
+  const linter = new Linter({ configType: 'flat' });
+  const messages = linter.verify(
+    `import { x } from '${specifier}';\nexport const y = x;\n`,
+    {
+      files: ['**/*.ts'],
+      languageOptions: { parser: tseslint.parser },
+      plugins: { layers: { rules: { 'import-direction': importLayersRule(srcRoot) } } },
+      rules: { 'layers/import-direction': 'error' },
+    },
+    { filename: `${srcRoot}/${folder}/probe.ts` },
+  );
+  return messages.map((m) => m.message);
+}
+
+describe('import layers', () => {
+  it('names every folder of src/ and no folder that does not exist', () => {
+    expect(Object.keys(LAYERS).sort()).toEqual([...folders].sort());
+  });
+
+  it('allows only folders that exist', () => {
+    for (const allowed of Object.values(LAYERS))
+      for (const to of allowed) expect(['<root>', ...folders]).toContain(to);
+  });
+
+  it('has no cycle: the allowed arrows only point down', () => {
+    const visiting = new Set<string>();
+    const done = new Set<string>();
+    const visit = (folder: string): void => {
+      if (done.has(folder) || folder === '<root>') return;
+      expect(visiting.has(folder), `a cycle through ${folder}`).toBe(false);
+      visiting.add(folder);
+      for (const to of LAYERS[folder] ?? []) visit(to);
+      visiting.delete(folder);
+      done.add(folder);
+    };
+    for (const folder of folders) visit(folder);
+  });
+
+  it.each(folders)('reports every import from %s/ into a folder it may not use', (from) => {
+    for (const to of folders) {
+      if (to === from) continue;
+      const reported = lintImport(from, `../${to}/module.js`);
+      if (LAYERS[from]?.includes(to)) expect(reported, `${from} -> ${to}`).toEqual([]);
+      else expect(reported, `${from} -> ${to}`).toHaveLength(1);
+    }
+  });
+
+  it('resolves nested folders: src/auth/jwt may reach errors but not http', () => {
+    expect(checkImport(srcRoot, `${srcRoot}/auth/jwt/x.ts`, '../../errors/gateway-error.js')).toBe(
+      undefined,
+    );
+    expect(checkImport(srcRoot, `${srcRoot}/auth/jwt/x.ts`, '../../http/listen.js')).toBe(
+      'auth/ may not import http/ (allowed: concurrency, config, credentials, errors, identity)',
+    );
+    expect(checkImport(srcRoot, `${srcRoot}/auth/jwt/x.ts`, '../identity.js')).toBe(undefined);
+  });
+
+  it('keeps the composition root away from the folders and the commands away from the root files', () => {
+    expect(lintImport('routing', '../app.js')).toEqual([
+      'routing/ may not import app.ts (allowed: nothing of ours)',
+    ]);
+    expect(checkImport(srcRoot, `${srcRoot}/app.ts`, './commands/serve.js')).toBe(
+      'app.ts may not import commands/',
+    );
+    expect(checkImport(srcRoot, `${srcRoot}/cli.ts`, './commands/serve.js')).toBe(undefined);
+  });
+
+  it('keeps each library in its room', () => {
+    for (const [name, owners] of Object.entries(PACKAGES)) {
+      for (const folder of folders) {
+        const reported = lintImport(folder, name);
+        if (owners.includes(folder)) expect(reported, `${folder} -> ${name}`).toEqual([]);
+        else expect(reported, `${folder} -> ${name}`).toHaveLength(1);
+      }
+    }
+    expect(lintImport('http', 'node:http')).toEqual([]);
+  });
+
+  it('is switched on for every file under src/ by the lint configuration npm run check uses', async () => {
+    const eslint = new ESLint({ cwd: repo, overrideConfigFile: '.ci/eslint.config.js' });
+    for (const file of ['src/routing/route-table.ts', 'src/auth/jwt/bearer-verifier.ts']) {
+      const config = (await eslint.calculateConfigForFile(file)) as Linter.Config;
+      expect(config.rules?.['layers/import-direction']).toEqual([2]);
+    }
+  });
+});
