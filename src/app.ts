@@ -21,7 +21,11 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
-  /** Binds the ports; resolves with the bound addresses. */
+  /**
+   * Binds the ports; resolves with the bound addresses. When a port cannot be opened, frees
+   * everything opened so far (ports, the built-in upstream, the store connection) and rejects
+   * with a ListenError naming the address.
+   */
   listen(): Promise<{ port: number; adminPort: number | undefined }>;
   /**
    * Applies a new configuration without dropping connections: routes, upstreams, auth,
@@ -29,8 +33,13 @@ export interface Gateway {
    * addresses, the admin port and the credential store need a restart (logged as such).
    */
   reload(next: GatewayConfig): Promise<void>;
-  /** Stops accepting, waits for in-flight requests (up to the drain timeout), frees everything. */
+  /**
+   * Stops accepting, waits for in-flight requests (up to the drain timeout), frees everything.
+   * From its call on, /readyz answers 503 `draining` (the admin port closes last).
+   */
   close(): Promise<void>;
+  /** API requests received and not yet answered. */
+  inFlight(): number;
   /** A key pair made at start for the zero-setup demo (memory store only), shown once. */
   readonly bootstrap: { key: string; secret: string; subject: string } | undefined;
   readonly store: CredentialStore;
@@ -76,7 +85,11 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     () => pipeline.basic.flush(),
   );
 
-  const server = createGatewayServer((req, res) => pipeline.handler(req, res), config.server);
+  const api = createGatewayServer((req, res) => pipeline.handler(req, res), config.server);
+  const { server } = api;
+  // close() may come while listen() is still opening the ports (a signal at start-up).
+  let closing = false;
+  let opening: Promise<void> = Promise.resolve();
   const admin = config.admin.enabled
     ? createAdminServer({
         metrics,
@@ -85,29 +98,48 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
             () => true,
             () => false,
           ),
+        draining: () => closing,
       })
     : undefined;
 
-  // close() may come while listen() is still opening the ports (a signal at start-up).
-  let closing = false;
-  let opening: Promise<void> = Promise.resolve();
+  // Frees everything, once: after a drain, or at once when a port failed to open.
+  let released: Promise<void> | undefined;
+  const release = (): Promise<void> =>
+    (released ??= (async () => {
+      server.closeAllConnections();
+      await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
+      await pipeline.close();
+      await store.close();
+    })());
+
   return {
     bootstrap,
     store,
+    inFlight: () => api.inFlight(),
     async listen() {
       const opened = (async () => {
-        const port = await listenOn(server, config.server.host, config.server.port);
+        const port = await listenOn(server, config.server.host, config.server.port, 'API port');
         const adminPort =
           admin === undefined || closing
             ? undefined
-            : await listenOn(admin, config.admin.host, config.admin.port);
+            : await listenOn(admin, config.admin.host, config.admin.port, 'admin port');
         return { port, adminPort };
       })();
       opening = opened.then(
         () => undefined,
         () => undefined,
       );
-      const { port, adminPort } = await opened;
+      let bound: { port: number; adminPort: number | undefined };
+      try {
+        bound = await opened;
+      } catch (error) {
+        // Nothing may keep serving (nor keep the process alive) once the start has failed.
+        await release().catch((cleanup: unknown) =>
+          logger.error({ err: cleanup }, 'freeing what was opened failed'),
+        );
+        throw error;
+      }
+      const { port, adminPort } = bound;
       const storeName = deps.store === undefined ? config.credentials.store : 'injected';
       logger.info(
         { host: config.server.host, port, admin_port: adminPort, store: storeName },
@@ -155,12 +187,13 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       logger.info('configuration reloaded');
     },
     async close() {
+      // From here /readyz answers 503 draining and gateway_ready reads 0; the admin port
+      // stays open until the API port has drained, so a load balancer can see it.
       closing = true;
+      metrics.setReady(false);
       await opening;
       await drain(server, config.server.drainTimeoutMs);
-      await Promise.all([...(admin === undefined ? [] : [admin])].map(closeServer));
-      await pipeline.close();
-      await store.close();
+      await release();
     },
   };
 }

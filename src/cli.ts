@@ -36,7 +36,13 @@ async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminActio
   await withStore(config, (store) => action(config, store, output));
 }
 
-/** The only place that reads argv or sets the exit code. */
+/**
+ * Set once `serve` runs: when it ends (drained, a second signal, a port that would not
+ * open), the process exits at once, whatever a lingering handle would keep alive.
+ */
+let serving = false;
+
+/** The only place that reads argv, sets the exit code or exits. */
 async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
@@ -44,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
     .command('serve', 'Run the gateway', withConfigOptions, async (args) => {
       const config = loadConfigFromArgs(args);
       await checkKeyMaterial(config, args.config);
+      serving = true;
       exitCode = await serve(config, () => loadConfigFromArgs(args));
     })
     .command('check', 'Validate a configuration file and exit', withConfigOptions, async (args) => {
@@ -125,18 +132,20 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-main(hideBin(process.argv)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`accounts-gateway: ${message}\n`);
-    process.exitCode =
-      error instanceof CliError
-        ? error.exitCode
-        : error instanceof ConfigError
-          ? EXIT.usage
-          : EXIT.failure;
-  },
-);
+function finish(code: number): void {
+  process.exitCode = code;
+  // serve() resolves or rejects only after its log lines are written.
+  if (serving) process.exit(code);
+}
+
+main(hideBin(process.argv)).then(finish, (error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`accounts-gateway: ${message}\n`);
+  finish(
+    error instanceof CliError
+      ? error.exitCode
+      : error instanceof ConfigError
+        ? EXIT.usage
+        : EXIT.failure,
+  );
+});

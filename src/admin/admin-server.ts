@@ -9,6 +9,8 @@ export interface AdminOptions {
   metrics: GatewayMetrics;
   /** Resolves when the gateway can serve (credential store reachable, config loaded). */
   ready: () => Promise<boolean>;
+  /** True once a shutdown began: readiness is then 503 `draining`, whatever `ready` says. */
+  draining: () => boolean;
 }
 
 const PATHS = new Set(['/healthz', '/readyz', '/metrics']);
@@ -37,24 +39,30 @@ export function createAdminServer(options: AdminOptions): Server {
 /**
  * A load balancer reads only the status; the 503 body is the envelope with the code the
  * API port answers during the same outage, so a person reading either sees one cause.
+ * While the gateway drains it is not ready, so a load balancer stops sending it traffic;
+ * draining is checked again once the store answers, as a drain may begin meanwhile.
  */
 function answerReadiness(options: AdminOptions, res: ServerResponse, requestId: string): void {
-  const notReady = (cause?: unknown): void =>
-    writeError(
-      res,
-      new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 }),
-      requestId,
-    );
-  options.ready().then(
-    (ready) => {
-      options.metrics.setReady(ready);
-      if (ready) writeJson(res, 200, '{"status":"ready"}', requestId);
-      else notReady();
-    },
-    (error: unknown) => {
+  const answer = (ready: boolean, cause?: unknown): void => {
+    if (options.draining()) {
       options.metrics.setReady(false);
-      notReady(error);
-    },
+      writeError(res, new GatewayError('draining', { retryAfterSec: 1 }), requestId);
+      return;
+    }
+    options.metrics.setReady(ready);
+    if (ready) writeJson(res, 200, '{"status":"ready"}', requestId);
+    else {
+      writeError(
+        res,
+        new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 }),
+        requestId,
+      );
+    }
+  };
+  if (options.draining()) return answer(false);
+  options.ready().then(
+    (ready) => answer(ready),
+    (error: unknown) => answer(false, error),
   );
 }
 

@@ -34,6 +34,10 @@ export const ERROR_CATALOGUE = {
     message: 'Credentials cannot be checked right now.',
   },
   overloaded: { status: 503, message: 'The gateway is overloaded; retry later.' },
+  draining: {
+    status: 503,
+    message: 'The gateway is shutting down; retry on another instance.',
+  },
   upstream_timeout: { status: 504, message: 'The upstream service did not answer in time.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

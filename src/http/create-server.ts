@@ -12,7 +12,24 @@ export interface ServerLimits {
   maxHeaderCount: number;
 }
 
-export function createGatewayServer(handler: RequestHandler, limits: ServerLimits): Server {
+export interface GatewayServer {
+  readonly server: Server;
+  /** Requests received and not yet answered (their response not closed): what an exit now cuts. */
+  inFlight(): number;
+}
+
+export function createGatewayServer(handler: RequestHandler, limits: ServerLimits): GatewayServer {
+  // One integer and one shared listener per request, on the hot path: no closure per request.
+  let inFlight = 0;
+  const settled = (): void => {
+    inFlight -= 1;
+  };
+  const counted: RequestHandler = (req, res) => {
+    inFlight += 1;
+    // 'close' comes once per response, whether it ended or its connection went away.
+    res.on('close', settled);
+    handler(req, res);
+  };
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -25,14 +42,14 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
       // Host is checked in checkFraming, so a missing one gets the gateway's error body.
       requireHostHeader: false,
     },
-    handler,
+    counted,
   );
   // One more than allowed, so the handler sees the overflow and answers 431 instead of Node
   // silently dropping the extra lines (a late Authorization among them).
   server.maxHeadersCount = limits.maxHeaderCount + 1;
   // Without this Node answers `100 Continue` before any check has run; the handler sends it
   // only once the request is accepted.
-  server.on('checkContinue', handler);
+  server.on('checkContinue', counted);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -40,7 +57,7 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
     }
     writeRawError(socket, clientErrorCode(error.code), pickRequestId(undefined));
   });
-  return server;
+  return { server, inFlight: () => inFlight };
 }
 
 function clientErrorCode(code: string | undefined): ErrorCode {

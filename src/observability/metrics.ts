@@ -33,7 +33,7 @@ export function createMetrics(): GatewayMetrics {
   collectDefaultMetrics({ register: registry });
   const ready = new Gauge({
     name: 'gateway_ready',
-    help: '1 when the gateway can serve.',
+    help: '1 when the gateway can serve; 0 when its store does not answer or it is draining.',
     registers: [registry],
   });
   const routes = new Map<string, RouteStats>();

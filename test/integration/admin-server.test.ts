@@ -13,6 +13,8 @@ function envelope(code: string, status: number, message: string, requestId: stri
 describe('the admin server', () => {
   /** What the next readiness check answers: ready, not ready, or a failed check. */
   let readiness: 'ready' | 'not_ready' | 'throws' = 'ready';
+  /** Whether the gateway is draining (a shutdown began). */
+  let draining = false;
   let server: Server;
   let baseUrl: string;
 
@@ -23,6 +25,7 @@ describe('the admin server', () => {
         readiness === 'throws'
           ? Promise.reject(new Error('store exploded'))
           : Promise.resolve(readiness === 'ready'),
+      draining: () => draining,
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -92,6 +95,59 @@ describe('the admin server', () => {
       }
     },
   );
+
+  it('answers /readyz with the 503 draining envelope while draining, even with the store up', async () => {
+    readiness = 'ready';
+    draining = true;
+    try {
+      const res = await fetch(`${baseUrl}/readyz`, { headers: { 'x-request-id': 'lb-2' } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(await res.json()).toEqual(
+        envelope(
+          'draining',
+          503,
+          'The gateway is shutting down; retry on another instance.',
+          'lb-2',
+        ),
+      );
+      const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+      expect(metrics).toMatch(/^gateway_ready 0$/m);
+      // /healthz is liveness, not readiness: still 200 while draining.
+      const health = await fetch(`${baseUrl}/healthz`);
+      expect(health.status).toBe(200);
+      await health.arrayBuffer();
+    } finally {
+      draining = false;
+    }
+  });
+
+  it('answers /readyz with 503 draining when the drain begins during the store check', async () => {
+    let answer: (ready: boolean) => void = () => undefined;
+    const pending = new Promise<boolean>((resolve) => (answer = resolve));
+    const slow = createAdminServer({
+      metrics: createMetrics(),
+      ready: () => pending,
+      draining: () => draining,
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+      const res = fetch(`${url}/readyz`);
+      // The check is under way once the request reached the server; then the drain begins.
+      await new Promise<void>((resolve) => slow.once('request', () => resolve()));
+      draining = true;
+      answer(true);
+      const answered = await res;
+      expect(answered.status).toBe(503);
+      expect(((await answered.json()) as { error: { code: string } }).error.code).toBe('draining');
+    } finally {
+      draining = false;
+      slow.closeAllConnections();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
+  });
 
   it('serves Prometheus text on /metrics, with gateway_ready set by the last /readyz', async () => {
     await (await fetch(`${baseUrl}/readyz`)).arrayBuffer();
