@@ -20,6 +20,7 @@ import type { ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
 import { createUpstreamTarget, type Forwarder } from './proxy/forwarder.js';
 import { createHttpProxyForwarder } from './proxy/http-proxy-forwarder.js';
+import { createUndiciForwarder } from './proxy/undici-forwarder.js';
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
@@ -84,7 +85,9 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     } else {
       url = new URL(upstream.url);
     }
-    upstreams.set(name, createHttpProxyForwarder(createUpstreamTarget(name, url, upstream)));
+    const target = createUpstreamTarget(name, url, upstream);
+    const engine = upstream.engine === 'undici' ? createUndiciForwarder : createHttpProxyForwarder;
+    upstreams.set(name, engine(target));
   }
 
   const headerPolicy = createHeaderPolicy({

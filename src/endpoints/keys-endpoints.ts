@@ -6,7 +6,7 @@ import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { isValidLabel, keyView } from '../credentials/key-view.js';
-import { GatewayError } from '../errors/gateway-error.js';
+import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
@@ -88,14 +88,15 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
     const caller = await callerOf(identity);
     const record = param === undefined ? undefined : await store.getKey(param);
     if (record === undefined || record.subject !== caller.subject)
-      throw new GatewayError('not_found');
+      throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
     // Revoking the last active pair would lock the subject out of the API: without
     // `?force=true` the store refuses it (409), atomically with the revocation itself.
     const force = new URLSearchParams(query).get('force') === 'true';
     const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString(), {
       keepLastActive: !force,
     });
-    if (revoked === undefined) throw new GatewayError('not_found');
+    if (revoked === undefined)
+      throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
     // Evict here at once; the store's announcement reaches the other gateways.
     options.onRevoked(record.key);
     writeJson(res, 200, listEnvelope([keyView(revoked)]), requestId);

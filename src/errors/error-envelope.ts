@@ -3,8 +3,16 @@ import type { Socket } from 'node:net';
 import { ERROR_CATALOGUE, type ErrorCode } from './error-codes.js';
 import type { GatewayError } from './gateway-error.js';
 
-export function errorBody(code: ErrorCode, requestId: string): string {
-  const { status, message } = ERROR_CATALOGUE[code];
+/**
+ * The envelope's JSON. `message` defaults to the catalogue's; writeError passes the error's
+ * own message, which differs only when a GatewayError was given a fixed override.
+ */
+export function errorBody(
+  code: ErrorCode,
+  requestId: string,
+  message: string = ERROR_CATALOGUE[code].message,
+): string {
+  const { status } = ERROR_CATALOGUE[code];
   return JSON.stringify({
     result: 'error',
     status,
@@ -23,7 +31,7 @@ export function writeError(res: ServerResponse, error: GatewayError, requestId: 
     res.destroy();
     return;
   }
-  const body = errorBody(error.code, requestId);
+  const body = errorBody(error.code, requestId, error.message);
   const headers: Record<string, string | string[]> = {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),

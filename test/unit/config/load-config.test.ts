@@ -48,7 +48,13 @@ describe('parseConfig: defaults', () => {
     });
     expect(config.admin).toEqual({ enabled: true, host: '127.0.0.1', port: 9090 });
     expect(config.upstreams).toEqual({
-      accounts: { url: 'builtin', timeoutMs: 10_000, connectTimeoutMs: 2_000, maxSockets: 256 },
+      accounts: {
+        url: 'builtin',
+        timeoutMs: 10_000,
+        connectTimeoutMs: 2_000,
+        maxSockets: 256,
+        engine: 'http-proxy-3',
+      },
     });
     expect(config.routes).toEqual([
       {
@@ -114,6 +120,7 @@ auth:
         timeoutMs: 500,
         connectTimeoutMs: 2_000,
         maxSockets: 256,
+        engine: 'http-proxy-3',
       },
     });
     expect(config.routes).toEqual([
@@ -463,6 +470,7 @@ describe('parseConfig: overrides', () => {
       timeoutMs: 700,
       connectTimeoutMs: 2_000,
       maxSockets: 256,
+      engine: 'http-proxy-3',
     });
   });
 

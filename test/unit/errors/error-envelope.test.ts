@@ -3,7 +3,11 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../../src/errors/error-codes.js';
 import { errorBody, writeError, writeRawError } from '../../../src/errors/error-envelope.js';
-import { GatewayError, toGatewayError } from '../../../src/errors/gateway-error.js';
+import {
+  GatewayError,
+  KEY_NOT_FOUND_MESSAGE,
+  toGatewayError,
+} from '../../../src/errors/gateway-error.js';
 
 const CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
 
@@ -56,6 +60,12 @@ describe('errorBody', () => {
     );
   });
 
+  it('writes a given message in place of the catalogue’s, keeping code and status', () => {
+    expect(errorBody('not_found', 'req-9', KEY_NOT_FOUND_MESSAGE)).toBe(
+      '{"result":"error","status":404,"error":{"code":"not_found","message":"No key pair with this id belongs to the caller."},"request_id":"req-9"}',
+    );
+  });
+
   it('escapes the request id as JSON', () => {
     expect(
       (JSON.parse(errorBody('not_found', 'a"b\\c')) as { request_id: string }).request_id,
@@ -75,6 +85,18 @@ describe('GatewayError', () => {
       'The upstream service is unavailable.',
       cause,
     ]);
+  });
+
+  it('takes a fixed message override, keeping code and status from the catalogue', () => {
+    const error = new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+    expect([error.code, error.status, error.message]).toEqual([
+      'not_found',
+      404,
+      'No key pair with this id belongs to the caller.',
+    ]);
+    expect(KEY_NOT_FOUND_MESSAGE).toMatch(/^[A-Z].+\.$/);
+    expect(KEY_NOT_FOUND_MESSAGE).not.toBe(ERROR_CATALOGUE.not_found.message);
+    expect(ERROR_CATALOGUE.not_found.message).toBe('No resource matches the request path.');
   });
 
   it('has no cause property when none is given', () => {
@@ -157,6 +179,18 @@ describe('writeError on a real server', () => {
     expect(res.headers['www-authenticate']).toBeUndefined();
     expect(res.headers.allow).toBeUndefined();
     expect(res.headers['retry-after']).toBeUndefined();
+  });
+
+  it('writes the error’s overriding message, with a content length that matches it', async () => {
+    handler = (res) =>
+      writeError(res, new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE }), 'rid-k');
+    const res = await send();
+    expect(res.status).toBe(404);
+    expect(res.body).toBe(
+      '{"result":"error","status":404,"error":{"code":"not_found","message":"No key pair with this id belongs to the caller."},"request_id":"rid-k"}',
+    );
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(res.body)));
+    expect(res.headers['cache-control']).toBe('no-store');
   });
 
   it('sends one WWW-Authenticate header per challenge', async () => {
