@@ -35,6 +35,7 @@ describe('ERROR_CATALOGUE', () => {
       upstream_unavailable: 502,
       credential_store_unavailable: 503,
       overloaded: 503,
+      draining: 503,
       upstream_timeout: 504,
     });
   });
