@@ -17,18 +17,20 @@ export interface EchoUpstream {
   close(): Promise<void>;
 }
 
+/** What the echo upstream answers by default: the spec's envelope of an empty listing. */
+export const ECHO_BODY = {
+  result: 'success',
+  status: 200,
+  meta: { count: 0, limit: 1000, order: 'desc', last_id: null },
+  data: [],
+} as const;
+
 /** A real upstream on loopback that records exactly what the gateway sent it. */
 export async function startEchoUpstream(): Promise<EchoUpstream> {
   const received: RecordedRequest[] = [];
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
-    const body = JSON.stringify({
-      result: 'success',
-      status: 200,
-      meta: { count: 0, limit: 1000, order: 'desc', last_id: null },
-      data: [],
-    });
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(body);
+    res.end(JSON.stringify(ECHO_BODY));
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -58,4 +60,10 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** Snapshot of what the upstream has seen so far; `since()` is what arrived after it. */
+export function upstreamMark(upstream: EchoUpstream): { since(): RecordedRequest[] } {
+  const count = upstream.received.length;
+  return { since: () => upstream.received.slice(count) };
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gatewayYaml } from './gateway-yaml.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -94,20 +95,19 @@ export function startGateway(
 }
 
 /**
- * The YAML most end-to-end tests share: the Redis store under its own key prefix, one
- * upstream, an admin port of its own. Add further top-level sections after it.
+ * The Redis store under its own key prefix, one upstream, an admin port of its own: the
+ * gatewayYaml (./gateway-yaml.ts) of those options, kept under this name for callers that
+ * append further top-level sections as text.
  */
 export function redisGatewayYaml(options: {
   redisUrl: string;
   keyPrefix: string;
   upstreamUrl: string;
 }): string {
-  return `admin: { port: 0 }
-upstreams:
-  accounts: { url: ${options.upstreamUrl} }
-credentials:
-  store: redis
-  redis: { url: ${options.redisUrl}, keyPrefix: "${options.keyPrefix}" }`;
+  return gatewayYaml({
+    upstreamUrl: options.upstreamUrl,
+    redis: { url: options.redisUrl, keyPrefix: options.keyPrefix },
+  });
 }
 
 /** Calls `onEntry` with every line of `stream` that is a JSON object (the gateway's log lines). */

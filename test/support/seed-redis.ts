@@ -1,6 +1,7 @@
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { redisConfig } from './redis-config.js';
 
 /** Low cost keeps tests fast; the cost is read from each hash, so verification is unchanged. */
 export const TEST_BCRYPT_COST = 4;
@@ -45,6 +46,64 @@ export async function seedKey(
   }
 }
 
-export function basicHeader(key: string, secret: string): string {
-  return `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`;
+/**
+ * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
+ * a cost-4 bcrypt hash: tests also use it to move a user to another subject.
+ */
+export async function putUser(
+  redisUrl: string,
+  keyPrefix: string,
+  user: { username: string; subject: string; password: string },
+): Promise<void> {
+  const redis = new Redis(redisUrl);
+  try {
+    await redis.hset(redisKeys(keyPrefix).user(user.username), {
+      password_hash: await bcrypt.hash(user.password, TEST_BCRYPT_COST),
+      subject: user.subject,
+      created_at: new Date().toISOString(),
+    });
+  } finally {
+    redis.disconnect();
+  }
 }
+
+/** Removes a web-app user through the gateway's own store; true when there was one. */
+export async function removeUser(
+  redisUrl: string,
+  keyPrefix: string,
+  username: string,
+): Promise<boolean> {
+  const store = createRedisStore(redisConfig(redisUrl, keyPrefix));
+  try {
+    return await store.removeUser(username);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Revokes a pair as the README/store comment tells another service to: HSET status revoked,
+ * SREM from the active set (one MULTI), then PUBLISH "key:<key>" on `<prefix>revocations`.
+ */
+export async function revokeAsAnotherService(
+  redisUrl: string,
+  keyPrefix: string,
+  key: string,
+  subject: string,
+): Promise<void> {
+  const k = redisKeys(keyPrefix);
+  const redis = new Redis(redisUrl);
+  try {
+    await redis
+      .multi()
+      .hset(k.key(key), { status: 'revoked', revoked_at: new Date().toISOString() })
+      .srem(k.subjectActive(subject), key)
+      .publish(k.channel, `key:${key}`)
+      .exec();
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Kept for callers that import it from here; it lives in basic-header.ts. */
+export { basicHeader } from './basic-header.js';

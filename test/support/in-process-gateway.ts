@@ -1,0 +1,47 @@
+import { createGateway, type Gateway } from '../../src/app.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { createLogger } from '../../src/observability/create-logger.js';
+import { gatewayYaml } from './gateway-yaml.js';
+import { TEST_BCRYPT_COST } from './seed-redis.js';
+
+export interface GatewayOptions {
+  redisUrl: string;
+  keyPrefix: string;
+  upstreamUrl: string;
+  /** Seconds a verified pair stays cached. */
+  cacheTtlSec?: number;
+  /** Also the cost of the gateway's dummy hash for unknown keys. */
+  bcryptCost?: number;
+}
+
+export interface RunningGateway {
+  readonly gateway: Gateway;
+  readonly url: string;
+  readonly adminUrl: string;
+  close(): Promise<void>;
+}
+
+/** A gateway in this process, configured from YAML like the CLI does, on port 0. */
+export async function startInProcessGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const yaml = gatewayYaml({
+    upstreamUrl: options.upstreamUrl,
+    redis: { url: options.redisUrl, keyPrefix: options.keyPrefix },
+    config: {
+      server: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+      credentials: { bcryptCost: options.bcryptCost ?? TEST_BCRYPT_COST },
+      auth: { basic: { cache: { ttlSec: options.cacheTtlSec ?? 60 } } },
+      logging: { level: 'silent' },
+    },
+  });
+  const config = parseConfig(yaml, 'integration-test.yaml');
+  const gateway = await createGateway(config, { logger: createLogger('silent') });
+  const { port, adminPort } = await gateway.listen();
+  if (adminPort === undefined) throw new Error('the admin server is enabled in this config');
+  return {
+    gateway,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    close: () => gateway.close(),
+  };
+}
