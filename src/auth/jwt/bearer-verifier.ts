@@ -1,9 +1,9 @@
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
-import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
+import { createIdentityCache } from '../identity-cache.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -34,15 +34,14 @@ export interface BearerVerifier {
  */
 export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
   const now = options.now ?? Date.now;
-  const cache = new LRUCache<string, Identity>({
-    max: options.cacheMaxEntries,
+  const cache = createIdentityCache({
+    maxEntries: options.cacheMaxEntries,
     // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
     maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (_value, token) => token.length + 64,
-    ttl: Math.max(options.cacheTtlSec, 1) * 1000,
-    perf: { now },
-    // Read the (injectable) clock on every lookup: an entry must end exactly at `exp`.
-    ttlResolution: 0,
+    sizeOf: (token) => token.length + 64,
+    ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
+    // An entry must end exactly at `exp`, by the injectable clock.
+    now,
   });
   const caching = options.cacheTtlSec > 0;
 
@@ -104,7 +103,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
           };
           const remainingMs = payload.exp * 1000 - now();
           if (caching && remainingMs > 0) {
-            cache.set(token, identity, { ttl: Math.min(remainingMs, options.cacheTtlSec * 1000) });
+            cache.set(token, identity, Math.min(remainingMs, options.cacheTtlSec * 1000));
           }
           return identity;
         } catch (error) {
@@ -114,10 +113,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       if (failure instanceof GatewayError) throw failure;
       return failure ?? deny('invalid_token');
     },
-    evictSubject(subject) {
-      for (const [token, identity] of cache.entries())
-        if (identity.subject === subject) cache.delete(token);
-    },
+    evictSubject: (subject) => cache.evictSubject(subject),
   };
 }
 

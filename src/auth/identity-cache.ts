@@ -1,0 +1,114 @@
+import { LRUCache } from 'lru-cache';
+import type { Identity } from '../identity/identity.js';
+
+export interface IdentityCacheOptions {
+  maxEntries: number;
+  ttlMs: number;
+  /** Milliseconds; injectable so tests can move time. Read on every lookup when given. */
+  now?: () => number;
+  /** Bounds the bytes too, for entries whose id is large (a token). */
+  maxSize?: number;
+  sizeOf?: (id: string) => number;
+}
+
+/**
+ * Verified identities by an id (the HMAC of a Basic pair, or a token's text), bounded in
+ * count and time, and evictable by key and by subject at a cost that does not grow with
+ * the cache: a revocation must not walk 100,000 entries on the event loop.
+ */
+export interface IdentityCache {
+  get(id: string): Identity | undefined;
+  set(id: string, identity: Identity, ttlMs?: number): void;
+  evictKey(key: string): void;
+  evictSubject(subject: string): void;
+  clear(): void;
+  readonly size: number;
+}
+
+/**
+ * A map from a name to the ids filed under it. Almost every name has one id (a key has
+ * one secret, most subjects one pair), so a single id is held as it is and a Set is made
+ * only for the second: the index then costs one Map entry per cached credential.
+ */
+class Index {
+  private readonly map = new Map<string, string | Set<string>>();
+
+  add(name: string, id: string): void {
+    const ids = this.map.get(name);
+    if (ids === undefined) this.map.set(name, id);
+    else if (typeof ids === 'string') {
+      if (ids !== id) this.map.set(name, new Set([ids, id]));
+    } else ids.add(id);
+  }
+
+  remove(name: string, id: string): void {
+    const ids = this.map.get(name);
+    if (ids === id) this.map.delete(name);
+    else if (typeof ids === 'object') {
+      ids.delete(id);
+      if (ids.size === 0) this.map.delete(name);
+    }
+  }
+
+  /** The ids under `name`, taken out of the index. */
+  take(name: string): readonly string[] {
+    const ids = this.map.get(name);
+    this.map.delete(name);
+    return ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids];
+  }
+
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+export function createIdentityCache(options: IdentityCacheOptions): IdentityCache {
+  const byKey = new Index();
+  const bySubject = new Index();
+  const sizing =
+    options.maxSize === undefined || options.sizeOf === undefined
+      ? {}
+      : {
+          maxSize: options.maxSize,
+          sizeCalculation: (_: Identity, id: string) => options.sizeOf?.(id) ?? 1,
+        };
+  const cache = new LRUCache<string, Identity>({
+    max: options.maxEntries,
+    ttl: Math.max(options.ttlMs, 1),
+    ttlAutopurge: false,
+    ...sizing,
+    ...(options.now === undefined
+      ? {}
+      : // Read the injected clock on every lookup: an entry must end exactly at its time.
+        { perf: { now: options.now }, ttlResolution: 0 }),
+    // Every way out of the cache (evicted, expired, replaced, deleted) leaves the indexes too.
+    dispose: (identity, id) => {
+      if (identity.key !== undefined) byKey.remove(identity.key, id);
+      bySubject.remove(identity.subject, id);
+    },
+  });
+  const drop = (ids: readonly string[]): void => {
+    for (const id of ids) cache.delete(id);
+  };
+  return {
+    get: (id) => cache.get(id),
+    set(id, identity, ttlMs) {
+      cache.set(id, identity, ttlMs === undefined ? undefined : { ttl: ttlMs });
+      // Filed only once it is in: set() disposes of an entry with this id first, and may
+      // refuse one over maxSize.
+      if (!cache.has(id)) return;
+      if (identity.key !== undefined) byKey.add(identity.key, id);
+      bySubject.add(identity.subject, id);
+    },
+    evictKey: (key) => drop(byKey.take(key)),
+    evictSubject: (subject) => drop(bySubject.take(subject)),
+    clear() {
+      cache.clear();
+      byKey.clear();
+      bySubject.clear();
+    },
+    get size() {
+      return cache.size;
+    },
+  };
+}
