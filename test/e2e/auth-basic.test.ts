@@ -1,16 +1,22 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { basicHeader } from '../support/basic-header.js';
+import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import {
   BASIC_CHALLENGE,
   BEARER_CHALLENGE,
   expectGatewayError,
+  GENERATED_REQUEST_ID,
+} from '../support/expect-gateway-error.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import {
+  comparableHeaders,
   fromFetch,
-  upstreamMark,
-  type HttpResult,
-} from './errors-expect.js';
-import { rawRequest } from './raw-http.js';
+  withoutRequestId,
+  type HttpAnswer,
+} from '../support/http-answer.js';
+import { rawRequest, type RawAnswer } from '../support/raw-request.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('authbasic');
 const KEY = 'ak_basic';
@@ -37,15 +43,13 @@ beforeAll(async () => {
       status: 'revoked',
     }),
   ]);
-  gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${redisUrl}, keyPrefix: "${prefix}" }
-logging: { level: info }
-`);
+  gateway = await startGateway(
+    gatewayYaml({
+      upstreamUrl: upstream.url,
+      redis: { url: redisUrl, keyPrefix: prefix },
+      config: { logging: { level: 'info' } },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -53,7 +57,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function get(authorization?: string): Promise<HttpResult> {
+async function get(authorization?: string): Promise<HttpAnswer> {
   const res = await fetch(`${gateway.url}/accounts`, {
     headers: authorization === undefined ? {} : { authorization },
   });
@@ -61,7 +65,7 @@ async function get(authorization?: string): Promise<HttpResult> {
 }
 
 /** Raw, so repeated WWW-Authenticate lines stay apart. */
-function rawGet(authorizationLines: string[]): Promise<Awaited<ReturnType<typeof rawRequest>>> {
+function rawGet(authorizationLines: string[]): Promise<RawAnswer> {
   const lines = authorizationLines.map((value) => `Authorization: ${value}\r\n`).join('');
   return rawRequest(
     gateway.port,
@@ -78,6 +82,7 @@ describe('Basic authentication that succeeds', () => {
     const mark = upstreamMark(upstream);
     const res = await get(basicHeader(KEY, SECRET));
     expect(res.status).toBe(200);
+    expect(res.headers['x-request-id']).toMatch(GENERATED_REQUEST_ID);
     const seen = mark.since();
     expect(seen).toHaveLength(1);
     expect(seen[0]?.headers).toMatchObject({
@@ -196,19 +201,11 @@ describe('Basic credentials that are refused', () => {
     const unknownKey = await rawGet([basicHeader('ak_nobody', SECRET)]);
     expectGatewayError(wrongSecret, 'invalid_credentials');
     expectGatewayError(unknownKey, 'invalid_credentials');
-    const comparable = (headers: Record<string, string | string[]>): object =>
-      Object.fromEntries(
-        Object.entries(headers).filter(([name]) => name !== 'x-request-id' && name !== 'date'),
-      );
-    expect(comparable(wrongSecret.headers)).toEqual(comparable(unknownKey.headers));
+    expect(comparableHeaders(wrongSecret.headers)).toEqual(comparableHeaders(unknownKey.headers));
     const idA = wrongSecret.headers['x-request-id'];
     const idB = unknownKey.headers['x-request-id'];
     expect(idA).not.toEqual(idB);
-    const strip = (body: string): unknown => ({
-      ...(JSON.parse(body) as Record<string, unknown>),
-      request_id: undefined,
-    });
-    expect(strip(wrongSecret.body)).toEqual(strip(unknownKey.body));
+    expect(withoutRequestId(wrongSecret.json)).toEqual(withoutRequestId(unknownKey.json));
     expect(mark.since()).toEqual([]);
   });
 

@@ -2,20 +2,17 @@ import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
-import { redisConfig, untilSubscribers } from '../integration/in-process-gateway.js';
+import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { generateSigningKey } from '../support/generate-signing-key.js';
+import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
+import { killCliChildren, runCli } from '../support/run-cli.js';
 import { uniquePrefix } from '../support/seed-redis.js';
-import {
-  basicAuth,
-  gatewayYaml,
-  generateSigningKey,
-  JSON_TYPE,
-  killCliChildren,
-  runCli,
-  send,
-} from './lifecycle-support.js';
+import { JSON_TYPE, send } from '../support/send.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 // The admin CLI (issue 3, part 3) end to end: the built `accounts-gateway keys|users`
 // against a real Redis, checked through the store and through a running gateway.
@@ -34,29 +31,22 @@ let upstream: EchoUpstream;
 let gateway: GatewayProcess;
 
 beforeAll(async () => {
-  memoryConfig = writeConfig(`
-credentials:
-  store: memory
-  bcryptCost: 4
-  redis: { keyPrefix: "${prefix}" }
-keys: { maxActivePerSubject: ${MAX_ACTIVE} }
-`);
-  redisFileConfig = writeConfig(`
-credentials:
-  store: redis
-  bcryptCost: 4
-  redis: { url: "${redisUrl}", keyPrefix: "${prefix}" }
-keys: { maxActivePerSubject: ${MAX_ACTIVE} }
-`);
+  const keys = { maxActivePerSubject: MAX_ACTIVE };
+  memoryConfig = writeConfig(
+    gatewayYaml({ config: { credentials: { redis: { keyPrefix: prefix } }, keys } }),
+  );
+  redisFileConfig = writeConfig(
+    gatewayYaml({ redis: { url: redisUrl, keyPrefix: prefix }, config: { keys } }),
+  );
   store = createRedisStore(redisConfig(redisUrl, prefix));
   upstream = await startEchoUpstream();
   const signing = await generateSigningKey();
   gateway = await startGateway(
     gatewayYaml({
-      redisUrl,
-      keyPrefix: prefix,
       upstreamUrl: upstream.url,
+      redis: { url: redisUrl, keyPrefix: prefix },
       signingKeyPem: signing.pem,
+      config: { logging: { level: 'info', requests: false } },
     }),
   );
   await untilSubscribers(redisUrl, prefix, 1);
@@ -85,6 +75,9 @@ const exchange = (username: string, password: string) =>
   });
 
 const NO_STACK = /\n\s+at /;
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+const basic = (key: string, secret: string) => ({ authorization: basicHeader(key, secret) });
 
 describe('users add | passwd | remove', () => {
   it('adds a user with the password read from stdin, and refuses to add it twice (exit 4)', async () => {
@@ -200,7 +193,7 @@ describe('keys create | list | revoke', () => {
       label: 'laptop',
       status: 'active',
     });
-    const res = await send(gateway.url, '/accounts', { headers: basicAuth(key, secret) });
+    const res = await send(gateway.url, '/accounts', { headers: basic(key, secret) });
     expect(res.status).toBe(200);
   });
 
@@ -223,7 +216,7 @@ describe('keys create | list | revoke', () => {
       label: 'L',
       status: 'active',
       subject: 'subject-keys-2',
-      created_at: expect.any(String) as unknown,
+      created_at: expect.stringMatching(ISO) as unknown,
     });
     const stored = await store.getKey(created.key ?? '');
     expect(await bcrypt.compare(created.secret ?? '', stored?.secretHash ?? '')).toBe(true);
@@ -246,7 +239,7 @@ describe('keys create | list | revoke', () => {
         key: created.key,
         label: 'listed',
         status: 'active',
-        created_at: expect.any(String) as unknown,
+        created_at: expect.stringMatching(ISO) as unknown,
       },
     ]);
     expect(json.stdout).not.toContain(created.secret);
@@ -266,7 +259,7 @@ describe('keys create | list | revoke', () => {
       (await cli(['keys', 'create', '--subject', 'subject-keys-4', '--json'])).stdout,
     ) as { key: string; secret: string };
     expect(
-      (await send(gateway.url, '/accounts', { headers: basicAuth(created.key, created.secret) }))
+      (await send(gateway.url, '/accounts', { headers: basic(created.key, created.secret) }))
         .status,
     ).toBe(200);
     const revoked = await cli(['keys', 'revoke', created.key]);
@@ -274,7 +267,7 @@ describe('keys create | list | revoke', () => {
     expect(await store.getKey(created.key)).toMatchObject({ status: 'revoked' });
     // The gateway's cache was told at once: no polling needed beyond the CLI's own exit.
     expect(
-      (await send(gateway.url, '/accounts', { headers: basicAuth(created.key, created.secret) }))
+      (await send(gateway.url, '/accounts', { headers: basic(created.key, created.secret) }))
         .status,
     ).toBe(401);
     const listed = await cli(['keys', 'list', '--subject', 'subject-keys-4']);

@@ -3,16 +3,20 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import {
-  CLI,
-  startGateway,
-  writeConfig,
-  redisGatewayYaml,
-  onJsonLines,
-} from '../support/gateway-process.js';
+  BASIC_CHALLENGE,
+  BEARER_CHALLENGE,
+  expectGatewayError,
+  GENERATED_REQUEST_ID,
+} from '../support/expect-gateway-error.js';
+import { CLI, startGateway, writeConfig, onJsonLines } from '../support/gateway-process.js';
+import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
+import { fromFetch } from '../support/http-answer.js';
 import { freePort } from '../support/redis-server.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { killCliChildren, runCli, type CliResult } from '../support/run-cli.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 // The built CLI as an operator runs it: `check`, `serve` on the embedded default config
 // (the zero-setup flow of `npm start`), overrides by flag and env, the admin port, the
@@ -21,38 +25,7 @@ import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const HAS_CURL = spawnSync('curl', ['--version'], { stdio: 'ignore' }).status === 0;
 
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Children of runCli still running; killed after each test so none outlives a failure. */
-const commands = new Set<ChildProcess>();
-
-afterEach(() => {
-  for (const child of commands) child.kill('SIGKILL');
-  commands.clear();
-});
-
-/** Runs the CLI to completion. */
-function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: REPO,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    commands.add(child);
-    child.once('exit', () => commands.delete(child));
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+afterEach(() => killCliChildren());
 
 interface Served {
   readonly child: ChildProcess;
@@ -150,12 +123,14 @@ function listeningPort(line: Record<string, unknown>, field: 'port' | 'admin_por
 
 describe('accounts-gateway check', () => {
   it('exits 0 and says so for a valid configuration', async () => {
-    const file = writeConfig(`
-server: { port: 8080 }
-upstreams:
-  accounts: { url: "http://127.0.0.1:9", timeoutMs: 1500 }
-credentials: { store: memory }
-`);
+    const file = writeConfig(
+      gatewayYaml({
+        config: {
+          server: { port: 8080 },
+          upstreams: { accounts: { url: 'http://127.0.0.1:9', timeoutMs: 1500 } },
+        },
+      }),
+    );
     const result = await runCli(['check', '--config', file]);
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(`${file}: configuration is valid\n`);
@@ -184,7 +159,7 @@ forwarding:
   });
 
   it('exits 2 and refuses to serve an invalid configuration', async () => {
-    const file = writeConfig('upstreams:\n  accounts: { url: "ftp://127.0.0.1/" }\n');
+    const file = writeConfig(gatewayYaml({ upstreamUrl: 'ftp://127.0.0.1/' }));
     const result = await runCli(['serve', '--config', file, '--listen', '127.0.0.1:0']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('upstreams.accounts.url');
@@ -195,10 +170,12 @@ forwarding:
     // config/gateway.yaml reads ${GATEWAY_HOST}, ${GATEWAY_PORT}, ${GATEWAY_ADMIN_PORT} and
     // ${GATEWAY_LOG_LEVEL}; setting them must not make the CLI refuse to start.
     const result = await runCli(['check'], {
-      GATEWAY_HOST: '127.0.0.1',
-      GATEWAY_PORT: '8181',
-      GATEWAY_ADMIN_PORT: '0',
-      GATEWAY_LOG_LEVEL: 'debug',
+      env: {
+        GATEWAY_HOST: '127.0.0.1',
+        GATEWAY_PORT: '8181',
+        GATEWAY_ADMIN_PORT: '0',
+        GATEWAY_LOG_LEVEL: 'debug',
+      },
     });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -264,8 +241,8 @@ describe('serve on the embedded default configuration (no --config)', () => {
       headers: { authorization: basicHeader(key, secret) },
     });
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(res.headers.get('x-request-id')).toBeTruthy();
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('x-request-id')).toMatch(GENERATED_REQUEST_ID);
     expect(await res.json()).toEqual(DEMO_ACCOUNTS);
   });
 
@@ -291,12 +268,10 @@ describe('serve on the embedded default configuration (no --config)', () => {
       headers: { authorization: basicHeader(key, `${secret}x`) },
     });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toContain('Basic realm=');
-    expect(await res.json()).toEqual({
-      result: 'error',
-      status: 401,
-      error: { code: 'invalid_credentials', message: 'The credentials are not valid.' },
-      request_id: res.headers.get('x-request-id'),
+    // fetch joins the two WWW-Authenticate lines with ", ".
+    expect(res.headers.get('www-authenticate')).toBe(`${BASIC_CHALLENGE}, ${BEARER_CHALLENGE}`);
+    expectGatewayError(await fromFetch(res), 'invalid_credentials', {
+      message: 'The credentials are not valid.',
     });
   });
 
@@ -349,11 +324,8 @@ describe('serve on the embedded default configuration (no --config)', () => {
   it('does not serve the admin endpoints on the API port', async () => {
     const res = await fetch(`${baseUrl}/metrics`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({
-      result: 'error',
-      status: 404,
-      error: { code: 'not_found', message: 'No resource matches the request path.' },
-      request_id: res.headers.get('x-request-id'),
+    expectGatewayError(await fromFetch(res), 'not_found', {
+      message: 'No resource matches the request path.',
     });
   });
 });
@@ -394,9 +366,12 @@ describe('SIGTERM', () => {
         res.end(body);
       }, 300);
     });
-    const gateway = await startGateway(`
-${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
-`);
+    const gateway = await startGateway(
+      gatewayYaml({
+        upstreamUrl: upstream.url,
+        redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      }),
+    );
     try {
       const inFlight = fetch(`${gateway.url}/accounts`, {
         headers: { authorization: basicHeader('ak_cli_drain', 's3cret-cli-drain') },
@@ -450,14 +425,18 @@ describe('overrides of the configuration file', () => {
     await upstream?.close();
   });
 
-  const redisConfig = (upstreamUrl: string): string => `
-admin: { enabled: false }
-upstreams:
-  accounts: { url: ${upstreamUrl} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
-`;
+  /** The Redis store with the seeded pair, no admin port, and `config` laid over it. */
+  const fileYaml = (
+    upstreamUrl: string,
+    config: GatewayConfigInput = {},
+    signingKeyPem?: string,
+  ): string =>
+    gatewayYaml({
+      upstreamUrl,
+      redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      ...(signingKeyPem === undefined ? {} : { signingKeyPem }),
+      config: { admin: { enabled: false }, ...config },
+    });
 
   const authorized = (url: string): Promise<Response> =>
     fetch(`${url}/accounts`, { headers: { authorization: basicHeader(KEY, SECRET) } });
@@ -469,9 +448,9 @@ credentials:
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const takenPort = (taken.address() as { port: number }).port;
     const port = await freePort();
-    const file = writeConfig(`
-server: { host: 127.0.0.1, port: ${takenPort} }
-${redisConfig(upstream.url)}`);
+    const file = writeConfig(
+      fileYaml(upstream.url, { server: { host: '127.0.0.1', port: takenPort } }),
+    );
     const gateway = spawnServe(['--config', file, '--listen', `127.0.0.1:${port}`]);
     const listening = await gateway.waitForLog(isListening);
     expect(listening.port).toBe(port);
@@ -485,10 +464,9 @@ ${redisConfig(upstream.url)}`);
     const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
       .privateKey.export({ type: 'pkcs8', format: 'pem' })
       .toString();
-    const file = writeConfig(`
-server: { host: 127.0.0.1, port: 0 }
-tokens: { signingKey: ${JSON.stringify(pem)} }
-${redisConfig(upstream.url)}`);
+    const file = writeConfig(
+      fileYaml(upstream.url, { server: { host: '127.0.0.1', port: 0 } }, pem),
+    );
     const gateway = spawnServe(['--config', file]);
     await gateway.waitForLog(isListening);
     expect(gateway.logs.filter((line) => line.level === 40)).toEqual([]);
@@ -497,10 +475,7 @@ ${redisConfig(upstream.url)}`);
 
   it('--upstream-url replaces upstreams.accounts.url of the file', async () => {
     const before = upstream.received.length;
-    const gateway = await startGateway(redisConfig(closedUpstream), [
-      '--upstream-url',
-      upstream.url,
-    ]);
+    const gateway = await startGateway(fileYaml(closedUpstream), ['--upstream-url', upstream.url]);
     try {
       const res = await authorized(gateway.url);
       expect(res.status).toBe(200);
@@ -513,7 +488,7 @@ ${redisConfig(upstream.url)}`);
 
   it('GATEWAY_UPSTREAM_URL replaces upstreams.accounts.url of the file', async () => {
     const before = upstream.received.length;
-    const gateway = await startGateway(redisConfig(closedUpstream), [], {
+    const gateway = await startGateway(fileYaml(closedUpstream), [], {
       GATEWAY_UPSTREAM_URL: upstream.url,
     });
     try {
@@ -528,11 +503,9 @@ ${redisConfig(upstream.url)}`);
 
   it('--upstream-url wins over GATEWAY_UPSTREAM_URL', async () => {
     const before = upstream.received.length;
-    const gateway = await startGateway(
-      redisConfig(closedUpstream),
-      ['--upstream-url', upstream.url],
-      { GATEWAY_UPSTREAM_URL: closedUpstream },
-    );
+    const gateway = await startGateway(fileYaml(closedUpstream), ['--upstream-url', upstream.url], {
+      GATEWAY_UPSTREAM_URL: closedUpstream,
+    });
     try {
       const res = await authorized(gateway.url);
       expect(res.status).toBe(200);
@@ -544,14 +517,10 @@ ${redisConfig(upstream.url)}`);
   });
 
   it('--redis-url switches a memory-store file to the Redis store at that URL', async () => {
-    const yaml = `
-admin: { enabled: false }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: memory
-  redis: { keyPrefix: "${prefix}" }
-`;
+    const yaml = gatewayYaml({
+      upstreamUrl: upstream.url,
+      config: { admin: { enabled: false }, credentials: { redis: { keyPrefix: prefix } } },
+    });
     // Without the flag the memory store knows no such key.
     const memory = await startGateway(yaml);
     try {

@@ -1,26 +1,30 @@
-import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { CLI, writeConfig } from '../support/gateway-process.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { writeConfig } from '../support/gateway-process.js';
+import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
+import { killCliChildren, runCli, type CliResult } from '../support/run-cli.js';
 
-function check(yaml: string): { status: number | null; stderr: string } {
-  const run = spawnSync(process.execPath, [CLI, 'check', '--config', writeConfig(yaml)], {
-    encoding: 'utf8',
-  });
-  return { status: run.status, stderr: run.stderr };
+afterEach(() => killCliChildren());
+
+function check(config: GatewayConfigInput): Promise<CliResult> {
+  return runCli(['check', '--config', writeConfig(gatewayYaml({ config }))]);
 }
 
 describe('check with key material', () => {
-  it('exits 2 naming the setting when the signing key cannot be read', () => {
-    const result = check('tokens:\n  signingKey: "not a PEM"\n');
-    expect(result.status).toBe(2);
+  it('exits 2 naming the setting when the signing key cannot be read', async () => {
+    const result = await check({ tokens: { signingKey: 'not a PEM' } });
+    expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/- tokens: /);
   });
 
-  it('exits 2 naming the issuer when its public key file is missing', () => {
-    const result = check(
-      'auth:\n  bearer:\n    issuers: [{ name: x, algorithms: [RS256], publicKeyFile: ./missing.pem }]\n',
-    );
-    expect(result.status).toBe(2);
+  it('exits 2 naming the issuer when its public key file is missing', async () => {
+    const result = await check({
+      auth: {
+        bearer: {
+          issuers: [{ name: 'x', algorithms: ['RS256'], publicKeyFile: './missing.pem' }],
+        },
+      },
+    });
+    expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/- auth\.bearer\.issuers\[0\]: .*missing\.pem/);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
-import { expectGatewayError, upstreamMark } from './errors-expect.js';
-import { rawRequest } from './raw-http.js';
+import { basicHeader } from '../support/basic-header.js';
+import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
+import { expectGatewayError, GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { rawRequest } from '../support/raw-request.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('framing');
 const KEY = 'ak_framing';
@@ -17,11 +19,13 @@ let gateway: GatewayProcess;
 beforeAll(async () => {
   upstream = await startEchoUpstream();
   await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'fran' });
-  gateway = await startGateway(`
-server: { maxHeaderCount: ${MAX_HEADER_COUNT} }
-${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
-logging: { level: info }
-`);
+  gateway = await startGateway(
+    gatewayYaml({
+      upstreamUrl: upstream.url,
+      redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      config: { server: { maxHeaderCount: MAX_HEADER_COUNT }, logging: { level: 'info' } },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -142,7 +146,7 @@ describe('requests whose framing is refused even with valid credentials', () => 
       'cache-control': 'no-store',
       'content-type': 'application/json; charset=utf-8',
     });
-    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.headers['x-request-id']).toMatch(GENERATED_REQUEST_ID);
     expect(res.body).toBe('');
     expect(mark.since()).toEqual([]);
   });

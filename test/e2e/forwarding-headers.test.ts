@@ -1,13 +1,17 @@
-import { connect } from 'node:net';
 import { DEFAULT_ALLOW_HEADERS } from '../../src/config/config-schema.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
 import {
+  ECHO_BODY,
   startEchoUpstream,
   type EchoUpstream,
   type RecordedRequest,
 } from '../support/echo-upstream.js';
+import { GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
+import { rawRequest } from '../support/raw-request.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 // What the upstream may and may not see of a verified client's request headers
 // (design.md "Forwarding"; issue 2 point 6). fetch refuses to send hop-by-hop headers
@@ -29,17 +33,16 @@ let forwardingAuth: GatewayProcess;
 /** server.trustedProxies: [127.0.0.1] */
 let behindProxy: GatewayProcess;
 
-function gatewayConfig(extra: string): string {
-  return `
-admin: { enabled: false }
-upstreams:
-  accounts: { url: ${upstream.url} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
-logging: { level: info, requests: false }
-${extra}
-`;
+function gatewayConfig(config: GatewayConfigInput): string {
+  return gatewayYaml({
+    upstreamUrl: upstream.url,
+    redis: { url: inject('redisUrl'), keyPrefix: prefix },
+    config: {
+      admin: { enabled: false },
+      logging: { level: 'info', requests: false },
+      ...config,
+    },
+  });
 }
 
 beforeAll(async () => {
@@ -68,9 +71,9 @@ beforeAll(async () => {
     'x-forwarded-proto',
   ];
   [gateway, forwardingAuth, behindProxy] = await Promise.all([
-    startGateway(gatewayConfig(`forwarding: { allowHeaders: [${allow.join(', ')}] }`)),
-    startGateway(gatewayConfig('forwarding: { forwardAuthorization: true }')),
-    startGateway(gatewayConfig('server: { trustedProxies: ["127.0.0.1"] }')),
+    startGateway(gatewayConfig({ forwarding: { allowHeaders: allow } })),
+    startGateway(gatewayConfig({ forwarding: { forwardAuthorization: true } })),
+    startGateway(gatewayConfig({ server: { trustedProxies: ['127.0.0.1'] } })),
   ]);
 });
 
@@ -97,78 +100,6 @@ function rawNames(request: RecordedRequest): string[] {
   return request.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
 }
 
-interface RawResponse {
-  /** NaN when the connection closed before a status line arrived. */
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: string;
-  /** True when the whole body (by Content-Length or chunked framing) arrived. */
-  readonly complete: boolean;
-}
-
-/**
- * Sends bytes exactly as given and reads one response. Resolves once the body is complete
- * (Content-Length or chunked framing) or the connection closes.
- */
-function rawRequest(port: number, bytes: string): Promise<RawResponse> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    let buffer = Buffer.alloc(0);
-    let settled = false;
-    const finish = (complete: boolean): void => {
-      if (settled) return;
-      settled = true;
-      socket.destroy();
-      resolve({ ...parseResponse(buffer), complete });
-    };
-    socket.on('data', (chunk: Buffer) => {
-      buffer = Buffer.concat([buffer, chunk]);
-      if (parseResponse(buffer).complete) finish(true);
-    });
-    socket.on('error', () => finish(false));
-    socket.on('close', () => finish(false));
-    socket.write(bytes);
-  });
-}
-
-function parseResponse(buffer: Buffer): RawResponse {
-  const end = buffer.indexOf('\r\n\r\n');
-  if (end === -1) return { status: Number.NaN, headers: {}, body: '', complete: false };
-  const [statusLine = '', ...lines] = buffer.subarray(0, end).toString('latin1').split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-  }
-  const status = Number(statusLine.split(' ')[1]);
-  const rest = buffer.subarray(end + 4);
-  const length = headers['content-length'];
-  if (length !== undefined) {
-    const complete = rest.length >= Number(length);
-    return { status, headers, body: rest.subarray(0, Number(length)).toString(), complete };
-  }
-  if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
-    const parts: Buffer[] = [];
-    let offset = 0;
-    for (;;) {
-      const lineEnd = rest.indexOf('\r\n', offset);
-      if (lineEnd === -1) break;
-      const size = parseInt(rest.subarray(offset, lineEnd).toString(), 16);
-      if (size === 0) {
-        const complete = rest.indexOf('\r\n\r\n', lineEnd) === lineEnd;
-        return { status, headers, body: Buffer.concat(parts).toString(), complete };
-      }
-      if (rest.length < lineEnd + 2 + size + 2) break;
-      parts.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
-      offset = lineEnd + 2 + size + 2;
-    }
-    return { status, headers, body: Buffer.concat(parts).toString(), complete: false };
-  }
-  return { status, headers, body: rest.toString(), complete: false };
-}
-
 /** A GET /accounts with the valid Basic pair and the given extra header lines. */
 function requestBytes(requestId: string, lines: string[], host = '127.0.0.1'): string {
   return [
@@ -182,22 +113,15 @@ function requestBytes(requestId: string, lines: string[], host = '127.0.0.1'): s
   ].join('\r\n');
 }
 
-const EMPTY_LIST = {
-  result: 'success',
-  status: 200,
-  meta: { count: 0, limit: 1000, order: 'desc', last_id: null },
-  data: [],
-};
-
 describe('headers the upstream receives from a verified request', () => {
   it('sets X-Auth-Subject, X-Auth-Method, X-Auth-Key and the response X-Request-Id', async () => {
     const res = await fetch(`${gateway.url}/accounts`, {
       headers: { authorization: AUTHORIZATION },
     });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual(EMPTY_LIST);
+    expect(await res.json()).toEqual(ECHO_BODY);
     const requestId = res.headers.get('x-request-id');
-    expect(requestId).toMatch(/^[A-Za-z0-9._~:+/=-]{1,128}$/);
+    expect(requestId).toMatch(GENERATED_REQUEST_ID);
     const seen = receivedWith(requestId ?? '');
     expect(seen.headers['x-auth-subject']).toBe('alice');
     expect(seen.headers['x-auth-method']).toBe('basic');
@@ -311,7 +235,7 @@ describe('headers the upstream never receives', () => {
       ]),
     );
     expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toEqual(EMPTY_LIST);
+    expect(JSON.parse(res.body)).toEqual(ECHO_BODY);
     const seen = receivedWith(requestId);
     expect(seen.headers['proxy-authorization']).toBeUndefined();
     expect(seen.headers['keep-alive']).toBeUndefined();

@@ -2,32 +2,24 @@ import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { untilSubscribers } from '../integration/in-process-gateway.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { redisKeys } from '../../src/credentials/redis-store.js';
-import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
+import { BEARER_REJECTED, expectGatewayError } from '../support/expect-gateway-error.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { generateSigningKey } from '../support/generate-signing-key.js';
+import { withoutRequestId, type HttpAnswer } from '../support/http-answer.js';
+import { rawRequest } from '../support/raw-request.js';
 import {
-  BEARER_REJECTED,
-  expectGatewayError,
-  upstreamMark,
-  type HttpResult,
-} from './errors-expect.js';
-import {
-  basicAuth,
-  bearerAuth,
-  gatewayYaml,
-  generateSigningKey,
-  issueToken,
-  JSON_TYPE,
   putUser,
   removeUser,
-  send,
-  sendUntilClosed,
-  withoutRequestId,
-  type HttpAnswer,
-} from './lifecycle-support.js';
-import { rawRequest } from './raw-http.js';
+  seedKey,
+  TEST_BCRYPT_COST,
+  uniquePrefix,
+} from '../support/seed-redis.js';
+import { issueToken, JSON_TYPE, send } from '../support/send.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 // Key-pair self-service (issue 3, part 1) through a gateway process on the Redis store:
 // GET/POST /keys and DELETE /keys/{key}, with Basic or Bearer, always scoped to the caller.
@@ -45,12 +37,14 @@ beforeAll(async () => {
   const signing = await generateSigningKey();
   gateway = await startGateway(
     gatewayYaml({
-      redisUrl,
-      keyPrefix: prefix,
       upstreamUrl: upstream.url,
+      redis: { url: redisUrl, keyPrefix: prefix },
       signingKeyPem: signing.pem,
-      maxActivePerSubject: MAX_ACTIVE,
-      maxBodyBytes: MAX_BODY_BYTES,
+      config: {
+        server: { maxBodyBytes: MAX_BODY_BYTES },
+        keys: { maxActivePerSubject: MAX_ACTIVE },
+        logging: { level: 'info', requests: false },
+      },
     }),
   );
   await untilSubscribers(redisUrl, prefix, 1);
@@ -82,8 +76,12 @@ async function freshSubject(name: string): Promise<Pair> {
   return pair;
 }
 
-function auth(pair: Pair): Record<string, string> {
-  return basicAuth(pair.key, pair.secret);
+function auth(pair: Pair): { authorization: string } {
+  return { authorization: basicHeader(pair.key, pair.secret) };
+}
+
+function bearer(token: string): { authorization: string } {
+  return { authorization: bearerHeader(token) };
 }
 
 const listKeys = (headers: Record<string, string>): Promise<HttpAnswer> =>
@@ -101,10 +99,6 @@ const revokeKey = (headers: Record<string, string>, key: string, query = ''): Pr
 
 const getAccounts = (headers: Record<string, string>): Promise<HttpAnswer> =>
   send(gateway.url, '/accounts', { headers });
-
-function asResult(answer: HttpAnswer): HttpResult {
-  return { status: answer.status, headers: answer.headers, body: answer.text };
-}
 
 interface KeyView {
   id: string;
@@ -125,7 +119,7 @@ async function createdPair(owner: Pair, label?: string): Promise<Pair> {
   const res = await createKey(auth(owner), label === undefined ? undefined : { label });
   expect(res.status).toBe(201);
   const [view] = dataOf(res);
-  if (view?.secret === undefined) throw new Error(`no secret in ${res.text}`);
+  if (view?.secret === undefined) throw new Error(`no secret in ${res.body}`);
   return { key: view.key, secret: view.secret, subject: owner.subject };
 }
 
@@ -162,9 +156,9 @@ describe('GET /keys', () => {
     const times = data.map((v) => v.created_at);
     expect(times).toEqual([...times].sort().reverse());
     expect(data[2]?.key).toBe(owner.key);
-    expect(res.text).not.toContain(owner.secret);
-    expect(res.text).not.toContain(first.secret);
-    expect(res.text).not.toMatch(/secret|hash|\$2[aby]\$/);
+    expect(res.body).not.toContain(owner.secret);
+    expect(res.body).not.toContain(first.secret);
+    expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
   });
 
   it('shows revoked pairs with their status and revoked_at, still without a secret', async () => {
@@ -181,11 +175,11 @@ describe('GET /keys', () => {
       created_at: expect.stringMatching(ISO) as unknown,
       revoked_at: expect.stringMatching(ISO) as unknown,
     });
-    expect(res.text).not.toMatch(/secret|hash|\$2[aby]\$/);
+    expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
   });
 
   it('answers 401 missing_credentials without credentials', async () => {
-    expectGatewayError(asResult(await listKeys({})), 'missing_credentials');
+    expectGatewayError(await listKeys({}), 'missing_credentials');
   });
 });
 
@@ -215,7 +209,7 @@ describe('POST /keys', () => {
     // The secret is shown this once: the listing has the pair, but not its secret.
     const listed = await listKeys(auth(owner));
     expect(dataOf(listed).map((v) => v.key)).toContain(view?.key);
-    expect(listed.text).not.toContain(view?.secret);
+    expect(listed.body).not.toContain(view?.secret);
   });
 
   it('stores only a bcrypt hash of the secret, at credentials.bcryptCost', async () => {
@@ -265,9 +259,10 @@ describe('POST /keys', () => {
     // 400 bad_request. RFC 9112 §9.6: after `Connection: close` the server closes.
     const owner = await freshSubject('close');
     const pair = await createdPair(owner);
-    const { raw, closedByServer } = await sendUntilClosed(
+    const { raw, closedByServer } = await rawRequest(
       gateway.port,
       `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${auth(pair).authorization}\r\nConnection: close\r\n\r\n`,
+      { untilClosed: true, giveUpMs: 2_000 },
     );
     expect(raw).toMatch(/^HTTP\/1\.1 200 /);
     expect(raw.toLowerCase()).not.toContain('connection: keep-alive');
@@ -282,7 +277,7 @@ describe('POST /keys', () => {
         headers: { ...auth(owner), 'content-type': type },
         body: '{"label":"x"}',
       });
-      expectGatewayError(asResult(res), 'unsupported_media_type');
+      expectGatewayError(res, 'unsupported_media_type');
     }
     expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
   });
@@ -295,7 +290,7 @@ describe('POST /keys', () => {
         headers: { ...auth(owner), ...JSON_TYPE },
         body,
       });
-      expectGatewayError(asResult(res), 'bad_request');
+      expectGatewayError(res, 'bad_request');
     }
     expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
   });
@@ -311,7 +306,7 @@ describe('POST /keys', () => {
       'a',
       7,
     ]) {
-      expectGatewayError(asResult(await createKey(auth(owner), body)), 'bad_request');
+      expectGatewayError(await createKey(auth(owner), body), 'bad_request');
     }
     expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
   });
@@ -324,7 +319,7 @@ describe('POST /keys', () => {
       headers: { ...auth(owner), ...JSON_TYPE },
       body,
     });
-    expectGatewayError(asResult(declared), 'payload_too_large');
+    expectGatewayError(declared, 'payload_too_large');
     // Chunked: no Content-Length to check first, so the limit applies while reading.
     const chunked = await rawRequest(
       gateway.port,
@@ -340,7 +335,7 @@ describe('POST /keys', () => {
     const owner = await freshSubject('cap');
     for (let i = 1; i < MAX_ACTIVE; i += 1) await createdPair(owner, `pair ${i}`);
     const res = await createKey(auth(owner), { label: 'one too many' });
-    expectGatewayError(asResult(res), 'limit_exceeded');
+    expectGatewayError(res, 'limit_exceeded');
     const listed = dataOf(await listKeys(auth(owner)));
     expect(listed).toHaveLength(MAX_ACTIVE);
     expect(listed.map((v) => v.label)).not.toContain('one too many');
@@ -349,7 +344,7 @@ describe('POST /keys', () => {
   it('counts only active pairs against the cap: revoking one makes room again', async () => {
     const owner = await freshSubject('caproom');
     const pairs = [await createdPair(owner), await createdPair(owner)];
-    expectGatewayError(asResult(await createKey(auth(owner))), 'limit_exceeded');
+    expectGatewayError(await createKey(auth(owner)), 'limit_exceeded');
     expect((await revokeKey(auth(owner), pairs[0]?.key ?? '')).status).toBe(200);
     expect((await createKey(auth(owner))).status).toBe(201);
   });
@@ -380,7 +375,7 @@ describe('DELETE /keys/{key}', () => {
         },
       ],
     });
-    expectGatewayError(asResult(await getAccounts(auth(pair))), 'invalid_credentials');
+    expectGatewayError(await getAccounts(auth(pair)), 'invalid_credentials');
     expect((await getAccounts(auth(owner))).status).toBe(200);
   });
 
@@ -389,23 +384,23 @@ describe('DELETE /keys/{key}', () => {
     const pair = await createdPair(owner);
     expect((await getAccounts(auth(pair))).status).toBe(200);
     expect((await revokeKey(auth(pair), pair.key)).status).toBe(200);
-    expectGatewayError(asResult(await getAccounts(auth(pair))), 'invalid_credentials');
+    expectGatewayError(await getAccounts(auth(pair)), 'invalid_credentials');
   });
 
   it('answers 409 conflict for the last active pair unless ?force=true', async () => {
     const owner = await freshSubject('last');
     const refused = await revokeKey(auth(owner), owner.key);
-    expectGatewayError(asResult(refused), 'conflict');
+    expectGatewayError(refused, 'conflict');
     expect((await getAccounts(auth(owner))).status).toBe(200);
     for (const query of ['?force=false', '?force=1', '?forced=true']) {
-      expectGatewayError(asResult(await revokeKey(auth(owner), owner.key, query)), 'conflict');
+      expectGatewayError(await revokeKey(auth(owner), owner.key, query), 'conflict');
     }
     const forced = await revokeKey(auth(owner), owner.key, '?force=true');
     expect(forced.status).toBe(200);
     expect(dataOf(forced)).toEqual([
       expect.objectContaining({ key: owner.key, status: 'revoked' }),
     ]);
-    expectGatewayError(asResult(await getAccounts(auth(owner))), 'invalid_credentials');
+    expectGatewayError(await getAccounts(auth(owner)), 'invalid_credentials');
   });
 
   it('answers 200 again with the same record for a pair already revoked', async () => {
@@ -422,7 +417,7 @@ describe('DELETE /keys/{key}', () => {
     const owner = await freshSubject('missing');
     const missing = await revokeKey(auth(owner), 'ak_doesnotexist000000000000');
     const requestId = JSON.stringify(missing.headers['x-request-id']);
-    expect([missing.status, missing.headers['cache-control'], missing.text]).toEqual([
+    expect([missing.status, missing.headers['cache-control'], missing.body]).toEqual([
       404,
       'no-store',
       `{"result":"error","status":404,"error":{"code":"not_found","message":"No key pair with this id belongs to the caller."},"request_id":${requestId}}`,
@@ -437,8 +432,8 @@ describe('isolation between subjects', () => {
     const bSecond = await createdPair(b, 'b only');
     const listed = await listKeys(auth(a));
     expect(dataOf(listed).map((v) => v.key)).toEqual([a.key]);
-    expect(listed.text).not.toContain(b.key);
-    expect(listed.text).not.toContain(bSecond.key);
+    expect(listed.body).not.toContain(b.key);
+    expect(listed.body).not.toContain(bSecond.key);
   });
 
   it("answers a DELETE of another subject's pair exactly like one of a pair that does not exist", async () => {
@@ -471,7 +466,7 @@ describe('isolation between subjects', () => {
     const b = await freshSubject('isoGetB');
     const own = await send(gateway.url, `/keys/${a.key}`, { headers: auth(a) });
     const foreign = await send(gateway.url, `/keys/${b.key}`, { headers: auth(a) });
-    expectGatewayError(asResult(foreign), 'method_not_allowed');
+    expectGatewayError(foreign, 'method_not_allowed');
     expect(withoutRequestId(foreign.json)).toEqual(withoutRequestId(own.json));
     expect(foreign.headers.allow).toBe(own.headers.allow);
   });
@@ -488,17 +483,23 @@ describe('Bearer callers', () => {
     });
     const token = await issueToken(gateway.url, username, 'correct horse 1', '127.0.0.61');
 
-    const listed = await listKeys(bearerAuth(token));
+    const listed = await listKeys(bearer(token));
     expect(listed.status).toBe(200);
     expect(dataOf(listed).map((v) => v.key)).toEqual([owner.key]);
 
-    const created = await createKey(bearerAuth(token), { label: 'from a token' });
+    const created = await createKey(bearer(token), { label: 'from a token' });
     expect(created.status).toBe(201);
     const [view] = dataOf(created);
     expect(view).toMatchObject({ label: 'from a token', status: 'active' });
-    expect((await getAccounts(basicAuth(view?.key ?? '', view?.secret ?? ''))).status).toBe(200);
+    expect(
+      (
+        await getAccounts(
+          auth({ key: view?.key ?? '', secret: view?.secret ?? '', subject: owner.subject }),
+        )
+      ).status,
+    ).toBe(200);
 
-    const revoked = await revokeKey(bearerAuth(token), view?.key ?? '');
+    const revoked = await revokeKey(bearer(token), view?.key ?? '');
     expect(revoked.status).toBe(200);
     expect(dataOf(revoked)).toEqual([
       expect.objectContaining({ key: view?.key, status: 'revoked' }),
@@ -516,16 +517,16 @@ describe('Bearer callers', () => {
     });
     const token = await issueToken(gateway.url, username, 'correct horse 2', '127.0.0.62');
     // Verified (and cached by the gateway) before the user goes.
-    expect((await listKeys(bearerAuth(token))).status).toBe(200);
+    expect((await listKeys(bearer(token))).status).toBe(200);
     expect(await removeUser(redisUrl, prefix, username)).toBe(true);
 
     const answers = [
-      await listKeys(bearerAuth(token)),
-      await createKey(bearerAuth(token), { label: 'after removal' }),
-      await revokeKey(bearerAuth(token), spare.key),
+      await listKeys(bearer(token)),
+      await createKey(bearer(token), { label: 'after removal' }),
+      await revokeKey(bearer(token), spare.key),
     ];
     for (const res of answers) {
-      expectGatewayError(asResult(res), 'invalid_token');
+      expectGatewayError(res, 'invalid_token');
       expect(res.headers['www-authenticate']).toBe(BEARER_REJECTED);
     }
     // Nothing changed: no new pair, the spare still active.
@@ -552,6 +553,6 @@ describe('Bearer callers', () => {
       subject: `${owner.subject}-new`,
       password: 'correct horse 3',
     });
-    expectGatewayError(asResult(await listKeys(bearerAuth(token))), 'invalid_token');
+    expectGatewayError(await listKeys(bearer(token)), 'invalid_token');
   });
 });

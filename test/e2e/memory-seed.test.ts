@@ -1,7 +1,11 @@
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { basicHeader, TEST_BCRYPT_COST } from '../support/seed-redis.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { fromFetch } from '../support/http-answer.js';
+import { TEST_BCRYPT_COST } from '../support/seed-redis.js';
 
 // The embedded store seeded from YAML (credentials.seed), as an operator without Redis
 // would run it: the seeded pair and user work from the first request, with the built-in
@@ -20,6 +24,8 @@ const ACCOUNTS = {
   ],
 };
 
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 let gateway: GatewayProcess;
 
 beforeAll(async () => {
@@ -27,25 +33,28 @@ beforeAll(async () => {
     bcrypt.hash(PAIR.secret, TEST_BCRYPT_COST),
     bcrypt.hash(USER.password, TEST_BCRYPT_COST),
   ]);
-  gateway = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: builtin }
-credentials:
-  store: memory
-  bcryptCost: ${TEST_BCRYPT_COST}
-  seed:
-    keys:
-      - { key: ${PAIR.key}, secretHash: "${secretHash}", subject: ${SUBJECT}, label: from YAML }
-    users:
-      - { username: "${USER.username}", passwordHash: "${passwordHash}", subject: ${SUBJECT} }
-referenceUpstream:
-  accounts:
-    ${SUBJECT}:
-      - { id: 4, name: Carol cash, currency: GBP }
-      - { id: 9, name: Carol margin, currency: GBP }
-logging: { level: info }
-`);
+  gateway = await startGateway(
+    gatewayYaml({
+      upstreamUrl: 'builtin',
+      config: {
+        credentials: {
+          seed: {
+            keys: [{ key: PAIR.key, secretHash, subject: SUBJECT, label: 'from YAML' }],
+            users: [{ username: USER.username, passwordHash, subject: SUBJECT }],
+          },
+        },
+        referenceUpstream: {
+          accounts: {
+            [SUBJECT]: [
+              { id: 4, name: 'Carol cash', currency: 'GBP' },
+              { id: 9, name: 'Carol margin', currency: 'GBP' },
+            ],
+          },
+        },
+        logging: { level: 'info' },
+      },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -65,10 +74,7 @@ describe('a gateway on the memory store seeded from YAML', () => {
     const res = await fetch(`${gateway.url}/accounts`, {
       headers: { authorization: basicHeader(PAIR.key, `${PAIR.secret}x`) },
     });
-    expect(res.status).toBe(401);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
-      'invalid_credentials',
-    );
+    expectGatewayError(await fromFetch(res), 'invalid_credentials');
   });
 
   it('lists the seeded pair on GET /keys without its hash', async () => {
@@ -78,10 +84,20 @@ describe('a gateway on the memory store seeded from YAML', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).not.toContain('$2b$');
-    const body = JSON.parse(text) as { data: Record<string, unknown>[] };
-    expect(body.data).toEqual([
-      expect.objectContaining({ key: PAIR.key, label: 'from YAML', status: 'active' }),
-    ]);
+    expect(JSON.parse(text)).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: PAIR.key },
+      data: [
+        {
+          id: PAIR.key,
+          key: PAIR.key,
+          label: 'from YAML',
+          status: 'active',
+          created_at: expect.stringMatching(ISO) as unknown,
+        },
+      ],
+    });
   });
 
   it('exchanges the seeded user’s password for a Bearer token that reaches the same accounts', async () => {
@@ -91,18 +107,27 @@ describe('a gateway on the memory store seeded from YAML', () => {
       body: JSON.stringify(USER),
     });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as {
-      result: string;
-      meta: { count: number };
-      data: { access_token: string; token_type: string; expires_in: number }[];
-    };
-    expect(body.result).toBe('success');
-    expect(body.meta.count).toBe(1);
+    const body = (await res.json()) as { data: { access_token: string }[] };
+    // The default tokens.lifetimeSec: 900.
+    expect(body).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: null },
+      data: [
+        {
+          access_token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/) as unknown,
+          token_type: 'Bearer',
+          expires_in: 900,
+          expires_at: expect.stringMatching(
+            /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/,
+          ) as unknown,
+        },
+      ],
+    });
     const [token] = body.data;
-    expect(token).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
 
     const accounts = await fetch(`${gateway.url}/accounts`, {
-      headers: { authorization: `Bearer ${token?.access_token ?? ''}` },
+      headers: { authorization: bearerHeader(token?.access_token ?? '') },
     });
     expect(accounts.status).toBe(200);
     expect(await accounts.json()).toEqual(ACCOUNTS);
@@ -114,9 +139,6 @@ describe('a gateway on the memory store seeded from YAML', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ username: USER.username, password: 'not-her-password' }),
     });
-    expect(res.status).toBe(401);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
-      'invalid_credentials',
-    );
+    expectGatewayError(await fromFetch(res), 'invalid_credentials');
   });
 });

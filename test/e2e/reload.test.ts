@@ -1,9 +1,11 @@
 import { Agent, request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('reload');
 const pair = { key: 'ak_reload', secret: 'reload-secret-0123456789', subject: 'rita' };
@@ -12,16 +14,11 @@ let gateway: GatewayProcess;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
 function configYaml(upstreamPath: string, paths: string[]): string {
-  return `
-admin: { port: 0 }
-upstreams:
-  accounts: { url: ${upstream.url} }
-routes:
-  - { name: accounts, paths: [${paths.join(', ')}], upstream: accounts, upstreamPath: ${upstreamPath} }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
-`;
+  return gatewayYaml({
+    upstreamUrl: upstream.url,
+    redis: { url: inject('redisUrl'), keyPrefix: prefix },
+    config: { routes: [{ name: 'accounts', paths, upstream: 'accounts', upstreamPath }] },
+  });
 }
 
 /** One request on the shared keep-alive agent; `reused` says whether the socket was reused. */
@@ -69,10 +66,7 @@ describe('SIGHUP', () => {
   });
 
   it('keeps the running configuration and logs the problems when the new file is invalid', async () => {
-    writeFileSync(
-      gateway.configFile,
-      `${configYaml('/v3/accounts', ['/accounts'])}\nbogus: true\n`,
-    );
+    writeFileSync(gateway.configFile, `${configYaml('/v3/accounts', ['/accounts'])}bogus: true\n`);
     gateway.child.kill('SIGHUP');
     const refused = await gateway.waitForLog('configuration not reloaded; the running one stays');
     expect(refused.problems).toEqual(['(root): unknown key bogus']);

@@ -3,24 +3,24 @@ import { Redis } from 'ioredis';
 import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
-import { untilSubscribers } from '../integration/in-process-gateway.js';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
-import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
-import { expectGatewayError } from './errors-expect.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { generateSigningKey } from '../support/generate-signing-key.js';
+import type { HttpAnswer } from '../support/http-answer.js';
+import { median } from '../support/median.js';
+import { killCliChildren, runCli } from '../support/run-cli.js';
 import {
-  basicAuth,
-  gatewayYaml,
-  generateSigningKey,
-  issueToken,
-  killCliChildren,
-  medianOf,
   putUser,
   revokeAsAnotherService,
-  runCli,
-  send,
-  type HttpAnswer,
-} from './lifecycle-support.js';
+  seedKey,
+  TEST_BCRYPT_COST,
+  uniquePrefix,
+} from '../support/seed-redis.js';
+import { issueToken, send } from '../support/send.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 // Instant revocation across instances (issue 3, part 4): two gateway processes share one
 // Redis and key prefix. A pair revoked through one (API, CLI, or a direct write by another
@@ -42,11 +42,13 @@ beforeAll(async () => {
   upstream = await startEchoUpstream();
   const signing = await generateSigningKey();
   yaml = gatewayYaml({
-    redisUrl,
-    keyPrefix: prefix,
     upstreamUrl: upstream.url,
+    redis: { url: redisUrl, keyPrefix: prefix },
     signingKeyPem: signing.pem,
-    cacheTtlSec: CACHE_TTL_SEC,
+    config: {
+      auth: { basic: { cache: { ttlSec: CACHE_TTL_SEC } } },
+      logging: { level: 'info', requests: false },
+    },
   });
   [gatewayA, gatewayB] = await Promise.all([startGateway(yaml), startGateway(yaml)]);
   await untilSubscribers(redisUrl, prefix, 2);
@@ -77,15 +79,19 @@ async function seedPair(subject = `subject-${(pairs += 1)}`): Promise<Pair> {
   return pair;
 }
 
+const basic = (pair: { key: string; secret: string }) => ({
+  authorization: basicHeader(pair.key, pair.secret),
+});
+
 const accounts = (gateway: GatewayProcess, pair: Pair): Promise<HttpAnswer> =>
-  send(gateway.url, '/accounts', { headers: basicAuth(pair.key, pair.secret) });
+  send(gateway.url, '/accounts', { headers: basic(pair) });
 
 /** A few requests to each gateway: the pair is verified once and then answered from cache. */
 async function warm(pair: Pair, times = 3): Promise<void> {
   for (let i = 0; i < times; i += 1) {
     for (const gateway of [gatewayA, gatewayB]) {
       const res = await accounts(gateway, pair);
-      if (res.status !== 200) throw new Error(`warming ${pair.key}: ${res.status} ${res.text}`);
+      if (res.status !== 200) throw new Error(`warming ${pair.key}: ${res.status} ${res.body}`);
     }
   }
 }
@@ -115,16 +121,12 @@ async function untilRejected(
     const answer = await accounts(gateway, pair);
     const elapsedMs = performance.now() - since;
     if (answer.status === 401) return { elapsedMs, answer };
-    if (answer.status !== 200) throw new Error(`unexpected ${answer.status}: ${answer.text}`);
+    if (answer.status !== 200) throw new Error(`unexpected ${answer.status}: ${answer.body}`);
     if (elapsedMs > PROPAGATION_LIMIT_MS)
       throw new Error(
         `${pair.key} still works on ${gateway.url} after ${Math.round(elapsedMs)} ms`,
       );
   }
-}
-
-function asResult(answer: HttpAnswer) {
-  return { status: answer.status, headers: answer.headers, body: answer.text };
 }
 
 describe('a pair shared by two gateways', () => {
@@ -143,14 +145,14 @@ describe('a pair shared by two gateways', () => {
     const started = performance.now();
     const revoked = await send(gatewayA.url, `/keys/${pair.key}?force=true`, {
       method: 'DELETE',
-      headers: basicAuth(pair.key, pair.secret),
+      headers: basic(pair),
     });
     expect(revoked.status).toBe(200);
     const onB = await untilRejected(gatewayB, pair, started);
-    expectGatewayError(asResult(onB.answer), 'invalid_credentials');
+    expectGatewayError(onB.answer, 'invalid_credentials');
     expect(onB.elapsedMs).toBeLessThan(PROPAGATION_LIMIT_MS);
     const onA = await untilRejected(gatewayA, pair, started);
-    expectGatewayError(asResult(onA.answer), 'invalid_credentials');
+    expectGatewayError(onA.answer, 'invalid_credentials');
   });
 
   it('stops working on both once revoked with the CLI (keys revoke)', async () => {
@@ -162,7 +164,7 @@ describe('a pair shared by two gateways', () => {
     expect(cli).toMatchObject({ code: 0, stdout: `revoked ${pair.key}\n` });
     for (const gateway of [gatewayA, gatewayB]) {
       const { elapsedMs, answer } = await untilRejected(gateway, pair, started);
-      expectGatewayError(asResult(answer), 'invalid_credentials');
+      expectGatewayError(answer, 'invalid_credentials');
       expect(elapsedMs).toBeLessThan(PROPAGATION_LIMIT_MS);
     }
   });
@@ -174,13 +176,13 @@ describe('a pair shared by two gateways', () => {
     await revokeAsAnotherService(redisUrl, prefix, pair.key, pair.subject);
     for (const gateway of [gatewayA, gatewayB]) {
       const { elapsedMs, answer } = await untilRejected(gateway, pair, started);
-      expectGatewayError(asResult(answer), 'invalid_credentials');
+      expectGatewayError(answer, 'invalid_credentials');
       expect(elapsedMs).toBeLessThan(PROPAGATION_LIMIT_MS);
     }
     // The other gateways' view of the pair agrees: listed as revoked.
     const spare = await seedPair(pair.subject);
     const listed = await send(gatewayB.url, '/keys', {
-      headers: basicAuth(spare.key, spare.secret),
+      headers: basic(spare),
     });
     expect((listed.json as { data: { key: string; status: string }[] }).data).toContainEqual(
       expect.objectContaining({ key: pair.key, status: 'revoked' }),
@@ -195,7 +197,7 @@ describe('a pair shared by two gateways', () => {
     });
     const token = await issueToken(gatewayA.url, 'shared', 'shared-pass-1');
     const res = await send(gatewayB.url, '/accounts', {
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: bearerHeader(token) },
     });
     expect(res.status).toBe(200);
   });
@@ -211,7 +213,7 @@ describe('propagation time (benchmark figure, not a timed assertion)', () => {
       const started = performance.now();
       const revoked = await send(gatewayA.url, `/keys/${pair.key}?force=true`, {
         method: 'DELETE',
-        headers: basicAuth(pair.key, pair.secret),
+        headers: basic(pair),
       });
       const answered = performance.now();
       expect(revoked.status).toBe(200);
@@ -223,8 +225,8 @@ describe('propagation time (benchmark figure, not a timed assertion)', () => {
     const ms = (value: number): string => value.toFixed(1);
     console.log(
       `revocation propagation A -> B over ${TRIALS} trials (cache TTL ${CACHE_TTL_SEC} s): ` +
-        `from DELETE sent to B's first 401: median ${ms(medianOf(fromRequest))} ms, worst ${ms(Math.max(...fromRequest))} ms; ` +
-        `from A's 200 to B's first 401: median ${ms(medianOf(fromAnswer))} ms, worst ${ms(Math.max(...fromAnswer))} ms`,
+        `from DELETE sent to B's first 401: median ${ms(median(fromRequest))} ms, worst ${ms(Math.max(...fromRequest))} ms; ` +
+        `from A's 200 to B's first 401: median ${ms(median(fromAnswer))} ms, worst ${ms(Math.max(...fromAnswer))} ms`,
     );
   }, 60_000);
 });

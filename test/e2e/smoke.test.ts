@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess, redisGatewayYaml } from '../support/gateway-process.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('smoke');
 let upstream: EchoUpstream;
@@ -14,10 +16,13 @@ beforeAll(async () => {
     secret: 's3cret-smoke',
     subject: 'alice',
   });
-  gateway = await startGateway(`
-${redisGatewayYaml({ redisUrl: inject('redisUrl'), keyPrefix: prefix, upstreamUrl: upstream.url })}
-logging: { level: info }
-`);
+  gateway = await startGateway(
+    gatewayYaml({
+      upstreamUrl: upstream.url,
+      redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      config: { logging: { level: 'info' } },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -38,14 +43,12 @@ describe('gateway smoke', () => {
 
 describe('an upstream URL with a path', () => {
   it('prefixes the route path with it', async () => {
-    const based = await startGateway(`
-admin: { port: 0 }
-upstreams:
-  accounts: { url: "${upstream.url}/base/" }
-credentials:
-  store: redis
-  redis: { url: ${inject('redisUrl')}, keyPrefix: "${prefix}" }
-`);
+    const based = await startGateway(
+      gatewayYaml({
+        upstreamUrl: `${upstream.url}/base/`,
+        redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      }),
+    );
     try {
       const res = await fetch(`${based.url}/accounts/?q=1`, {
         headers: { authorization: basicHeader('ak_smoke', 's3cret-smoke') },
