@@ -102,7 +102,7 @@ export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
       try {
         pool.dispatch(
           {
-            method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+            method: req.method ?? 'GET',
             path: exchange.path,
             headers: exchange.headers as Record<string, string | string[]>,
             body: hasBody(req) ? req : null,
