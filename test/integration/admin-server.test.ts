@@ -3,12 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminServer } from '../../src/admin/admin-server.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function envelope(code: string, status: number, message: string, requestId: string) {
-  return { result: 'error', status, error: { code, message }, request_id: requestId };
-}
+import {
+  errorEnvelope,
+  expectGatewayError,
+  GENERATED_REQUEST_ID,
+} from '../support/expect-gateway-error.js';
+import { fromFetch } from '../support/http-answer.js';
 
 describe('the admin server', () => {
   /** What the next readiness check answers: ready, not ready, or a failed check. */
@@ -41,7 +41,7 @@ describe('the admin server', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('x-request-id')).toMatch(GENERATED_REQUEST_ID);
     expect(await res.json()).toEqual({ status: 'ok' });
   });
 
@@ -52,7 +52,7 @@ describe('the admin server', () => {
     const replaced = await fetch(`${baseUrl}/healthz`, {
       headers: { 'x-request-id': 'has spaces' },
     });
-    expect(replaced.headers.get('x-request-id')).toMatch(UUID);
+    expect(replaced.headers.get('x-request-id')).toMatch(GENERATED_REQUEST_ID);
     await replaced.arrayBuffer();
   });
 
@@ -66,7 +66,7 @@ describe('the admin server', () => {
     readiness = 'ready';
     const res = await fetch(`${baseUrl}/readyz`);
     expect(res.status).toBe(200);
-    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('x-request-id')).toMatch(GENERATED_REQUEST_ID);
     expect(await res.json()).toEqual({ status: 'ready' });
   });
 
@@ -81,11 +81,10 @@ describe('the admin server', () => {
         expect(res.headers.get('cache-control')).toBe('no-store');
         expect(res.headers.get('x-request-id')).toBe('lb-1');
         expect(await res.json()).toEqual(
-          envelope(
+          errorEnvelope(
             'credential_store_unavailable',
-            503,
-            'Credentials cannot be checked right now.',
             'lb-1',
+            'Credentials cannot be checked right now.',
           ),
         );
         const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -105,11 +104,10 @@ describe('the admin server', () => {
       expect(res.headers.get('retry-after')).toBe('1');
       expect(res.headers.get('cache-control')).toBe('no-store');
       expect(await res.json()).toEqual(
-        envelope(
+        errorEnvelope(
           'draining',
-          503,
-          'The gateway is shutting down; retry on another instance.',
           'lb-2',
+          'The gateway is shutting down; retry on another instance.',
         ),
       );
       const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -139,9 +137,10 @@ describe('the admin server', () => {
       await new Promise<void>((resolve) => slow.once('request', () => resolve()));
       draining = true;
       answer(true);
-      const answered = await res;
+      const answered = await fromFetch(await res);
       expect(answered.status).toBe(503);
-      expect(((await answered.json()) as { error: { code: string } }).error.code).toBe('draining');
+      expect(answered.headers['retry-after']).toBe('1');
+      expectGatewayError(answered, 'draining');
     } finally {
       draining = false;
       slow.closeAllConnections();
@@ -154,7 +153,7 @@ describe('the admin server', () => {
     const res = await fetch(`${baseUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('x-request-id')).toMatch(GENERATED_REQUEST_ID);
     const text = await res.text();
     expect(text).toMatch(/^gateway_ready 1$/m);
     expect(text).toContain('# TYPE gateway_requests_total counter');
@@ -171,7 +170,7 @@ describe('the admin server', () => {
       expect(res.headers.get('x-request-id')).toBe('nf-1');
       expect(res.headers.get('allow')).toBeNull();
       expect(await res.json()).toEqual(
-        envelope('not_found', 404, 'No resource matches the request path.', 'nf-1'),
+        errorEnvelope('not_found', 'nf-1', 'No resource matches the request path.'),
       );
     }
   });
@@ -187,7 +186,7 @@ describe('the admin server', () => {
       expect(res.headers.get('allow')).toBe('GET, HEAD');
       expect(res.headers.get('x-request-id')).toBe('m-1');
       expect(await res.json()).toEqual(
-        envelope('method_not_allowed', 405, 'The method is not allowed on this resource.', 'm-1'),
+        errorEnvelope('method_not_allowed', 'm-1', 'The method is not allowed on this resource.'),
       );
     },
   );

@@ -2,16 +2,13 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
-import {
-  ECHO_BODY,
-  errorBody,
-  median,
-  startInProcessGateway,
-  type RunningGateway,
-  untilSubscribers,
-} from './in-process-gateway.js';
+import { basicHeader } from '../support/basic-header.js';
+import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { errorEnvelope, GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
+import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
+import { median } from '../support/median.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 // A cost high enough that a skipped compare would show in the timings; the gateway's dummy
 // hash (for unknown keys) is made with the configured cost, so both paths cost the same.
@@ -167,7 +164,7 @@ describe('a denied Basic pair', () => {
       expect(res.status).toBe(401);
       expect(res.headers.get('x-request-id')).toBe(body.request_id);
       challenges.add(res.headers.get('www-authenticate'));
-      expect(body.request_id).toEqual(expect.any(String));
+      expect(body.request_id).toMatch(GENERATED_REQUEST_ID);
       // Request ids differ by design; everything else must not.
       seen.push({ ...body, request_id: '(varies)' });
     };
@@ -180,10 +177,11 @@ describe('a denied Basic pair', () => {
       await sample(pair.key, `wrong-secret-${i}`, wrongMs, bodies.wrong);
     }
 
-    const expected = {
-      ...errorBody('invalid_credentials', 401, 'The credentials are not valid.'),
-      request_id: '(varies)',
-    };
+    const expected = errorEnvelope(
+      'invalid_credentials',
+      '(varies)',
+      'The credentials are not valid.',
+    );
     expect(bodies.unknown).toEqual(Array.from({ length: TIMING_SAMPLES }, () => expected));
     expect(bodies.wrong).toEqual(bodies.unknown);
     // The default route takes both schemes, so both challenges are offered, alike for both.

@@ -9,9 +9,10 @@ import type {
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
+import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
-import { redisConfig, untilSubscribers } from './in-process-gateway.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 /**
  * What one test gets: `store` to act on, and `observer`, whose subscribe() listener must

@@ -8,6 +8,8 @@ import { createSecretHasher, type SecretHasher } from '../../src/credentials/sec
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
 import { countingHasher } from '../support/counting-hasher.js';
 import { serveEndpoint } from '../support/endpoint-server.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
+import { fromFetch } from '../support/http-answer.js';
 import { TEST_BCRYPT_COST } from '../support/seed-redis.js';
 
 // POST /keys on its own over a real socket, with a hasher the test counts: what the e2e
@@ -67,9 +69,10 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
 describe('POST /keys and the per-subject cap', () => {
   it('answers 422 to a subject at its cap without running bcrypt', async () => {
     const counted = countingHasher(hasher);
-    const res = await fetch(await startKeys('full', counted), { method: 'POST' });
+    const res = await fromFetch(await fetch(await startKeys('full', counted), { method: 'POST' }));
     expect(res.status).toBe(422);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('limit_exceeded');
+    // serveEndpoint gives every request the id test-request.
+    expectGatewayError(res, 'limit_exceeded', { requestId: 'test-request' });
     expect(counted.hashes()).toBe(0);
   });
 

@@ -9,17 +9,15 @@ import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { createRedisClient, createRedisStore } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { basicHeader } from '../support/basic-header.js';
+import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
+import { fromFetch } from '../support/http-answer.js';
+import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
+import { pollStatus } from '../support/poll-status.js';
+import { redisConfig } from '../support/redis-config.js';
 import { freePort, spawnRedisServer } from '../support/redis-server.js';
-import { basicHeader, seedKey, uniquePrefix } from '../support/seed-redis.js';
-import {
-  ECHO_BODY,
-  errorBody,
-  pollStatus,
-  redisConfig,
-  startInProcessGateway,
-  type RunningGateway,
-} from './in-process-gateway.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 /**
  * The outages in redis-outage.test.ts (closed port, killed server) fail fast on their own:
@@ -264,26 +262,26 @@ describe('a gateway whose standalone Redis stops answering', () => {
 
     redis.pause();
     const started = performance.now();
-    const res = await send();
-    const body: unknown = await res.json();
+    const res = await fromFetch(await send());
     const elapsedMs = performance.now() - started;
     expect(res.status).toBe(503);
-    expect(res.headers.get('www-authenticate')).toBeNull();
-    expect(res.headers.get('retry-after')).toBe('1');
-    expect(body).toEqual(
-      errorBody('credential_store_unavailable', 503, 'Credentials cannot be checked right now.'),
-    );
+    expect(res.headers['www-authenticate']).toBeUndefined();
+    expect(res.headers['retry-after']).toBe('1');
+    expectGatewayError(res, 'credential_store_unavailable', {
+      message: 'Credentials cannot be checked right now.',
+    });
     expect(elapsedMs).toBeLessThan(BOUND_MS);
 
     const readyStarted = performance.now();
-    const notReady = await fetch(`${running.adminUrl}/readyz`);
-    expect(notReady.status).toBe(503);
-    await notReady.arrayBuffer();
+    const notReady = await fromFetch(await fetch(`${running.adminUrl}/readyz`));
     expect(performance.now() - readyStarted).toBeLessThan(BOUND_MS);
+    expect(notReady.status).toBe(503);
+    expect(notReady.headers['retry-after']).toBe('1');
+    expectGatewayError(notReady, 'credential_store_unavailable');
 
     redis.resume();
     const recovered = await pollStatus(send, 200, { deadlineMs: 10_000, intervalMs: 50 });
-    expect(recovered.body).toEqual(ECHO_BODY);
+    expect(recovered.answer.json).toEqual(ECHO_BODY);
   });
 });
 

@@ -3,18 +3,15 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { basicHeader } from '../support/basic-header.js';
+import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
+import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
+import { pollStatus } from '../support/poll-status.js';
+import { redisConfig } from '../support/redis-config.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
-import { basicHeader, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
-import {
-  ECHO_BODY,
-  errorBody,
-  pollStatus,
-  redisConfig,
-  startInProcessGateway,
-  untilSubscribers,
-  type RunningGateway,
-} from './in-process-gateway.js';
+import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
 // Far beyond every deadline below: only a revocation event or a flush can explain a 401.
 const CACHE_TTL_SEC = 300;
@@ -37,8 +34,6 @@ function request(
     headers: { authorization: basicHeader(pair.key, pair.secret) },
   });
 }
-
-const invalidCredentials = errorBody('invalid_credentials', 401, 'The credentials are not valid.');
 
 beforeAll(async () => {
   redis = await startLocalRedis();
@@ -93,7 +88,7 @@ describe('revocation across gateways sharing one Redis', () => {
     console.log(
       `revocation reached both gateways after ${results.map((r) => r.elapsedMs.toFixed(1)).join(' ms, ')} ms`,
     );
-    for (const result of results) expect(result.body).toEqual(invalidCredentials);
+    for (const result of results) expectGatewayError(result.answer, 'invalid_credentials');
     // And it stays rejected: no later request finds a stale entry.
     for (const gateway of gateways) expect((await request(gateway, pair)).status).toBe(401);
   });
@@ -147,7 +142,7 @@ describe('revocation across gateways sharing one Redis', () => {
     console.log(
       `cache flushed after the subscription dropped: ${results.map((r) => r.elapsedMs.toFixed(1)).join(' ms, ')} ms`,
     );
-    for (const result of results) expect(result.body).toEqual(invalidCredentials);
+    for (const result of results) expectGatewayError(result.answer, 'invalid_credentials');
     for (const gateway of gateways) {
       const res = await request(gateway, { key: pair.key, secret: newSecret });
       expect(res.status).toBe(200);

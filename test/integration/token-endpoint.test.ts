@@ -12,8 +12,11 @@ import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
 import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
 import { countingHasher } from '../support/counting-hasher.js';
 import { serveEndpoint } from '../support/endpoint-server.js';
+import { expectGatewayError, expectThrottleRetryAfter } from '../support/expect-gateway-error.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { comparableHeaders, fromFetch, type HttpAnswer } from '../support/http-answer.js';
+import { redisConfig } from '../support/redis-config.js';
 import { TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
-import { errorBody, redisConfig } from './in-process-gateway.js';
 
 // POST /auth/token on its own, over a real socket and the Redis store, with a bcrypt hasher
 // the test can count and hold: what the e2e tests cannot see from outside the process.
@@ -39,7 +42,7 @@ beforeAll(async () => {
     passwordHash: aliceHash,
     createdAt: new Date().toISOString(),
   });
-  const config = parseConfig('upstreams: { accounts: { url: builtin } }', 'token-test.yaml');
+  const config = parseConfig(gatewayYaml({ upstreamUrl: 'builtin' }), 'token-test.yaml');
   signer = await createTokenSigner(config.tokens);
 });
 
@@ -85,17 +88,16 @@ async function startEndpoint(
   return `${url}/auth/token`;
 }
 
-async function login(
-  url: string,
-  username: string,
-  password: string,
-): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+/** The request id serveEndpoint gives every request. */
+const REQUEST_ID = 'test-request';
+
+async function login(url: string, username: string, password: string): Promise<HttpAnswer> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ username, password }),
   });
-  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
+  return fromFetch(res);
 }
 
 describe('POST /auth/token: the password compare', () => {
@@ -104,10 +106,16 @@ describe('POST /auth/token: the password compare', () => {
     const url = await startEndpoint(counted);
     const unknown = await login(url, 'nobody-by-this-name', 'guess-1');
     const wrong = await login(url, ALICE.username, 'guess-2');
-    const denied = errorBody('invalid_credentials', 401, 'The credentials are not valid.');
-    expect([unknown, wrong]).toEqual([
-      { status: 401, retryAfter: null, body: denied },
-      { status: 401, retryAfter: null, body: denied },
+    for (const answer of [unknown, wrong]) {
+      expectGatewayError(answer, 'invalid_credentials', {
+        requestId: REQUEST_ID,
+        message: 'The credentials are not valid.',
+      });
+      expect(answer.headers['retry-after']).toBeUndefined();
+    }
+    expect([unknown.body, comparableHeaders(unknown.headers)]).toEqual([
+      wrong.body,
+      comparableHeaders(wrong.headers),
     ]);
     expect(counted.compares()).toEqual([
       { secret: 'guess-1', hash: dummyHash },
@@ -130,6 +138,7 @@ describe('POST /auth/token: the login throttle', () => {
     const counted = countingHasher(hasher, progress);
     const url = await startEndpoint(counted, { maxFailures });
     const release = counted.hold();
+    const openedAt = Date.now();
     const answers = Array.from({ length: burst }, (_, i) =>
       login(url, ALICE.username, `guess-${i}`).then((answer) => {
         answered += 1;
@@ -141,16 +150,23 @@ describe('POST /auth/token: the login throttle', () => {
     await arrived;
     release();
     const results = await Promise.all(answers);
+    const answeredAt = Date.now();
 
     expect(counted.compares()).toHaveLength(maxFailures);
     const refused = results.filter((r) => r.status === 429);
     expect(results.filter((r) => r.status === 401)).toHaveLength(maxFailures);
     expect(refused).toHaveLength(burst - maxFailures);
     for (const answer of refused) {
-      expect(answer.body).toEqual(
-        errorBody('rate_limited', 429, 'Too many requests; retry later.'),
+      expectGatewayError(answer, 'rate_limited', {
+        requestId: REQUEST_ID,
+        message: 'Too many requests; retry later.',
+      });
+      expectThrottleRetryAfter(
+        answer.headers['retry-after'],
+        LOGIN.windowSec,
+        openedAt,
+        answeredAt,
       );
-      expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
     }
   });
 

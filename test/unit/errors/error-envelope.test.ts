@@ -1,5 +1,5 @@
-import { createServer, request, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../../src/errors/error-codes.js';
 import { errorBody, writeError, writeRawError } from '../../../src/errors/error-envelope.js';
@@ -8,6 +8,9 @@ import {
   KEY_NOT_FOUND_MESSAGE,
   toGatewayError,
 } from '../../../src/errors/gateway-error.js';
+import type { HttpAnswer } from '../../support/http-answer.js';
+import { rawRequest } from '../../support/raw-request.js';
+import { send as sendRequest } from '../../support/send.js';
 
 const CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
 
@@ -116,13 +119,6 @@ describe('GatewayError', () => {
   });
 });
 
-interface RawResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  rawHeaders: string[];
-  body: string;
-}
-
 describe('writeError on a real server', () => {
   let handler: (res: ServerResponse) => void = () => undefined;
   const server = createServer((_req, res) => handler(res));
@@ -137,31 +133,8 @@ describe('writeError on a real server', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const send = (method = 'GET'): Promise<RawResponse> =>
-    new Promise((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method, path: '/x', agent: false }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            rawHeaders: res.rawHeaders,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      });
-      req.on('error', reject);
-      req.end();
-    });
-
-  const valuesOf = (raw: string[], name: string): string[] => {
-    const out: string[] = [];
-    for (let i = 0; i + 1 < raw.length; i += 2)
-      if (raw[i]?.toLowerCase() === name) out.push(raw[i + 1] ?? '');
-    return out;
-  };
+  const send = (method = 'GET', headers: Record<string, string> = {}): Promise<HttpAnswer> =>
+    sendRequest(`http://127.0.0.1:${port}`, '/x', { method, headers });
 
   it('writes the envelope with content type, no-store and the request id', async () => {
     handler = (res) => writeError(res, new GatewayError('not_found'), 'rid-1');
@@ -202,7 +175,7 @@ describe('writeError on a real server', () => {
     handler = (res) => writeError(res, new GatewayError('invalid_token', { challenges }), 'rid-2');
     const res = await send();
     expect(res.status).toBe(401);
-    expect(valuesOf(res.rawHeaders, 'www-authenticate')).toEqual(challenges);
+    expect(res.headers['www-authenticate']).toEqual(challenges);
     expect(JSON.parse(res.body)).toEqual({
       result: 'error',
       status: 401,
@@ -229,7 +202,8 @@ describe('writeError on a real server', () => {
 
   it('asks to close the connection after a 400', async () => {
     handler = (res) => writeError(res, new GatewayError('invalid_path'), 'r');
-    const res = await send();
+    // The client asks to keep the connection: only writeError's own header can close it.
+    const res = await send('GET', { connection: 'keep-alive' });
     expect([res.status, res.headers.connection]).toEqual([400, 'close']);
   });
 
@@ -278,15 +252,12 @@ describe('writeRawError', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let data = '';
-        socket.setEncoding('utf8');
-        socket.on('data', (chunk: string) => (data += chunk));
-        socket.on('end', () => resolve(data));
-        socket.on('error', reject);
-        socket.write('GET / HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n');
-      });
+      const { raw, closedByServer } = await rawRequest(
+        port,
+        'GET / HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n',
+        { untilClosed: true },
+      );
+      expect(closedByServer).toBe(true);
       const body = errorBody('headers_too_large', 'raw-1');
       expect(raw).toBe(
         'HTTP/1.1 431 Request Header Fields Too Large\r\n' +
