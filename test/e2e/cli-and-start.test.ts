@@ -137,12 +137,11 @@ describe('accounts-gateway check', () => {
   });
 
   it('exits 2 and names every problem by its YAML path for an invalid configuration', async () => {
-    const file = writeConfig(`
-upstreams:
-  accounts: { url: "http://127.0.0.1:9", timeoutMs: "fast" }
-forwarding:
-  stripEverything: true
-`);
+    const yaml = gatewayYaml({
+      config: { upstreams: { accounts: { url: 'http://127.0.0.1:9', timeoutMs: 'fast' } } },
+    });
+    // A key the schema does not know cannot be typed: it is appended as text.
+    const file = writeConfig(`${yaml}forwarding:\n  stripEverything: true\n`);
     const result = await runCli(['check', '--config', file]);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');

@@ -189,7 +189,7 @@ describe('POST /keys', () => {
     const res = await createKey(auth(owner), { label: 'ci runner' });
     expect(res.status).toBe(201);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     const [view] = dataOf(res);
     expect(res.json).toEqual({
       result: 'success',

@@ -9,6 +9,7 @@ import {
   expectGatewayError,
   expectThrottleRetryAfter,
   GENERATED_REQUEST_ID,
+  UUID_V4,
 } from '../support/expect-gateway-error.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
@@ -87,7 +88,9 @@ describe('POST /auth/token with the right password', () => {
     const after = nowSec();
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers.pragma).toBe('no-cache');
+    expect(res.headers['x-request-id']).toMatch(GENERATED_REQUEST_ID);
     expect(res.json).toEqual({
       result: 'success',
       status: 200,
@@ -114,7 +117,8 @@ describe('POST /auth/token with the right password', () => {
       preferred_username: ALICE.username,
       iat: expect.any(Number) as unknown,
       exp: expect.any(Number) as unknown,
-      jti: expect.any(String) as unknown,
+      // randomUUID() in src/tokens/token-signer.ts.
+      jti: expect.stringMatching(UUID_V4) as unknown,
     });
     expect(claims.iat).toBeGreaterThanOrEqual(before);
     expect(claims.iat).toBeLessThanOrEqual(after);
@@ -437,7 +441,8 @@ describe('GET /.well-known/jwks.json', () => {
   it('publishes exactly the public half of the signing key, under the kid tokens carry', async () => {
     const res = await send(gateway.url, '/.well-known/jwks.json');
     expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('public, max-age=300');
     expect(res.json).toEqual({
       keys: [
         {

@@ -294,7 +294,7 @@ describe('the Redis credential store reading what another service wrote', () => 
       secretHash: expect.stringMatching(/^\$2b\$04\$/) as unknown,
       label: 'made by the web app',
       status: 'active',
-      createdAt: expect.any(String) as unknown,
+      createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) as unknown,
     });
     if (record === undefined) throw new Error('unreachable');
     expect(Date.parse(record.createdAt)).toBeGreaterThanOrEqual(before - 1000);

@@ -2,9 +2,11 @@ import { expect } from 'vitest';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/errors/error-codes.js';
 import type { HttpAnswer } from './http-answer.js';
 
+/** What node:crypto's randomUUID() makes: a version 4, variant 1 UUID in lower case. */
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 /** An X-Request-Id the gateway made itself: randomUUID() (src/http/request-id.ts). */
-export const GENERATED_REQUEST_ID =
-  /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const GENERATED_REQUEST_ID = UUID_V4;
 
 export const BASIC_CHALLENGE = 'Basic realm="accounts-gateway", charset="UTF-8"';
 export const BEARER_CHALLENGE = 'Bearer realm="accounts-gateway"';
