@@ -46,12 +46,6 @@ export function parseJson(text: string): unknown {
   }
 }
 
-/** One header's value, repeats joined with ", " as fetch would. */
-export function header(answer: HttpAnswer, name: string): string | undefined {
-  const value = answer.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-}
-
 /** The body of an error envelope without its request_id, to compare two answers. */
 export function withoutRequestId(body: unknown): unknown {
   if (body === null || typeof body !== 'object') return body;

@@ -104,6 +104,3 @@ export async function revokeAsAnotherService(
     redis.disconnect();
   }
 }
-
-/** Kept for callers that import it from here; it lives in basic-header.ts. */
-export { basicHeader } from './basic-header.js';
