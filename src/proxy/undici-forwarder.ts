@@ -16,7 +16,7 @@ const TIMEOUT_CODES = new Set([
  * object per response, the body written straight into the client's response with
  * back-pressure (pause the upstream while the client's socket is full).
  */
-class UndiciExchange implements Dispatcher.DispatchHandler {
+export class UndiciExchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private clientGone = false;
 

@@ -1,6 +1,7 @@
 import { stringify } from 'yaml';
 import type { z } from 'zod';
 import type { configSchema } from '../../src/config/config-schema.js';
+import { FORWARDING_ENGINE } from './forwarding-engine.js';
 import { TEST_BCRYPT_COST } from './seed-redis.js';
 
 /** A config file's content as config-schema reads it: every section and setting optional. */
@@ -43,7 +44,26 @@ export function gatewayYaml(options: GatewayYamlOptions = {}): string {
       ? {}
       : { tokens: { signingKey: options.signingKeyPem } }),
   };
-  return stringify(merge(base, options.config ?? {}));
+  return stringify(withEngine(merge(base, options.config ?? {})));
+}
+
+/** Every upstream that names no engine gets the one the suite runs against, if any. */
+function withEngine(config: unknown): unknown {
+  if (FORWARDING_ENGINE === undefined || !isPlainObject(config)) return config;
+  const upstreams = config.upstreams;
+  if (!isPlainObject(upstreams)) return config;
+  const engine = FORWARDING_ENGINE;
+  return {
+    ...config,
+    upstreams: Object.fromEntries(
+      Object.entries(upstreams).map(([name, upstream]) => [
+        name,
+        isPlainObject(upstream) && upstream.engine === undefined
+          ? { ...upstream, engine }
+          : upstream,
+      ]),
+    ),
+  };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

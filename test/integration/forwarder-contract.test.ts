@@ -1,0 +1,200 @@
+import { createHash } from 'node:crypto';
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GatewayError } from '../../src/errors/gateway-error.js';
+import { createUpstreamTarget, type Forwarder } from '../../src/proxy/forwarder.js';
+import { createHttpProxyForwarder } from '../../src/proxy/http-proxy-forwarder.js';
+import { createUndiciForwarder } from '../../src/proxy/undici-forwarder.js';
+
+// The contract every forwarding engine keeps, run against each: a real upstream and a
+// real front server on loopback, the engine in between, a real HTTP client.
+
+const ENGINES = [
+  ['http-proxy-3', createHttpProxyForwarder],
+  ['undici', createUndiciForwarder],
+] as const;
+
+const servers: Server[] = [];
+const forwarders: Forwarder[] = [];
+
+afterEach(async () => {
+  for (const forwarder of forwarders.splice(0)) forwarder.close();
+  await Promise.all(
+    servers.splice(0).map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    ),
+  );
+});
+
+async function listen(server: Server): Promise<number> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+/** A front server that forwards every request as it is, and the errors it was told of. */
+async function front(
+  engine: (typeof ENGINES)[number][1],
+  upstreamPort: number,
+  maxSockets = 16,
+): Promise<{ port: number; errors: GatewayError[] }> {
+  const forwarder = engine(
+    createUpstreamTarget('up', new URL(`http://127.0.0.1:${upstreamPort}`), {
+      timeoutMs: 5_000,
+      connectTimeoutMs: 1_000,
+      maxSockets,
+    }),
+  );
+  forwarders.push(forwarder);
+  const errors: GatewayError[] = [];
+  const server = createServer((req, res) => {
+    const headers: Record<string, string> = { host: `127.0.0.1:${upstreamPort}` };
+    for (const name of ['content-type', 'content-length'] as const) {
+      const value = req.headers[name];
+      if (value !== undefined) headers[name] = value;
+    }
+    forwarder.forward(req, res, {
+      path: req.url ?? '/',
+      headers,
+      requestId: 'req-1',
+      onError: (error) => {
+        errors.push(error);
+        res.destroy();
+      },
+    });
+  });
+  return { port: await listen(server), errors };
+}
+
+function send(
+  port: number,
+  options: { method?: string; path?: string; body?: Buffer; headers?: Record<string, string> },
+): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'GET',
+        path: options.path ?? '/',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const sha = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
+
+describe.each(ENGINES)('the %s engine', (_name, engine) => {
+  it('streams a 4 MiB request body up and a 4 MiB response down, byte for byte', async () => {
+    const upload = Buffer.alloc(4 * 1024 * 1024, 'u');
+    const download = Buffer.alloc(4 * 1024 * 1024, 'd');
+    let received = '';
+    const upstream = createServer((req, res) => {
+      const hash = createHash('sha256');
+      req.on('data', (chunk: Buffer) => hash.update(chunk));
+      req.on('end', () => {
+        received = hash.digest('hex');
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        // Many writes: the engine relays them as they come, not as one buffered body.
+        for (let offset = 0; offset < download.length; offset += 65_536)
+          res.write(download.subarray(offset, offset + 65_536));
+        res.end();
+      });
+    });
+    const { port } = await front(engine, await listen(upstream));
+    const answer = await send(port, {
+      method: 'POST',
+      body: upload,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect([answer.status, sha(answer.body), received]).toEqual([200, sha(download), sha(upload)]);
+  });
+
+  it('answers HEAD with the upstream status and headers and no body', async () => {
+    const upstream = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '42' });
+      res.end();
+    });
+    const { port } = await front(engine, await listen(upstream));
+    const answer = await send(port, { method: 'HEAD' });
+    expect([answer.status, answer.headers['content-length'], answer.body.length]).toEqual([
+      200,
+      '42',
+      0,
+    ]);
+  });
+
+  it('passes any status and its reason through, and strips the hop-by-hop fields', async () => {
+    const upstream = createServer((_req, res) => {
+      res.writeHead(418, "I'm a teapot", {
+        'x-kept': 'yes',
+        'keep-alive': 'timeout=5',
+        'x-named': 'gone',
+        connection: 'x-named',
+      });
+      res.end('short and stout');
+    });
+    const { port } = await front(engine, await listen(upstream));
+    const answer = await send(port, {});
+    expect([
+      answer.status,
+      answer.headers['x-kept'],
+      answer.headers['x-named'],
+      answer.headers['keep-alive'],
+      answer.headers['x-request-id'],
+      answer.body.toString(),
+    ]).toEqual([418, 'yes', undefined, undefined, 'req-1', 'short and stout']);
+  });
+
+  it('keeps at most maxSockets connections to the upstream, queueing the rest', async () => {
+    let open = 0;
+    let most = 0;
+    const connections = new Set<unknown>();
+    const upstream = createServer((_req, res) => {
+      // Each answer waits for the next request to arrive, so requests overlap if they can.
+      setImmediate(() => res.end('ok'));
+    });
+    upstream.on('connection', (socket) => {
+      connections.add(socket);
+      open += 1;
+      most = Math.max(most, open);
+      socket.on('close', () => (open -= 1));
+    });
+    const { port } = await front(engine, await listen(upstream), 2);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send(port, {})));
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 8 }, () => 200));
+    expect(most).toBeLessThanOrEqual(2);
+    expect(connections.size).toBeLessThanOrEqual(2);
+  });
+
+  it('reports a refused connection as 502 upstream_unavailable', async () => {
+    const closed = createServer();
+    const closedPort = await listen(closed);
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    servers.splice(servers.indexOf(closed), 1);
+    const { port, errors } = await front(engine, closedPort);
+    await send(port, {}).catch(() => undefined);
+    expect(errors.map((e) => [e.code, e.status])).toEqual([['upstream_unavailable', 502]]);
+  });
+});
