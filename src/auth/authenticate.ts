@@ -2,7 +2,7 @@ import type { AuthScheme } from './auth-scheme.js';
 import type { BasicAuthenticator } from './basic-authenticator.js';
 import { DENIED, type AuthOutcome } from './denial.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
-import { basicCredentials, parseAuthorization } from './parse-authorization.js';
+import { basicCredentials, bearerToken, parseAuthorization } from './parse-authorization.js';
 import { createRefusal, type Refuse } from './refusal.js';
 
 export interface Authenticator {
@@ -31,9 +31,15 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   return {
     refuse: createRefusal(options.realm),
     authenticate(header, schemes) {
+      // Cache hits first, looked up by the credentials exactly as sent: only a verified pair
+      // or token is ever cached, so a hit needs no decoding and no syntax scan.
       const encoded = header === undefined ? undefined : basicCredentials(header);
-      if (encoded !== undefined && schemes.includes('basic')) {
-        const hit = basic.cached(encoded);
+      if (encoded !== undefined) {
+        const hit = schemes.includes('basic') ? basic.cached(encoded) : undefined;
+        if (hit !== undefined) return hit;
+      } else if (header !== undefined && schemes.includes('bearer')) {
+        const token = bearerToken(header);
+        const hit = token === undefined ? undefined : bearer.cached(token);
         if (hit !== undefined) return hit;
       }
       const parsed = parseAuthorization(header, options.maxTokenBytes);
@@ -47,7 +53,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           return schemes.includes('bearer') ? DENIED.invalid_token : DENIED.missing_credentials;
         case 'bearer': {
           if (!schemes.includes('bearer')) return DENIED.missing_credentials;
-          return bearer.cached(parsed.token) ?? bearer.verify(parsed.token);
+          return bearer.verify(parsed.token);
         }
         case 'none':
         case 'unsupported':

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
@@ -44,9 +44,7 @@ export interface BasicAuthenticator {
  * before they get here, so no two secrets share a cache entry or a hash).
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
-  // A KeyObject, made once: createHmac() with a raw Buffer key re-imports it on every call
-  // (about 16 µs against 3 µs on Node 24), on the hot path of every cached request.
-  const hmacKey = createSecretKey(randomBytes(32));
+  const cacheKey = createCacheKeyFunction();
   const cache = createIdentityCache({
     maxEntries: options.cacheMaxEntries,
     ttlMs: options.cacheTtlSec * 1000,
@@ -54,11 +52,6 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   const caching = options.cacheTtlSec > 0;
   const singleFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
-
-  // The same encoded bytes always decode to the same pair, and only a verified pair is
-  // ever stored, so a hit under the encoded form is a hit for exactly that pair.
-  const cacheKey = (encoded: string): string =>
-    createHmac('sha256', hmacKey).update(encoded).digest('base64');
 
   // Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
   // bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
@@ -114,4 +107,24 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       cache.clear();
     },
   };
+}
+
+/**
+ * The id a pair is cached under: HMAC-SHA256's construction (RFC 2104,
+ * H(K ^ opad || H(K ^ ipad || m))) under a per-process random key, the inner digest
+ * hex-encoded, computed with two one-shot hashes. It runs on every cached request:
+ * crypto.hash() needs no Hmac object and costs about 1.8 µs here, against 4.5 µs for
+ * createHmac() with a KeyObject (23 µs with a raw key, which it re-imports on every call).
+ * The key's bytes are below 0x80 (448 random bits) so that the pads are ASCII and the
+ * one-shot hash, which encodes strings as UTF-8, hashes exactly those bytes.
+ *
+ * The same encoded bytes always decode to the same pair, and only a verified pair is ever
+ * stored, so a hit under the encoded form is a hit for exactly that pair.
+ */
+function createCacheKeyFunction(): (encoded: string) => string {
+  const key = Array.from({ length: 64 }, () => randomInt(128));
+  const pad = (mask: number): string => String.fromCharCode(...key.map((byte) => byte ^ mask));
+  const inner = pad(0x36);
+  const outer = pad(0x5c);
+  return (encoded) => hash('sha256', outer + hash('sha256', inner + encoded, 'hex'), 'base64');
 }

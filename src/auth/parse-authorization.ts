@@ -32,13 +32,18 @@ export function parseAuthorization(
   if (header === undefined || header === '') return NONE;
   const basic = basicCredentials(header);
   if (basic !== undefined) return parseBasic(basic);
-  const bearer = BEARER.exec(header);
-  if (bearer !== null) {
-    const token = header.slice(bearer[0].length);
+  const token = bearerToken(header);
+  if (token !== undefined) {
     if (token.length > maxTokenBytes || !B64TOKEN.test(token)) return MALFORMED_BEARER;
     return { scheme: 'bearer', token };
   }
   return UNSUPPORTED;
+}
+
+/** The token of a Bearer header exactly as sent (not yet checked), or undefined. */
+export function bearerToken(header: string): string | undefined {
+  const bearer = BEARER.exec(header);
+  return bearer === null ? undefined : header.slice(bearer[0].length);
 }
 
 /** The credentials of a Basic header exactly as sent (still encoded), or undefined. */
