@@ -207,6 +207,16 @@ export const serverSchema = z.strictObject({
       .min(256)
       .max(1024 * 1024),
   ).default(4096),
+  /**
+   * Processes serving the API port: a primary forks this many workers (`auto`: one per
+   * available core). 1 serves in one process, with no primary.
+   */
+  workers: int(
+    z.custom<number | 'auto'>(
+      (v) => v === 'auto' || (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 256),
+      'must be a whole number from 1 to 256, or auto',
+    ),
+  ).default(1),
 });
 
 export const adminSchema = z.strictObject({

@@ -27,6 +27,8 @@ export interface ConfigOverrides {
   listen?: string | undefined;
   redisUrl?: string | undefined;
   upstreamUrl?: string | undefined;
+  /** `serve --workers`: a positive integer or `auto`. */
+  workers?: string | undefined;
 }
 
 export function loadConfigFile(
@@ -107,6 +109,11 @@ function applyOverrides(raw: unknown, overrides: ConfigOverrides, problems: stri
     const redis = (credentials.redis ??= {}) as Record<string, unknown>;
     redis.url = overrides.redisUrl;
   }
+  if (overrides.workers !== undefined) {
+    if (/^(?:auto|[1-9]\d*)$/.test(overrides.workers)) {
+      section('server').workers = overrides.workers === 'auto' ? 'auto' : Number(overrides.workers);
+    } else problems.push('--workers: must be a positive integer or auto');
+  }
   if (overrides.upstreamUrl !== undefined) {
     const upstreams = section('upstreams');
     const names = Object.keys(upstreams);
@@ -145,6 +152,7 @@ interface CheckedSettings {
   /** Undefined when `upstreams` is not a mapping. */
   readonly upstreamNames: ReadonlySet<string> | undefined;
   readonly issuerNames: readonly Checked<typeof bearerIssuerSchema.shape.name>[];
+  readonly store: Checked<typeof storeSchema>;
   readonly redis: {
     readonly mode: Checked<typeof redisSchema.shape.mode>;
     readonly nodes: Checked<typeof redisSchema.shape.nodes>;
@@ -155,6 +163,7 @@ interface CheckedSettings {
     readonly port: Checked<typeof serverSchema.shape.port>;
     readonly headersTimeoutMs: Checked<typeof serverSchema.shape.headersTimeoutMs>;
     readonly requestTimeoutMs: Checked<typeof serverSchema.shape.requestTimeoutMs>;
+    readonly workers: Checked<typeof serverSchema.shape.workers>;
   };
   readonly admin: {
     readonly enabled: Checked<typeof adminSchema.shape.enabled>;
@@ -162,6 +171,8 @@ interface CheckedSettings {
     readonly port: Checked<typeof adminSchema.shape.port>;
   };
 }
+
+const storeSchema = configSchema.shape.credentials.unwrap().shape.store;
 
 type Mapping = Record<string, unknown>;
 
@@ -210,13 +221,15 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
   const issuerNames = listAt(bearer, 'issuers', []).map((item) =>
     isMapping(item) ? valid(bearerIssuerSchema.shape.name, item.name) : undefined,
   );
-  const redis = mappingAt(mappingAt(root, 'credentials'), 'redis');
+  const credentials = mappingAt(root, 'credentials');
+  const redis = mappingAt(credentials, 'redis');
   const server = mappingAt(root, 'server');
   const admin = mappingAt(root, 'admin');
   return {
     routes,
     upstreamNames,
     issuerNames,
+    store: field(credentials, 'store', storeSchema),
     redis: {
       mode: field(redis, 'mode', redisSchema.shape.mode),
       nodes: field(redis, 'nodes', redisSchema.shape.nodes),
@@ -227,6 +240,7 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
       port: field(server, 'port', serverSchema.shape.port),
       headersTimeoutMs: field(server, 'headersTimeoutMs', serverSchema.shape.headersTimeoutMs),
       requestTimeoutMs: field(server, 'requestTimeoutMs', serverSchema.shape.requestTimeoutMs),
+      workers: field(server, 'workers', serverSchema.shape.workers),
     },
     admin: {
       enabled: field(admin, 'enabled', adminSchema.shape.enabled),
@@ -288,6 +302,13 @@ function crossCheck(settings: CheckedSettings): string[] {
     server.headersTimeoutMs > server.requestTimeoutMs
   ) {
     problems.push('server.headersTimeoutMs: must not exceed server.requestTimeoutMs');
+  }
+  // Pairs, users and revocations of the memory store live in one process: workers would each
+  // hold their own copy, and a pair revoked through one would still work on the others.
+  if (settings.store === 'memory' && server.workers !== undefined && server.workers !== 1) {
+    problems.push(
+      'server.workers: the memory store keeps its state in one process; more than one worker needs credentials.store: redis',
+    );
   }
   if (
     admin.enabled === true &&
