@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import {
   CLI,
@@ -10,8 +11,9 @@ import {
   writeConfig,
   type GatewayProcess,
 } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
 import { freePort } from '../support/redis-server.js';
-import { TEST_BCRYPT_COST, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 // The built gateway's lifecycle at its edges: a port that will not open (the process must
 // free what it opened and exit 1 at once, naming the address), readiness during a SIGTERM
@@ -176,19 +178,16 @@ describe('during a drain', () => {
       arrived();
     });
     // A drain timeout far longer than any wait below: only a second signal ends it early.
-    const started = await startGateway(`
-server: { drainTimeoutMs: 15000 }
-admin: { port: 0 }
-upstreams:
-  accounts: { url: "${upstream.url}" }
-credentials:
-  store: redis
-  bcryptCost: ${TEST_BCRYPT_COST}
-  redis: { url: "${inject('redisUrl')}", keyPrefix: "${prefix}" }
-`);
+    const started = await startGateway(
+      gatewayYaml({
+        upstreamUrl: upstream.url,
+        redis: { url: inject('redisUrl'), keyPrefix: prefix },
+        config: { server: { drainTimeoutMs: 15_000 } },
+      }),
+    );
     gateway = started;
     const inFlight = fetch(`${started.url}/accounts`, {
-      headers: { authorization: `Basic ${Buffer.from(`${KEY}:${SECRET}`).toString('base64')}` },
+      headers: { authorization: basicHeader(KEY, SECRET) },
     });
     // Observed on error paths too: an exit may cut it.
     inFlight.catch(() => undefined);

@@ -23,7 +23,8 @@ const KEY = 'ak_aliceAAAAAAAAAAAAAAAAAAAA';
 const SECRET = 'aliceSecret0123456789aliceSecret0123456789';
 const JWT_SECRET = 'an-hmac-secret-that-is-long-enough-1234';
 const hasher = createSecretHasher(4);
-const basicHeader = (pair: string): string => `Basic ${Buffer.from(pair).toString('base64')}`;
+/** A Basic header for `pair` as written, colon and all (malformed pairs included). */
+const basicPair = (pair: string): string => `Basic ${Buffer.from(pair).toString('base64')}`;
 
 let store: CredentialStore;
 let dummyHash: string;
@@ -111,7 +112,7 @@ async function answer(
 describe('createAuthenticator: Basic', () => {
   it('returns the identity for a right key and secret', async () => {
     const auth = setup();
-    await expect(auth.authenticate(basicHeader(`${KEY}:${SECRET}`), BOTH)).resolves.toEqual({
+    await expect(auth.authenticate(basicPair(`${KEY}:${SECRET}`), BOTH)).resolves.toEqual({
       subject: 'alice',
       method: 'basic',
       key: KEY,
@@ -120,7 +121,7 @@ describe('createAuthenticator: Basic', () => {
 
   it('answers a repeated right pair synchronously from the cache', async () => {
     const auth = setup();
-    const header = basicHeader(`${KEY}:${SECRET}`);
+    const header = basicPair(`${KEY}:${SECRET}`);
     await auth.authenticate(header, BOTH);
     const second = auth.authenticate(header, BOTH);
     expect(second).not.toBeInstanceOf(Promise);
@@ -139,8 +140,8 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it.each([
-    ['no colon', basicHeader('no-colon-here')],
-    ['a control character', basicHeader(`${KEY}:sec\nret`)],
+    ['no colon', basicPair('no-colon-here')],
+    ['a control character', basicPair(`${KEY}:sec\nret`)],
     ['invalid UTF-8', `Basic ${Buffer.from([0x61, 0x3a, 0xfe]).toString('base64')}`],
   ])('returns 400 malformed_authorization for Basic with %s', async (_label, header) => {
     expect(await answer(setup(), header, BOTH)).toEqual({
@@ -151,7 +152,7 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it('returns 401 invalid_credentials with both challenges when the secret is wrong', async () => {
-    expect(await answer(setup(), basicHeader(`${KEY}:wrong`), BOTH)).toEqual({
+    expect(await answer(setup(), basicPair(`${KEY}:wrong`), BOTH)).toEqual({
       code: 'invalid_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -161,15 +162,15 @@ describe('createAuthenticator: Basic', () => {
   it('returns the same 401 for an unknown key as for a wrong secret', async () => {
     const unknown = await answer(
       setup(),
-      basicHeader(`ak_nobodyNNNNNNNNNNNNNNNNNNN:${SECRET}`),
+      basicPair(`ak_nobodyNNNNNNNNNNNNNNNNNNN:${SECRET}`),
       BOTH,
     );
-    const wrong = await answer(setup(), basicHeader(`${KEY}:wrong`), BOTH);
+    const wrong = await answer(setup(), basicPair(`${KEY}:wrong`), BOTH);
     expect(unknown).toEqual(wrong);
   });
 
   it('returns 401 invalid_credentials for an empty secret', async () => {
-    expect(await answer(setup(), basicHeader(`${KEY}:`), BOTH)).toEqual({
+    expect(await answer(setup(), basicPair(`${KEY}:`), BOTH)).toEqual({
       code: 'invalid_credentials',
       status: 401,
       challenges: [BASIC_CHALLENGE, BEARER_CHALLENGE],
@@ -177,7 +178,7 @@ describe('createAuthenticator: Basic', () => {
   });
 
   it('returns 401 missing_credentials with only the Bearer challenge on a bearer-only route', async () => {
-    expect(await answer(setup(), basicHeader(`${KEY}:${SECRET}`), ['bearer'])).toEqual({
+    expect(await answer(setup(), basicPair(`${KEY}:${SECRET}`), ['bearer'])).toEqual({
       code: 'missing_credentials',
       status: 401,
       challenges: [BEARER_CHALLENGE],
@@ -189,7 +190,7 @@ describe('createAuthenticator: Basic', () => {
       ...store,
       getKey: () => Promise.reject(new GatewayError('credential_store_unavailable')),
     };
-    expect(await answer(setup({ store: failing }), basicHeader(`${KEY}:${SECRET}`), BOTH)).toEqual({
+    expect(await answer(setup({ store: failing }), basicPair(`${KEY}:${SECRET}`), BOTH)).toEqual({
       code: 'credential_store_unavailable',
       status: 503,
       challenges: undefined,
@@ -210,9 +211,9 @@ describe('createAuthenticator: Basic', () => {
       },
     };
     const auth = setup({ queue: 0, hasher: held });
-    const first = auth.authenticate(basicHeader(`${KEY}:guess-1`), BOTH);
+    const first = auth.authenticate(basicPair(`${KEY}:guess-1`), BOTH);
     while (!started) await new Promise((resolve) => setImmediate(resolve));
-    const refused = await answer(auth, basicHeader(`${KEY}:guess-2`), BOTH);
+    const refused = await answer(auth, basicPair(`${KEY}:guess-2`), BOTH);
     expect(refused).toEqual({ code: 'overloaded', status: 503, challenges: undefined });
     release();
     await expect(first).resolves.toBe(DENIED.invalid_credentials);
