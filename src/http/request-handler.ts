@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
 import { isDenial, type AuthOutcome } from '../auth/denial.js';
@@ -6,8 +6,14 @@ import type { Identity } from '../identity/identity.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
-import { createAccessLog, toLogFields, type AccessEntry } from '../observability/access-log.js';
+import {
+  createAccessLog,
+  toLogFields,
+  type AccessEntry,
+  type AccessLog,
+} from '../observability/access-log.js';
 import type { Logger } from '../observability/create-logger.js';
+import type { Exchange } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import { checkFraming } from './check-framing.js';
@@ -27,132 +33,161 @@ export interface RequestHandlerOptions {
   metrics: GatewayMetrics;
 }
 
-interface RequestState {
-  readonly requestId: string;
-  readonly startedAt: number;
-  readonly method: string;
-  route: string;
-  identity: Identity | undefined;
-  error: GatewayError | undefined;
-}
-
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** Parse, then decide, then act: every refusal happens before anything is forwarded. */
-export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
-  const { routes, authenticator, headerPolicy, trustedProxies, logger, metrics } = options;
-  const accessLog = options.logRequests ? createAccessLog(logger) : undefined;
+/** What every request of one pipeline shares. */
+interface Shared {
+  readonly options: RequestHandlerOptions;
+  readonly accessLog: AccessLog | undefined;
+}
 
-  const finish = (state: RequestState, res: ServerResponse): void => {
-    const durationMs = performance.now() - state.startedAt;
-    metrics.observeRequest(state.route, res.statusCode, durationMs / 1000);
-    const error = state.error;
-    if (accessLog === undefined && (error === undefined || error.status < 500)) return;
-    const entry: AccessEntry = {
-      requestId: state.requestId,
-      method: state.method,
-      route: state.route,
-      status: res.statusCode,
-      durationMs,
-      authMethod: state.identity?.method,
-      subject: state.identity?.subject,
-      key: state.identity?.key,
-      errorCode: error?.code,
-      aborted: !res.writableFinished,
-    };
-    // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
-    if (error !== undefined && error.status >= 500) {
-      logger.warn({ ...toLogFields(entry), cause: describeCause(error.cause) }, 'request failed');
-    } else {
-      accessLog?.(entry);
+const CONTEXT = Symbol('accounts-gateway.request');
+type CarryingResponse = ServerResponse & { [CONTEXT]?: RequestContext };
+
+/**
+ * One request from arrival to close. Its steps are methods and it is the forwarder's
+ * Exchange itself, so the hot path allocates this one object and no closure: the close
+ * listener is shared and finds the context on the response.
+ */
+class RequestContext implements Exchange {
+  readonly requestId: string;
+  readonly startedAt = performance.now();
+  readonly method: string;
+  route = 'none';
+  identity: Identity | undefined = undefined;
+  error: GatewayError | undefined = undefined;
+  // The Exchange, once the request is accepted for forwarding.
+  path = '';
+  headers: OutgoingHttpHeaders = {};
+
+  constructor(
+    readonly shared: Shared,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {
+    this.requestId = pickRequestId(req.headers['x-request-id']);
+    this.method = req.method ?? '';
+  }
+
+  run(): void {
+    const { req } = this;
+    const { options } = this.shared;
+    const framing = checkFraming(req, options.maxHeaderCount);
+    if (framing !== undefined) return this.onError(new GatewayError(framing));
+    // Absolute-form (`GET http://host/...`) and `*` never match: they are not origin-form.
+    const match = options.routes.match(req.url ?? '');
+    if (match.kind !== 'match') return this.onError(new GatewayError(match.kind));
+    const route = match.entry;
+    this.route = route.name;
+    if (!route.methods.has(this.method)) {
+      return this.onError(new GatewayError('method_not_allowed', { allow: route.allow }));
     }
-  };
+    if (route.schemes === null) {
+      if (route.kind === 'endpoint') this.serve(route, match.param, match.query);
+      return;
+    }
+    const outcome = options.authenticator.authenticate(req.headers.authorization, route.schemes);
+    if (outcome instanceof Promise) {
+      outcome.then(
+        (settled) => this.proceed(route, settled, match.param, match.query),
+        (error: unknown) => this.onError(error),
+      );
+    } else this.proceed(route, outcome, match.param, match.query);
+  }
 
-  const fail = (state: RequestState, res: ServerResponse, error: unknown): void => {
-    const failure = toGatewayError(error);
-    state.error = failure;
-    writeError(res, failure, state.requestId);
-  };
-
-  const forward = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: RequestState,
-    route: ProxyRoute,
-    identity: Identity,
+  private proceed(
+    route: RouteEntry,
+    outcome: AuthOutcome,
+    param: string | undefined,
     query: string,
-  ): void => {
+  ): void {
+    if (isDenial(outcome)) {
+      return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
+    }
+    this.identity = outcome;
+    if (route.kind === 'proxy') this.forward(route, outcome, query);
+    else this.serve(route, param, query);
+  }
+
+  private forward(route: ProxyRoute, identity: Identity, query: string): void {
+    const { req, res } = this;
     if (res.destroyed) return;
+    const { headerPolicy, trustedProxies } = this.shared.options;
     const peer = normalizeAddress(req.socket.remoteAddress ?? '');
-    const headers = buildUpstreamHeaders(headerPolicy, {
+    this.headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
       identity,
-      requestId: state.requestId,
+      requestId: this.requestId,
       peer,
       peerTrusted: trustedProxies.has(peer),
       upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });
+    this.path = route.pathPrefix + query;
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
-    route.forwarder.forward(req, res, {
-      path: route.pathPrefix + query,
-      headers,
-      requestId: state.requestId,
-      onError: (error) => fail(state, res, error),
-    });
-  };
+    route.forwarder.forward(req, res, this);
+  }
 
-  const serveEndpoint = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: RequestState,
-    route: EndpointRoute,
-    identity: Identity | undefined,
-    param: string | undefined,
-    query: string,
-  ): void => {
+  private serve(route: EndpointRoute, param: string | undefined, query: string): void {
+    const { req, res, requestId, identity } = this;
     route
-      .handle({ req, res, requestId: state.requestId, identity, param, query })
-      .catch((error: unknown) => fail(state, res, error));
-  };
+      .handle({ req, res, requestId, identity, param, query })
+      .catch((error: unknown) => this.onError(error));
+  }
 
-  return (req, res) => {
-    const state: RequestState = {
-      requestId: pickRequestId(req.headers['x-request-id']),
-      startedAt: performance.now(),
-      method: req.method ?? '',
-      route: 'none',
-      identity: undefined,
-      error: undefined,
+  /** Every failure ends here: the envelope, or a cut connection once the response started. */
+  onError(error: unknown): void {
+    const failure = toGatewayError(error);
+    this.error = failure;
+    writeError(this.res, failure, this.requestId);
+  }
+
+  finish(): void {
+    const { res, error } = this;
+    const { options, accessLog } = this.shared;
+    const durationMs = performance.now() - this.startedAt;
+    options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000);
+    if (accessLog === undefined && (error === undefined || error.status < 500)) return;
+    const entry: AccessEntry = {
+      requestId: this.requestId,
+      method: this.method,
+      route: this.route,
+      status: res.statusCode,
+      durationMs,
+      authMethod: this.identity?.method,
+      subject: this.identity?.subject,
+      key: this.identity?.key,
+      errorCode: error?.code,
+      aborted: !res.writableFinished,
     };
-    res.once('close', () => finish(state, res));
-    const framing = checkFraming(req, options.maxHeaderCount);
-    if (framing !== undefined) return fail(state, res, new GatewayError(framing));
-    // Absolute-form (`GET http://host/...`) and `*` never match: they are not origin-form.
-    const match = routes.match(req.url ?? '');
-    if (match.kind !== 'match') return fail(state, res, new GatewayError(match.kind));
-    const route = match.entry;
-    state.route = route.name;
-    if (!route.methods.has(state.method)) {
-      return fail(state, res, new GatewayError('method_not_allowed', { allow: route.allow }));
+    // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
+    if (error !== undefined && error.status >= 500) {
+      options.logger.warn(
+        { ...toLogFields(entry), cause: describeCause(error.cause) },
+        'request failed',
+      );
+    } else {
+      accessLog?.(entry);
     }
-    if (route.schemes === null) {
-      if (route.kind === 'endpoint')
-        serveEndpoint(req, res, state, route, undefined, match.param, match.query);
-      return;
-    }
-    const { schemes } = route;
-    const proceed = (outcome: AuthOutcome): void => {
-      if (isDenial(outcome)) return fail(state, res, authenticator.refuse(outcome, schemes));
-      state.identity = outcome;
-      if (route.kind === 'proxy') forward(req, res, state, route, outcome, match.query);
-      else serveEndpoint(req, res, state, route, outcome, match.param, match.query);
-    };
-    const outcome = authenticator.authenticate(req.headers.authorization, schemes);
-    if (outcome instanceof Promise)
-      outcome.then(proceed, (error: unknown) => fail(state, res, error));
-    else proceed(outcome);
+  }
+}
+
+function onResponseClose(this: CarryingResponse): void {
+  this[CONTEXT]?.finish();
+}
+
+/** Parse, then decide, then act: every refusal happens before anything is forwarded. */
+export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
+  const shared: Shared = {
+    options,
+    accessLog: options.logRequests ? createAccessLog(options.logger) : undefined,
+  };
+  return (req, res: CarryingResponse) => {
+    const context = new RequestContext(shared, req, res);
+    res[CONTEXT] = context;
+    res.on('close', onResponseClose);
+    context.run();
   };
 }
 
