@@ -137,6 +137,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       signer,
       throttle: createLoginThrottle(config.login, now),
       trustedProxies,
+      refuse: authenticator.refuse,
       maxBodyBytes: config.server.maxBodyBytes,
     }),
   );

@@ -14,6 +14,7 @@ export type ParsedAuthorization =
 
 const BASIC = /^basic +/i;
 const BEARER = /^bearer +/i;
+const BASIC_ALONE = /^basic *$/i;
 // RFC 4648 §4 alphabet with correct padding; Buffer.from() would skip anything else silently.
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // RFC 6750 §2.1 b64token.
@@ -30,6 +31,10 @@ export function parseAuthorization(
   maxTokenBytes: number,
 ): ParsedAuthorization {
   if (header === undefined || header === '') return NONE;
+  // `Basic` with nothing after it (Node strips the trailing space of `Basic `) is a Basic
+  // credential that cannot be decoded, not an unknown scheme. A bare `Bearer` stays
+  // missing credentials: no token was presented to refuse (RFC 6750 §3.1).
+  if (BASIC_ALONE.test(header)) return MALFORMED_BASIC;
   const basic = basicCredentials(header);
   if (basic !== undefined) return parseBasic(basic);
   const token = bearerToken(header);

@@ -1,5 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { LoginThrottle } from '../protection/login-throttle.js';
+import { DENIED } from '../auth/denial.js';
+import type { Refuse } from '../auth/refusal.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, UserRecord } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
@@ -19,6 +21,8 @@ export interface TokenEndpointOptions {
   maxBodyBytes: number;
   /** Behind these, failures are counted per forwarded client, not per proxy. */
   trustedProxies: ReadonlySet<string>;
+  /** Turns the refused password into the 401 with its challenge. */
+  refuse: Refuse;
 }
 
 /**
@@ -59,7 +63,9 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     }
     if (!matches || user === undefined) {
       attempt.settle('failure');
-      throw new GatewayError('invalid_credentials');
+      // RFC 9110 §15.5.2: every 401 carries a challenge. The Bearer one, since a token is
+      // what this endpoint issues; a Basic one would make browsers prompt for a password.
+      throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
     attempt.settle('success');
     const token = await options.signer.issue(user.subject, user.username);

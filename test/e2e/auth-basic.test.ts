@@ -156,6 +156,16 @@ describe('malformed Basic credentials', () => {
     },
   );
 
+  it.each(['Basic', 'Basic '])(
+    'answers 400 malformed_authorization for the header %j with nothing after the scheme',
+    async (value) => {
+      const mark = upstreamMark(upstream);
+      const res = await rawGet([value]);
+      expectGatewayError(res, 'malformed_authorization');
+      expect(mark.since()).toEqual([]);
+    },
+  );
+
   it('answers 400 malformed_authorization for two Authorization lines, even two valid ones', async () => {
     const mark = upstreamMark(upstream);
     const valid = basicHeader(KEY, SECRET);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import {
+  BEARER_CHALLENGE,
   BASIC_CHALLENGE,
   BEARER_REJECTED,
   expectGatewayError,
@@ -173,6 +174,11 @@ describe('POST /auth/token refusals', () => {
     const unknown = await login('nobody-by-this-name', 'not-the-password', '127.0.0.21');
     expectGatewayError(wrong, 'invalid_credentials');
     expectGatewayError(unknown, 'invalid_credentials');
+    // RFC 9110 §15.5.2: a 401 carries a challenge, here too.
+    expect([wrong.headers['www-authenticate'], unknown.headers['www-authenticate']]).toEqual([
+      BEARER_CHALLENGE,
+      BEARER_CHALLENGE,
+    ]);
     expect(withoutRequestId(unknown.json)).toEqual(withoutRequestId(wrong.json));
     expect(comparableHeaders(unknown.headers)).toEqual(comparableHeaders(wrong.headers));
   });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLoginThrottle } from '../../src/protection/login-throttle.js';
+import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import type { LoginConfig } from '../../src/config/config-schema.js';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -82,6 +83,7 @@ async function startEndpoint(
     throttle: createLoginThrottle({ ...LOGIN, ...login }),
     maxBodyBytes: 1024,
     trustedProxies: new Set(),
+    refuse: createRefusal('accounts-gateway'),
   });
   const { url, server } = await serveEndpoint(endpoint, undefined);
   servers.push(server);
@@ -112,6 +114,7 @@ describe('POST /auth/token: the password compare', () => {
         message: 'The credentials are not valid.',
       });
       expect(answer.headers['retry-after']).toBeUndefined();
+      expect(answer.headers['www-authenticate']).toBe('Bearer realm="accounts-gateway"');
     }
     expect([unknown.body, comparableHeaders(unknown.headers)]).toEqual([
       wrong.body,

@@ -193,3 +193,17 @@ describe('parseAuthorization: other headers', () => {
     expect(parseAuthorization(header, MAX_TOKEN)).toEqual({ scheme: 'unsupported' });
   });
 });
+
+describe('parseAuthorization: a scheme with no credentials after it', () => {
+  it.each(['Basic', 'basic', 'BASIC  '])('reads %j as a malformed Basic credential', (header) => {
+    expect(parseAuthorization(header, 8192)).toEqual({ scheme: 'malformed_basic' });
+  });
+
+  it.each(['Bearer', 'bearer'])('reads %j as no token at all (an unsupported form)', (header) => {
+    expect(parseAuthorization(header, 8192)).toEqual({ scheme: 'unsupported' });
+  });
+
+  it('still reads another bare word as an unsupported scheme', () => {
+    expect(parseAuthorization('Basicx', 8192)).toEqual({ scheme: 'unsupported' });
+  });
+});
