@@ -1,0 +1,328 @@
+// What the bench measures and what it needs: the upstream, the bare engines, gateways,
+// Caddy, nginx, Redis servers and their seeding. Every process goes through the group, all
+// listen on 127.0.0.1 only, and each is ready once it answers HTTP (Redis: once it says so).
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { redisKeys } from '../../src/credentials/redis-store.js';
+import type { GatewayConfigInput } from '../support/gateway-yaml.js';
+import { freePort, spawnRedisServer } from '../support/redis-server.js';
+import { httpRequest, waitForHttp, type ProcessGroup, type Started } from './processes.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SERVERS = fileURLToPath(new URL('./servers/', import.meta.url));
+export const CLI = join(ROOT, 'dist/cli.js');
+
+/** A proxy to load: the URL wrk requests and the process whose tree is measured. */
+export interface Target {
+  readonly name: string;
+  /** http://127.0.0.1:PORT/accounts */
+  readonly url: string;
+  readonly port: number;
+  readonly started: Started;
+}
+
+async function nodeServer(
+  group: ProcessGroup,
+  name: string,
+  script: string,
+  args: readonly string[],
+): Promise<Target> {
+  const port = await freePort();
+  const started = group.start(name, process.execPath, [
+    join(SERVERS, script),
+    String(port),
+    ...args,
+  ]);
+  const url = `http://127.0.0.1:${port}/accounts`;
+  await waitForHttp(group, started, url);
+  return { name, url, port, started };
+}
+
+export function startUpstream(group: ProcessGroup): Promise<Target> {
+  return nodeServer(group, 'upstream', 'upstream.ts', []);
+}
+
+export function startBare(
+  group: ProcessGroup,
+  engine: 'http-proxy-3' | 'undici',
+  upstream: Target,
+): Promise<Target> {
+  const origin = `http://127.0.0.1:${upstream.port}`;
+  return engine === 'undici'
+    ? nodeServer(group, 'bare-undici', 'bare-undici.ts', [origin])
+    : nodeServer(group, 'bare-http-proxy-3', 'bare-http-proxy.ts', [origin]);
+}
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly started: Started;
+}
+
+/** A redis-server of the bench's own (nothing saved), via the tests' helper. */
+export async function startRedis(group: ProcessGroup, name: string): Promise<RedisServer> {
+  const port = await freePort();
+  let started: Started | undefined;
+  await spawnRedisServer(
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    (proc) => (started = group.adopt(name, proc)),
+    group.dir,
+  );
+  if (started === undefined) throw new Error(`${name}: not started`);
+  return { port, url: `redis://127.0.0.1:${port}`, started };
+}
+
+/** One Redis command in the protocol's wire form (what redis-cli --pipe reads). */
+function resp(args: readonly string[]): string {
+  let out = `*${args.length}\r\n`;
+  for (const arg of args) out += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+  return out;
+}
+
+/** Streams the commands into `redis-cli --pipe` (fast enough for a million pairs). */
+export async function redisPipe(
+  group: ProcessGroup,
+  redis: RedisServer,
+  commands: Iterable<readonly string[]>,
+): Promise<number> {
+  const cli = group.start(
+    'redis-cli-pipe',
+    'redis-cli',
+    ['-h', '127.0.0.1', '-p', String(redis.port), '--pipe'],
+    { output: 'pipe', stdin: 'pipe' },
+  );
+  let out = '';
+  cli.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  cli.child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const stdin = cli.child.stdin;
+  if (stdin === null) throw new Error('redis-cli: no stdin');
+  // Stopped meanwhile (a signal): the exit check below reports it, not an EPIPE crash.
+  stdin.on('error', () => undefined);
+  let batch = '';
+  for (const command of commands) {
+    batch += resp(command);
+    if (batch.length > 1 << 20) {
+      if (!stdin.write(batch)) {
+        await Promise.race([new Promise((resolve) => stdin.once('drain', resolve)), cli.exited]);
+      }
+      if (cli.child.exitCode !== null || cli.child.signalCode !== null) break;
+      batch = '';
+    }
+  }
+  stdin.end(batch);
+  await cli.exited;
+  const summary = /errors: (\d+), replies: (\d+)/.exec(out);
+  if (summary === null || summary[1] !== '0') throw new Error(`redis-cli --pipe failed: ${out}`);
+  return Number(summary[2]);
+}
+
+/** Writes pairs the way the README tells another service to (HSET + two SADD). */
+export function* pairCommands(options: {
+  prefix: string;
+  keyOf: (index: number) => string;
+  from: number;
+  count: number;
+  secretHash: string;
+  /** Pairs per subject (the default per-subject cap is 10). */
+  perSubject?: number;
+}): Generator<string[]> {
+  const k = redisKeys(options.prefix);
+  const createdAt = new Date().toISOString();
+  const perSubject = options.perSubject ?? 10;
+  for (let i = options.from; i < options.from + options.count; i += 1) {
+    const key = options.keyOf(i);
+    const subject = `bench-${Math.floor(i / perSubject)}`;
+    yield [
+      'HSET',
+      k.key(key),
+      'secret_hash',
+      options.secretHash,
+      'subject',
+      subject,
+      'label',
+      '',
+      'status',
+      'active',
+      'created_at',
+      createdAt,
+    ];
+    yield ['SADD', k.subjectKeys(subject), key];
+    yield ['SADD', k.subjectActive(subject), key];
+  }
+}
+
+export function userCommand(
+  prefix: string,
+  user: { username: string; subject: string; passwordHash: string },
+): string[] {
+  return [
+    'HSET',
+    redisKeys(prefix).user(user.username),
+    'password_hash',
+    user.passwordHash,
+    'subject',
+    user.subject,
+    'created_at',
+    new Date().toISOString(),
+  ];
+}
+
+/** Redis's used_memory, MiB. */
+export async function redisMemoryMiB(group: ProcessGroup, redis: RedisServer): Promise<number> {
+  const cli = group.start(
+    'redis-cli-info',
+    'redis-cli',
+    ['-h', '127.0.0.1', '-p', String(redis.port), 'info', 'memory'],
+    { output: 'pipe' },
+  );
+  let out = '';
+  cli.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  await cli.exited;
+  return Number(/used_memory:(\d+)/.exec(out)?.[1] ?? NaN) / 2 ** 20;
+}
+
+/**
+ * A gateway from the built CLI, with this configuration written as YAML (JSON is YAML).
+ * `extraArgs` go to `serve` (e.g. `--workers 2`).
+ */
+export async function startGateway(
+  group: ProcessGroup,
+  name: string,
+  config: GatewayConfigInput,
+  extraArgs: readonly string[] = [],
+): Promise<Target> {
+  const port = await freePort();
+  const file = join(group.dir, `${name}.yaml`);
+  const full: GatewayConfigInput = {
+    ...config,
+    server: { ...config.server, host: '127.0.0.1', port },
+    admin: { enabled: false },
+  };
+  writeFileSync(file, JSON.stringify(full, null, 2));
+  const started = group.start(name, process.execPath, [
+    CLI,
+    'serve',
+    '--config',
+    file,
+    ...extraArgs,
+  ]);
+  const url = `http://127.0.0.1:${port}/accounts`;
+  await waitForHttp(group, started, url);
+  return { name, url, port, started };
+}
+
+/** A token from the gateway's own password exchange (POST /auth/token). */
+export async function issueToken(
+  gateway: Target,
+  username: string,
+  password: string,
+): Promise<string> {
+  const answer = await httpRequest(`http://127.0.0.1:${gateway.port}/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  });
+  const token = (JSON.parse(answer.body) as { data?: { access_token?: string }[] }).data?.[0]
+    ?.access_token;
+  if (answer.status !== 200 || token === undefined)
+    throw new Error(`${gateway.name}: POST /auth/token answered ${answer.status}: ${answer.body}`);
+  return token;
+}
+
+/**
+ * Caddy's basicauth (its Caddyfile form turns on hash_cache: verified pairs are cached) in
+ * front of reverse_proxy, for one pair. `gomaxprocs` undefined: all cores.
+ */
+export async function startCaddy(
+  group: ProcessGroup,
+  name: string,
+  upstream: Target,
+  pair: { key: string; secretHash: string },
+  gomaxprocs: number | undefined,
+): Promise<Target> {
+  const port = await freePort();
+  const home = join(group.dir, name);
+  mkdirSync(home, { recursive: true });
+  // Caddy 2.6 reads a base64-encoded bcrypt hash in the Caddyfile.
+  const hash = Buffer.from(pair.secretHash.replace(/^\$2b\$/, '$2a$')).toString('base64');
+  const caddyfile = join(home, 'Caddyfile');
+  writeFileSync(
+    caddyfile,
+    `{
+  admin off
+  auto_https off
+}
+http://127.0.0.1:${port} {
+  bind 127.0.0.1
+  basicauth {
+    ${pair.key} ${hash}
+  }
+  reverse_proxy 127.0.0.1:${upstream.port}
+}
+`,
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+  };
+  if (gomaxprocs === undefined) delete env.GOMAXPROCS;
+  else env.GOMAXPROCS = String(gomaxprocs);
+  const started = group.start(
+    name,
+    'caddy',
+    ['run', '--config', caddyfile, '--adapter', 'caddyfile'],
+    { env },
+  );
+  const url = `http://127.0.0.1:${port}/accounts`;
+  await waitForHttp(group, started, url);
+  return { name, url, port, started };
+}
+
+/** nginx proxy_pass with upstream keep-alive, one worker, no auth, no access log: the ceiling. */
+export async function startNginx(group: ProcessGroup, upstream: Target): Promise<Target> {
+  const port = await freePort();
+  const prefix = join(group.dir, 'nginx');
+  mkdirSync(join(prefix, 'tmp'), { recursive: true });
+  const conf = join(prefix, 'nginx.conf');
+  const temp = (kind: string): string => `${kind}_temp_path ${join(prefix, 'tmp', kind)};`;
+  writeFileSync(
+    conf,
+    `daemon off;
+master_process on;
+worker_processes 1;
+pid ${join(prefix, 'nginx.pid')};
+error_log ${join(prefix, 'error.log')} warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(temp).join('\n  ')}
+  upstream accounts {
+    server 127.0.0.1:${upstream.port};
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://accounts;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+`,
+  );
+  const started = group.start('nginx', 'nginx', [
+    '-p',
+    `${prefix}/`,
+    '-c',
+    conf,
+    '-e',
+    join(prefix, 'error.log'),
+  ]);
+  const url = `http://127.0.0.1:${port}/accounts`;
+  await waitForHttp(group, started, url);
+  return { name: 'nginx', url, port, started };
+}
