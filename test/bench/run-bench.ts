@@ -1,7 +1,8 @@
 // `npm run bench` (which builds first): the gateway against bare forwarding engines, Caddy
 // and nginx, on 127.0.0.1, in interleaved rounds. `--help` lists the options; README's
 // Benchmark section says what each figure means. The modules of test/bench/:
-//   main.ts       plan, estimate, sections, table and JSON
+//   main.ts       options, tools, plan and estimate, signals, progress, table and JSON
+//   sections.ts   each section: what it starts, its rows, its ratios and notes
 //   scenarios.ts  interleaved rounds, cold pair cycles, the bcrypt limit, the limits hook
 //   targets.ts    upstream, bare engines, gateways, Caddy, nginx, Redis and its seeding
 //   measure.ts    wrk (Lua report), CPU and RSS of a process tree from /proc

@@ -1,0 +1,656 @@
+// The sections: what each starts, the rows it measures with runRounds, and the notes and
+// figures it reports beyond its rows (ratios, the bcrypt limit, Redis memory...).
+import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import bcrypt from 'bcrypt';
+import { SignJWT } from 'jose';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { generateSigningKey } from '../support/generate-signing-key.js';
+import type { GatewayConfigInput } from '../support/gateway-yaml.js';
+import { median } from '../support/median.js';
+import { socketErrorCount, pairKey, type WrkSpec } from './measure.js';
+import type { Engine, Section } from './options.js';
+import { httpRequest } from './processes.js';
+import { formatNumber, ratio, summarize, table } from './report.js';
+import {
+  COLD_SET,
+  bcryptLimit,
+  coldRow,
+  limitsSection,
+  row,
+  runRounds,
+  skippedSection,
+  type BenchContext,
+  type Row,
+  type SectionResult,
+} from './scenarios.js';
+import {
+  issueToken,
+  pairCommands,
+  redisMemoryMiB,
+  redisPipe,
+  startBare,
+  startCaddy,
+  startGateway,
+  startNginx,
+  startRedis,
+  startUpstream,
+  userCommand,
+  type RedisServer,
+  type Target,
+} from './targets.js';
+
+const KEY_PREFIX = '{bench}:';
+/** The pairs section's bcrypt cost: the lowest the schema allows (see README). */
+const PAIRS_COST = 4;
+/** The pairs section's cache: smaller than the small store, so a cycle through it always misses. */
+const PAIRS_CACHE_ENTRIES = 256;
+
+export interface Tools {
+  readonly caddy: boolean;
+  readonly nginx: boolean;
+  /** `serve --workers` exists in this build. */
+  readonly workers: boolean;
+  readonly versions: Record<string, string>;
+  /** Rows or sections left out, each with why and how to get them. */
+  readonly skipped: string[];
+}
+
+const secret = (): string => randomBytes(36).toString('base64url');
+
+function* concat<T>(...parts: Iterable<T>[]): Generator<T> {
+  for (const part of parts) yield* part;
+}
+
+/** Everything the sections share: the upstream, the main Redis, the pairs and tokens. */
+interface Fixture {
+  readonly upstream: Target;
+  readonly cachedPair: { key: string; secret: string };
+  /** The cached pair's hash at the bench's cost (Caddy is given it too). */
+  readonly cachedHash: string;
+  readonly coldSecret: string;
+  readonly wrongSecret: string;
+  readonly gatewayConfig: (
+    engine: Engine,
+    redis: RedisServer,
+    overrides?: { cost?: number; cacheEntries?: number },
+  ) => GatewayConfigInput;
+}
+
+export async function runSections(ctx: BenchContext, tools: Tools): Promise<SectionResult[]> {
+  const { group, options } = ctx;
+  const want = (s: Section): boolean => options.sections.includes(s);
+  const results: SectionResult[] = [];
+  const needsUpstream = (['cached', 'cold', 'mixed', 'pairs', 'workers'] as const).some(want);
+  const needsMainRedis = (['cached', 'cold', 'mixed', 'workers'] as const).some(want);
+
+  let fixture: Fixture | undefined;
+  let mainRedis: RedisServer | undefined;
+  const user = { username: 'bench', subject: 'bench-user', password: secret() };
+  const signingKey = await generateSigningKey();
+  const hsSecret = secret();
+  if (needsUpstream) {
+    ctx.onNote('starting the upstream');
+    const upstream = await startUpstream(group);
+    const cachedPair = { key: 'ak_cachedbenchpair000000001', secret: secret() };
+    fixture = {
+      upstream,
+      cachedPair,
+      cachedHash: await bcrypt.hash(cachedPair.secret, options.bcryptCost),
+      coldSecret: secret(),
+      wrongSecret: secret(),
+      gatewayConfig: (engine, redis, overrides = {}) => ({
+        upstreams: { accounts: { url: `http://127.0.0.1:${upstream.port}`, engine } },
+        auth: {
+          ...(overrides.cacheEntries === undefined
+            ? {}
+            : { basic: { cache: { maxEntries: overrides.cacheEntries } } }),
+          bearer: { issuers: [{ name: 'bench-hs256', algorithms: ['HS256'], secret: hsSecret }] },
+        },
+        credentials: {
+          store: 'redis',
+          bcryptCost: overrides.cost ?? options.bcryptCost,
+          redis: { url: redis.url, keyPrefix: KEY_PREFIX },
+        },
+        tokens: { signingKey: signingKey.pem, lifetimeSec: 86_400 },
+      }),
+    };
+  }
+  if (needsMainRedis && fixture !== undefined) {
+    ctx.onNote(
+      `starting Redis; seeding ${options.coldPairs.toLocaleString('en-US')} pairs, a cached pair and a user (bcrypt cost ${options.bcryptCost})`,
+    );
+    mainRedis = await startRedis(group, 'redis-main');
+    const [pairHash, userHash] = await Promise.all([
+      bcrypt.hash(fixture.coldSecret, options.bcryptCost),
+      bcrypt.hash(user.password, options.bcryptCost),
+    ]);
+    const { key: cachedKey } = fixture.cachedPair;
+    const { cachedHash } = fixture;
+    await redisPipe(
+      group,
+      mainRedis,
+      concat(
+        pairCommands({
+          prefix: KEY_PREFIX,
+          keyOf: (i) => pairKey(COLD_SET, i),
+          from: 0,
+          count: options.coldPairs,
+          secretHash: pairHash,
+        }),
+        pairCommands({
+          prefix: KEY_PREFIX,
+          keyOf: () => cachedKey,
+          from: 0,
+          count: 1,
+          secretHash: cachedHash,
+        }),
+        [userCommand(KEY_PREFIX, { ...user, passwordHash: userHash })],
+      ),
+    );
+    ctx.onNote('seeded');
+  }
+
+  const gateways = new Map<Engine, Target>();
+  const gatewayOf = async (engine: Engine): Promise<Target> => {
+    const known = gateways.get(engine);
+    if (known !== undefined) return known;
+    if (fixture === undefined || mainRedis === undefined) throw new Error('no fixture');
+    ctx.onNote(`starting the gateway (engine: ${engine})`);
+    const started = await startGateway(
+      group,
+      `gateway-${engine}`,
+      fixture.gatewayConfig(engine, mainRedis),
+    );
+    gateways.set(engine, started);
+    return started;
+  };
+
+  for (const section of options.sections) {
+    if (section === 'cached' && fixture !== undefined)
+      results.push(await cachedSection(ctx, tools, fixture, gatewayOf, user, hsSecret));
+    if (section === 'cold' && fixture !== undefined)
+      results.push(await coldSection(ctx, fixture, await gatewayOf(options.engine)));
+    if (section === 'mixed' && fixture !== undefined)
+      results.push(await mixedSection(ctx, fixture, await gatewayOf(options.engine)));
+    if (section === 'pairs' && fixture !== undefined)
+      results.push(await pairsSection(ctx, fixture));
+    if (section === 'heap') results.push(await heapSection(ctx));
+    if (section === 'workers' && fixture !== undefined && mainRedis !== undefined)
+      results.push(await workersSection(ctx, tools, fixture, mainRedis));
+    if (section === 'limits') results.push(limitsSection());
+  }
+  return results;
+}
+
+async function cachedSection(
+  ctx: BenchContext,
+  tools: Tools,
+  fixture: Fixture,
+  gatewayOf: (engine: Engine) => Promise<Target>,
+  user: { username: string; password: string },
+  hsSecret: string,
+): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
+  const hsToken = await new SignJWT({ sub: 'bench-hs' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuedAt()
+    .setExpirationTime('24h')
+    .sign(new TextEncoder().encode(hsSecret));
+  const load = (target: Target, header?: string) => (): WrkSpec => ({
+    url: target.url,
+    connections: options.connections,
+    seconds: options.duration,
+    ...(header === undefined ? {} : { header }),
+  });
+  const rows: Row[] = [];
+  const notes: string[] = [];
+  for (const engine of ['http-proxy-3', 'undici'] as const) {
+    ctx.onNote(`starting bare ${engine}`);
+    const bare = await startBare(group, engine, fixture.upstream);
+    rows.push(
+      row({
+        id: `bare-${engine}`,
+        label: `bare ${engine} (no auth)`,
+        target: bare,
+        spec: load(bare),
+      }),
+    );
+  }
+  for (const engine of ['http-proxy-3', 'undici'] as const) {
+    const gateway = await gatewayOf(engine);
+    const es256 = `Authorization: ${bearerHeader(await issueToken(gateway, user.username, user.password))}`;
+    const hs256 = `Authorization: ${bearerHeader(hsToken)}`;
+    const bare = `bare-${engine}`;
+    rows.push(
+      row({
+        id: `gateway-${engine}-basic`,
+        label: `gateway ${engine}, Basic cached`,
+        target: gateway,
+        bare,
+        spec: load(gateway, basic),
+      }),
+      row({
+        id: `gateway-${engine}-es256`,
+        label: `gateway ${engine}, Bearer ES256 (own)`,
+        target: gateway,
+        bare,
+        spec: load(gateway, es256),
+      }),
+      row({
+        id: `gateway-${engine}-hs256`,
+        label: `gateway ${engine}, Bearer HS256 (issuer)`,
+        target: gateway,
+        bare,
+        spec: load(gateway, hs256),
+      }),
+    );
+  }
+  if (tools.caddy) {
+    const cores = availableParallelism();
+    for (const procs of [1, undefined]) {
+      const name = procs === undefined ? `caddy-all` : `caddy-1`;
+      try {
+        ctx.onNote(`starting ${name}`);
+        const caddy = await startCaddy(
+          group,
+          name,
+          fixture.upstream,
+          { key: fixture.cachedPair.key, secretHash: fixture.cachedHash },
+          procs,
+        );
+        rows.push(
+          row({
+            id: name,
+            label: `Caddy basicauth, GOMAXPROCS=${procs ?? `${cores} (all)`}`,
+            target: caddy,
+            spec: load(caddy, basic),
+          }),
+        );
+      } catch (error) {
+        notes.push(`${name} skipped: it did not start (${String(error)})`);
+      }
+    }
+  }
+  if (tools.nginx) {
+    try {
+      ctx.onNote('starting nginx');
+      const nginx = await startNginx(group, fixture.upstream);
+      rows.push(
+        row({
+          id: 'nginx',
+          label: 'nginx proxy_pass, 1 worker (no auth)',
+          target: nginx,
+          spec: load(nginx),
+        }),
+      );
+    } catch (error) {
+      notes.push(`nginx skipped: it did not start (${String(error)})`);
+    }
+  }
+  await preflight(rows);
+  await runRounds(ctx, 'cached', rows);
+
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const caddy1 = byId.get('caddy-1');
+  const ratioRows: string[][] = [];
+  const ratios: Record<string, Record<string, number>> = {};
+  for (const r of rows) {
+    const bare = r.bare === undefined ? undefined : byId.get(r.bare);
+    if (bare === undefined) continue;
+    const values = {
+      cpuToBare: ratio(r, bare, 'cpuMicrosPerRequest'),
+      p99ToBare: ratio(r, bare, 'p99Ms'),
+      rssToBare: ratio(r, bare, 'rssPeakMiB'),
+      cpuToCaddy1: caddy1 === undefined ? NaN : ratio(r, caddy1, 'cpuMicrosPerRequest'),
+    };
+    ratios[r.id] = values;
+    ratioRows.push([
+      r.label,
+      formatNumber(values.cpuToBare, 'ratio'),
+      formatNumber(values.p99ToBare, 'ratio'),
+      formatNumber(values.rssToBare, 'ratio'),
+      formatNumber(values.cpuToCaddy1, 'ratio'),
+    ]);
+  }
+  notes.push(
+    '',
+    'ratios (median of the per-round ratios; CPU = CPU µs per request, lower is cheaper):',
+    table(['gateway row', 'CPU/bare', 'p99/bare', 'RSS/bare', 'CPU/Caddy-1'], ratioRows),
+  );
+  return {
+    id: 'cached',
+    title: 'cached path (one pair or token, verified once)',
+    rows,
+    notes,
+    extra: { ratios },
+  };
+}
+
+/** One request per row with its own credentials before any load: a wrong setup fails fast. */
+async function preflight(rows: readonly Row[]): Promise<void> {
+  for (const r of rows) {
+    const spec = r.spec();
+    const headers: Record<string, string> = {};
+    if (spec.header !== undefined) {
+      const colon = spec.header.indexOf(':');
+      headers[spec.header.slice(0, colon)] = spec.header.slice(colon + 1).trim();
+    }
+    if (spec.pairs !== undefined) {
+      const p = spec.pairs;
+      headers.authorization = basicHeader(pairKey(p, p.count - 1), p.secret);
+    }
+    const answer = await httpRequest(spec.url, { headers });
+    if (answer.status !== 200)
+      throw new Error(`${r.label}: the first request answered ${answer.status}: ${answer.body}`);
+  }
+}
+
+async function coldSection(
+  ctx: BenchContext,
+  fixture: Fixture,
+  gateway: Target,
+): Promise<SectionResult> {
+  const { options } = ctx;
+  ctx.onNote(`measuring one bcrypt compare at cost ${options.bcryptCost}`);
+  const limit = await bcryptLimit(options.bcryptCost);
+  const cold = coldRow(
+    {
+      id: 'cold-basic',
+      label: `gateway ${options.engine}, Basic, a new pair per request`,
+      target: gateway,
+    },
+    {
+      count: options.coldPairs,
+      secret: fixture.coldSecret,
+      connections: options.coldConnections,
+      seconds: options.duration,
+    },
+  );
+  await preflight([cold]);
+  await runRounds(ctx, 'cold', [cold]);
+  const s = summarize(cold);
+  const share = (s.rps / limit.perSecond) * 100;
+  return {
+    id: 'cold',
+    title: `cold Basic (${options.coldPairs.toLocaleString('en-US')} pairs, bcrypt cost ${options.bcryptCost}, ${options.coldConnections} connections)`,
+    rows: [cold],
+    notes: [
+      `bcrypt limit: ${limit.cores} cores / ${formatNumber(limit.compareMs, 'ms')} ms per compare = ${formatNumber(limit.perSecond, 'int')} checks/s; cold Basic reaches ${formatNumber(share, 'pct')} of it`,
+    ],
+    extra: { bcryptLimit: limit, percentOfLimit: share },
+  };
+}
+
+async function mixedSection(
+  ctx: BenchContext,
+  fixture: Fixture,
+  gateway: Target,
+): Promise<SectionResult> {
+  const { options } = ctx;
+  const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
+  const wrongConnections = Math.max(
+    1,
+    Math.round((options.connections * options.wrongShare) / (100 - options.wrongShare)),
+  );
+  const cached = (): WrkSpec => ({
+    url: gateway.url,
+    connections: options.connections,
+    seconds: options.duration,
+    header: basic,
+  });
+  let start = Math.floor(Math.random() * options.coldPairs);
+  const alone = row({
+    id: 'mixed-alone',
+    label: `gateway ${options.engine}, cached clients alone`,
+    target: gateway,
+    spec: cached,
+  });
+  const mixed = row({
+    id: 'mixed-wrong',
+    label: `gateway ${options.engine}, cached clients + wrong secrets`,
+    target: gateway,
+    spec: cached,
+    companion: () => ({
+      url: gateway.url,
+      connections: wrongConnections,
+      seconds: options.duration,
+      pairs: { ...COLD_SET, count: options.coldPairs, start, secret: fixture.wrongSecret },
+    }),
+    afterRun: (run) => {
+      start = (start + (run.companion?.requests ?? 0) + wrongConnections) % options.coldPairs;
+    },
+  });
+  await preflight([alone]);
+  await runRounds(ctx, 'mixed', [alone, mixed]);
+  const companions = mixed.runs.flatMap((run) =>
+    run.companion === undefined ? [] : [run.companion],
+  );
+  const statuses: Record<string, number> = {};
+  for (const c of companions)
+    for (const [status, n] of Object.entries(c.statuses))
+      statuses[status] = (statuses[status] ?? 0) + n;
+  const wrongRps = median(companions.map((c) => c.rps));
+  const socketErrors = companions.reduce((sum, c) => sum + socketErrorCount(c), 0);
+  const cachedRps = summarize(mixed).rps;
+  const p99Ratio = ratio(mixed, alone, 'p99Ms');
+  const rpsRatio = ratio(mixed, alone, 'rps');
+  const sharePct = (wrongRps / (wrongRps + cachedRps)) * 100;
+  const statusText = Object.entries(statuses)
+    .map(([status, n]) => `${status}: ${n.toLocaleString('en-US')}`)
+    .join(', ');
+  return {
+    id: 'mixed',
+    title: `mixed: ${options.connections} cached clients + ${wrongConnections} sending wrong secrets (${formatNumber((wrongConnections / (wrongConnections + options.connections)) * 100, 'pct')} of clients, bcrypt cost ${options.bcryptCost})`,
+    rows: [alone, mixed],
+    notes: [
+      `cached clients with wrong secrets beside them: p99 × ${formatNumber(p99Ratio, 'ratio')}, req/s × ${formatNumber(rpsRatio, 'ratio')} (median of per-round ratios)`,
+      `wrong-secret load: ${formatNumber(wrongRps, 'int')} req/s (${formatNumber(sharePct, 'pct')} of requests answered), statuses ${statusText || 'none'}, socket errors ${socketErrors}`,
+      "CPU µs/req of the mixed row: the gateway CPU over both loads' requests",
+    ],
+    extra: {
+      wrongConnections,
+      wrongRps,
+      wrongStatuses: statuses,
+      wrongSocketErrors: socketErrors,
+      wrongSharePct: sharePct,
+      p99Ratio,
+      rpsRatio,
+    },
+  };
+}
+
+async function pairsSection(ctx: BenchContext, fixture: Fixture): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const sizes = [
+    { id: 'small', count: options.pairsSmall },
+    { id: 'large', count: options.pairsLarge },
+  ];
+  const [pairHash, cachedHash] = await Promise.all([
+    bcrypt.hash(fixture.coldSecret, PAIRS_COST),
+    bcrypt.hash(fixture.cachedPair.secret, PAIRS_COST),
+  ]);
+  const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
+  const cachedRows: Row[] = [];
+  const coldRows: Row[] = [];
+  const memory: Record<string, number> = {};
+  for (const size of sizes) {
+    const n = size.count.toLocaleString('en-US');
+    ctx.onNote(`pairs: starting Redis and seeding ${n} pairs (cost ${PAIRS_COST})`);
+    const redis = await startRedis(group, `redis-${size.id}`);
+    const started = Date.now();
+    await redisPipe(
+      group,
+      redis,
+      concat(
+        pairCommands({
+          prefix: KEY_PREFIX,
+          keyOf: (i) => pairKey(COLD_SET, i),
+          from: 0,
+          count: size.count,
+          secretHash: pairHash,
+        }),
+        pairCommands({
+          prefix: KEY_PREFIX,
+          keyOf: () => fixture.cachedPair.key,
+          from: 0,
+          count: 1,
+          secretHash: cachedHash,
+        }),
+      ),
+    );
+    memory[size.id] = await redisMemoryMiB(group, redis);
+    ctx.onNote(
+      `pairs: ${n} pairs seeded in ${((Date.now() - started) / 1000).toFixed(1)} s, Redis uses ${formatNumber(memory[size.id] ?? NaN, 'int')} MiB`,
+    );
+    const gateway = await startGateway(
+      group,
+      `gateway-pairs-${size.id}`,
+      fixture.gatewayConfig(options.engine, redis, {
+        cost: PAIRS_COST,
+        cacheEntries: PAIRS_CACHE_ENTRIES,
+      }),
+    );
+    cachedRows.push(
+      row({
+        id: `pairs-${size.id}-cached`,
+        label: `${n} pairs in Redis, Basic cached`,
+        target: gateway,
+        spec: () => ({
+          url: gateway.url,
+          connections: options.connections,
+          seconds: options.duration,
+          header: basic,
+        }),
+      }),
+    );
+    coldRows.push(
+      coldRow(
+        { id: `pairs-${size.id}-cold`, label: `${n} pairs in Redis, cold checks`, target: gateway },
+        {
+          count: size.count,
+          secret: fixture.coldSecret,
+          connections: options.coldConnections,
+          seconds: options.duration,
+        },
+      ),
+    );
+  }
+  const rows = [...cachedRows, ...coldRows];
+  await preflight(rows);
+  await runRounds(ctx, 'pairs', rows);
+  const limit = await bcryptLimit(PAIRS_COST);
+  const [smallCached, largeCached] = cachedRows;
+  const [smallCold, largeCold] = coldRows;
+  const ratios = {
+    cachedRps: smallCached && largeCached ? ratio(largeCached, smallCached, 'rps') : NaN,
+    coldRps: smallCold && largeCold ? ratio(largeCold, smallCold, 'rps') : NaN,
+    coldCpu: smallCold && largeCold ? ratio(largeCold, smallCold, 'cpuMicrosPerRequest') : NaN,
+  };
+  const coldShare = (r: Row | undefined): string =>
+    formatNumber(((r ? summarize(r).rps : NaN) / limit.perSecond) * 100, 'pct');
+  return {
+    id: 'pairs',
+    title: `store size: ${options.pairsSmall.toLocaleString('en-US')} vs ${options.pairsLarge.toLocaleString('en-US')} pairs in Redis (bcrypt cost ${PAIRS_COST}, cache ${PAIRS_CACHE_ENTRIES} entries)`,
+    rows,
+    notes: [
+      `large/small (median of per-round ratios): cached req/s × ${formatNumber(ratios.cachedRps, 'ratio')}, cold checks/s × ${formatNumber(ratios.coldRps, 'ratio')}, cold CPU/check × ${formatNumber(ratios.coldCpu, 'ratio')}`,
+      `Redis used_memory: small ${formatNumber(memory.small ?? NaN, 'int')} MiB, large ${formatNumber(memory.large ?? NaN, 'int')} MiB`,
+      `bcrypt limit at cost ${PAIRS_COST}: ${formatNumber(limit.perSecond, 'int')} checks/s (${formatNumber(limit.compareMs, 'ms')} ms per compare); cold checks reach ${coldShare(smallCold)} (small) and ${coldShare(largeCold)} (large) of it`,
+    ],
+    extra: { ratios, redisMemoryMiB: memory, bcryptLimit: limit },
+  };
+}
+
+async function heapSection(ctx: BenchContext): Promise<SectionResult> {
+  const { group, options } = ctx;
+  ctx.onNote(`heap: filling ${options.heapPairs.toLocaleString('en-US')} cached pairs in process`);
+  const hook = new URL('./resolve-hook.ts', import.meta.url).href;
+  const script = new URL('./heap-per-credential.ts', import.meta.url).pathname;
+  const child = group.start(
+    'heap',
+    process.execPath,
+    ['--expose-gc', '--import', hook, script, String(options.heapPairs)],
+    { output: 'pipe' },
+  );
+  let out = '';
+  child.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await child.exited;
+  const line = out.split('\n').find((l) => l.startsWith('{'));
+  if (code !== 0 || line === undefined)
+    throw new Error(`heap measurement failed (${String(code)}): ${out}`);
+  const result = JSON.parse(line) as {
+    bytesPerCredential: number;
+    sampleHits: number;
+    sampleSize: number;
+    heapUsedBefore: number;
+    heapUsedAfter: number;
+  };
+  return {
+    id: 'heap',
+    title: `heap per cached credential (${options.heapPairs.toLocaleString('en-US')} pairs, in process)`,
+    rows: [],
+    notes: [
+      `${formatNumber(result.bytesPerCredential, 'int')} bytes per cached Basic pair (heapUsed ${formatNumber(result.heapUsedBefore / 2 ** 20, 'int')} → ${formatNumber(result.heapUsedAfter / 2 ** 20, 'int')} MiB after GC; ${result.sampleHits}/${result.sampleSize} sampled pairs hit the cache)`,
+    ],
+    extra: { heap: result },
+  };
+}
+
+async function workersSection(
+  ctx: BenchContext,
+  tools: Tools,
+  fixture: Fixture,
+  redis: RedisServer,
+): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const title = `workers: serve --workers 2 against 1 (engine ${options.engine}, Basic cached)`;
+  if (!tools.workers)
+    return skippedSection(
+      'workers',
+      title,
+      "this build's `serve` has no --workers option yet (`node dist/cli.js serve --help`); rerun once it has",
+    );
+  const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
+  const rows: Row[] = [];
+  for (const workers of [1, 2]) {
+    ctx.onNote(`starting the gateway with --workers ${workers}`);
+    const gateway = await startGateway(
+      group,
+      `gateway-workers-${workers}`,
+      fixture.gatewayConfig(options.engine, redis),
+      ['--workers', String(workers)],
+    );
+    rows.push(
+      row({
+        id: `workers-${workers}`,
+        label: `gateway ${options.engine}, --workers ${workers}`,
+        target: gateway,
+        spec: () => ({
+          url: gateway.url,
+          connections: options.connections,
+          seconds: options.duration,
+          header: basic,
+        }),
+      }),
+    );
+  }
+  await preflight(rows);
+  await runRounds(ctx, 'workers', rows);
+  const [one, two] = rows;
+  const ratios = {
+    rps: one && two ? ratio(two, one, 'rps') : NaN,
+    cpu: one && two ? ratio(two, one, 'cpuMicrosPerRequest') : NaN,
+    p99: one && two ? ratio(two, one, 'p99Ms') : NaN,
+  };
+  const processes = rows.map((r) => Math.max(0, ...r.runs.map((run) => run.processes)));
+  const notes = [
+    `2 workers / 1 (median of per-round ratios): req/s × ${formatNumber(ratios.rps, 'ratio')}, CPU/req × ${formatNumber(ratios.cpu, 'ratio')}, p99 × ${formatNumber(ratios.p99, 'ratio')} (CPU and RSS are the whole process tree)`,
+    `processes in the measured tree: ${processes.join(' and ')}`,
+  ];
+  if (processes[1] !== undefined && processes[0] !== undefined && processes[1] <= processes[0])
+    notes.push('(this build accepts --workers but --workers 2 ran no more processes than 1)');
+  return { id: 'workers', title, rows, notes, extra: { ratios, processes } };
+}
