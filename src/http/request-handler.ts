@@ -74,7 +74,7 @@ class RequestContext implements Exchange {
     const { options } = this.shared;
     const framing = checkFraming(req, options.maxHeaderCount);
     if (framing !== undefined) return this.onError(new GatewayError(framing));
-    // Absolute-form (`GET http://host/...`) and `*` never match: they are not origin-form.
+    // Absolute-form is routed by its path and query; `*` matches nothing (see route-table).
     const match = options.routes.match(req.url ?? '');
     if (match.kind !== 'match') return this.onError(new GatewayError(match.kind));
     const route = match.entry;

@@ -31,30 +31,55 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
   const parameterized = entries.parameterized ?? [];
   return {
     match(target) {
-      const q = target.indexOf('?');
-      const rawPath = q === -1 ? target : target.slice(0, q);
-      // Fast path: a configured path is clean by construction, so only the query needs a look.
-      const hit = exact.get(rawPath);
-      if (hit !== undefined) {
-        if (q !== -1 && target.includes('#', q)) return INVALID;
-        return {
-          kind: 'match',
-          entry: hit,
-          param: undefined,
-          query: q === -1 ? '' : target.slice(q),
-        };
-      }
-      const checked = checkRequestTarget(target);
-      if (checked === undefined) return INVALID;
-      for (const { prefix, param, entry } of parameterized) {
-        if (checked.path.startsWith(prefix)) {
-          const rest = checked.path.slice(prefix.length);
-          if (param.test(rest)) return { kind: 'match', entry, param: rest, query: checked.query };
-        }
-      }
-      return NOT_FOUND;
+      if (target.charCodeAt(0) === 0x2f /* / */) return matchOriginForm(target);
+      // RFC 9112 §3.2.2: a server must accept absolute-form; it is routed by its path and
+      // query like origin-form (the authority picks nothing: the upstream is the route's).
+      // `*` (asterisk-form, for OPTIONS) names no resource here: not found, not a bad path.
+      if (target === '*') return NOT_FOUND;
+      const origin = originFormOf(target);
+      return origin === undefined ? INVALID : matchOriginForm(origin);
     },
   };
+
+  function matchOriginForm(target: string): TargetMatch<T> {
+    const q = target.indexOf('?');
+    const rawPath = q === -1 ? target : target.slice(0, q);
+    // Fast path: a configured path is clean by construction, so only the query needs a look.
+    const hit = exact.get(rawPath);
+    if (hit !== undefined) {
+      if (q !== -1 && target.includes('#', q)) return INVALID;
+      return {
+        kind: 'match',
+        entry: hit,
+        param: undefined,
+        query: q === -1 ? '' : target.slice(q),
+      };
+    }
+    const checked = checkRequestTarget(target);
+    if (checked === undefined) return INVALID;
+    for (const { prefix, param, entry } of parameterized) {
+      if (checked.path.startsWith(prefix)) {
+        const rest = checked.path.slice(prefix.length);
+        if (param.test(rest)) return { kind: 'match', entry, param: rest, query: checked.query };
+      }
+    }
+    return NOT_FOUND;
+  }
+}
+
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * The path and query of an absolute-form target (`http://host/accounts?x=1` ->
+ * `/accounts?x=1`, `http://host?x` -> `/?x`); undefined for any other form that does not
+ * start with `/` (authority-form, a relative path, another scheme).
+ */
+export function originFormOf(target: string): string | undefined {
+  if (target.charCodeAt(0) === 0x2f /* / */) return target;
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority === null) return undefined;
+  const rest = target.slice(authority[0].length);
+  return rest.charCodeAt(0) === 0x2f ? rest : `/${rest}`;
 }
 
 const INVALID = { kind: 'invalid_path' } as const;

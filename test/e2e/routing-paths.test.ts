@@ -159,6 +159,32 @@ describe('the listing route', () => {
   });
 });
 
+describe('absolute-form targets (RFC 9112 §3.2.2)', () => {
+  it('routes GET http://other.example/accounts?x=1 like /accounts?x=1, to the gateway’s own upstream and Host', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      authorized('GET http://other.example/accounts?x=1&y=%41 HTTP/1.1'),
+    );
+    expect(res.status).toBe(200);
+    const [seen] = mark.since();
+    expect([seen?.url, seen?.headers.host]).toEqual([
+      '/accounts?x=1&y=%41',
+      new URL(upstream.url).host,
+    ]);
+  });
+
+  it('answers 404 not_found for an absolute-form path outside the table, before credentials', async () => {
+    const mark = upstreamMark(upstream);
+    const res = await rawRequest(
+      gateway.port,
+      anonymous('GET http://other.example/admin HTTP/1.1'),
+    );
+    expectGatewayError(res, 'not_found');
+    expect(mark.since()).toEqual([]);
+  });
+});
+
 describe('request targets that could normalize into another path', () => {
   const targets = [
     '/accounts/../admin',
@@ -175,8 +201,8 @@ describe('request targets that could normalize into another path', () => {
     '/accounts%0d%0a',
     '/accounts#fragment',
     '/accounts?a=1#fragment',
-    'http://evil.example/accounts',
-    'http://evil.example/admin',
+    'http://evil.example/accounts/../admin',
+    'http://evil.example/accounts#fragment',
   ];
 
   it.each(targets)('answers 400 invalid_path for GET %s and forwards nothing', async (target) => {
@@ -187,10 +213,10 @@ describe('request targets that could normalize into another path', () => {
     expect(mark.since()).toEqual([]);
   });
 
-  it('answers 400 invalid_path for OPTIONS * and forwards nothing', async () => {
+  it('answers 404 not_found for OPTIONS * (it names no resource here) and forwards nothing', async () => {
     const mark = upstreamMark(upstream);
     const res = await rawRequest(gateway.port, authorized('OPTIONS * HTTP/1.1'));
-    expectGatewayError(res, 'invalid_path');
+    expectGatewayError(res, 'not_found');
     expect(mark.since()).toEqual([]);
   });
 });

@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRouteTable, type RouteTable } from '../../../src/routing/route-table.js';
+import {
+  createRouteTable,
+  originFormOf,
+  type RouteTable,
+} from '../../../src/routing/route-table.js';
 
 const LISTING_PATHS = ['/account', '/accounts', '/accounts/'] as const;
 const KEY_PARAM = /^ak_[0-9A-Za-z]{24}$/;
@@ -94,9 +98,6 @@ describe('createRouteTable: exact paths', () => {
     '/accounts%00',
     '/accounts%0a',
     '/accounts%0D',
-    'http://x/accounts',
-    'http://127.0.0.1:1/accounts?x=1',
-    '*',
     '',
     '/accounts%',
     '/accounts%4',
@@ -205,10 +206,12 @@ describe('createRouteTable: properties', () => {
       fc.property(anyTarget, (target) => {
         const result = table.match(target);
         if (result.kind !== 'match') return;
-        const q = target.indexOf('?');
-        const path = q === -1 ? target : target.slice(0, q);
+        // Absolute-form is routed by its path and query, like origin-form.
+        const origin = originFormOf(target) ?? '';
+        const q = origin.indexOf('?');
+        const path = q === -1 ? origin : origin.slice(0, q);
         expect(target.includes('#')).toBe(false);
-        expect(result.query).toBe(q === -1 ? '' : target.slice(q));
+        expect(result.query).toBe(q === -1 ? '' : origin.slice(q));
         if (result.entry === 'key') {
           expect(path).toBe(`/keys/${result.param ?? ''}`);
           expect(result.param).toMatch(KEY_PARAM);
@@ -251,5 +254,69 @@ describe('createRouteTable: properties', () => {
         },
       ),
     );
+  });
+});
+
+describe('absolute-form and asterisk-form targets', () => {
+  const table = createRouteTable({ exact: new Map([['/accounts', 'accounts']]) });
+
+  it.each([
+    ['http://other.example/accounts?x=1', '?x=1'],
+    ['HTTPS://other.example:8443/accounts', ''],
+    ['http://user@other.example/accounts?', '?'],
+  ])('routes %s by its path and query, like origin-form', (target, query) => {
+    expect(table.match(target)).toEqual({
+      kind: 'match',
+      entry: 'accounts',
+      param: undefined,
+      query,
+    });
+  });
+
+  it.each([
+    ['http://other.example/admin', 'not_found'],
+    ['http://other.example', 'not_found'],
+    ['http://other.example?x=1', 'not_found'],
+    ['http://other.example/accounts/../admin', 'invalid_path'],
+    ['http://other.example/accounts#top', 'invalid_path'],
+    ['http://other.example#top', 'invalid_path'],
+    ['ftp://other.example/accounts', 'invalid_path'],
+    ['other.example:443', 'invalid_path'],
+    ['accounts', 'invalid_path'],
+    ['*', 'not_found'],
+  ])('answers %s with %s, under the same path rules', (target, kind) => {
+    expect(table.match(target)).toEqual({ kind });
+  });
+
+  it('answers any absolute-form target exactly as its origin-form path and query', () => {
+    const full = createRouteTable({
+      exact: new Map([
+        ['/accounts', 'accounts'],
+        ['/keys', 'keys'],
+      ]),
+      parameterized: [{ prefix: '/keys/', param: /^[A-Za-z0-9_-]{3,64}$/, entry: 'key' }],
+    });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('http', 'https', 'HTTP'),
+        fc.webAuthority({ withUserInfo: true, withPort: true }),
+        fc.oneof(fc.webPath(), fc.constantFrom('/accounts', '/keys', '/keys/ak_x1')),
+        fc.option(fc.webQueryParameters(), { nil: undefined }),
+        (scheme, authority, path, query) => {
+          const origin = `${path === '' ? '/' : path}${query === undefined ? '' : `?${query}`}`;
+          const absolute = `${scheme}://${authority}${path}${query === undefined ? '' : `?${query}`}`;
+          expect(full.match(absolute)).toEqual(full.match(origin));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('leaves origin-form as it is', () => {
+    expect([originFormOf('/accounts?x'), originFormOf('http://h'), originFormOf('h')]).toEqual([
+      '/accounts?x',
+      '/',
+      undefined,
+    ]);
   });
 });
