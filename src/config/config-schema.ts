@@ -99,6 +99,20 @@ const cacheSchema = z.strictObject({
   maxEntries: int(z.number().int().positive()).default(10_000),
 });
 
+/** How a remote JWKS (`jwksUrl`) is fetched and kept; today's fixed values are the defaults. */
+const jwksSchema = z.strictObject({
+  /** A fetched key set is used this long before it is fetched again. */
+  cacheMaxAgeMs: durationMs.default(600_000),
+  /** At least this long between fetches for a `kid` the key set does not hold. */
+  cooldownMs: durationMs.default(30_000),
+  /** One fetch may take this long. */
+  timeoutMs: durationMs.default(2_000),
+  /** After a failed fetch, the last good key set is used and the next try waits this long, */
+  failureBackoffMs: durationMs.default(1_000),
+  /** doubling after each further failure up to this. */
+  maxFailureBackoffMs: durationMs.default(60_000),
+});
+
 export const bearerIssuerSchema = z
   .strictObject({
     name: z.string().min(1),
@@ -129,8 +143,12 @@ export const bearerIssuerSchema = z
     publicKey: z.string().min(1).optional(),
     publicKeyFile: z.string().min(1).optional(),
     jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+    jwks: jwksSchema.optional(),
   })
   .superRefine((value, ctx) => {
+    if (value.jwks !== undefined && value.jwksUrl === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['jwks'], message: 'only applies with jwksUrl' });
+    }
     const sources = [value.secret, value.publicKey, value.publicKeyFile, value.jwksUrl].filter(
       (v) => v !== undefined,
     );

@@ -30,7 +30,18 @@ export class KeySourceUnavailableError extends Error {
   }
 }
 
-export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_000): KeySource {
+export type JwksTiming = NonNullable<BearerIssuerConfig['jwks']>;
+
+/** The defaults of `auth.bearer.issuers[].jwks` (config-schema), for an issuer without it. */
+export const DEFAULT_JWKS_TIMING: JwksTiming = {
+  cacheMaxAgeMs: 600_000,
+  cooldownMs: 30_000,
+  timeoutMs: 2_000,
+  failureBackoffMs: 1_000,
+  maxFailureBackoffMs: 60_000,
+};
+
+export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs?: number): KeySource {
   const base = {
     name: config.name,
     algorithms: config.algorithms,
@@ -39,7 +50,13 @@ export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_0
   };
   if (config.secret !== undefined) return { ...base, key: new TextEncoder().encode(config.secret) };
   if (config.jwksUrl !== undefined)
-    return { ...base, key: createResilientRemoteJwks(new URL(config.jwksUrl), fetchTimeoutMs) };
+    return {
+      ...base,
+      key: createResilientRemoteJwks(new URL(config.jwksUrl), {
+        ...(config.jwks ?? DEFAULT_JWKS_TIMING),
+        ...(fetchTimeoutMs === undefined ? {} : { timeoutMs: fetchTimeoutMs }),
+      }),
+    };
   const text = config.publicKey ?? readFileSync(config.publicKeyFile ?? '', 'utf8');
   const key = text.trimStart().startsWith('{')
     ? createPublicKey({ key: JSON.parse(text) as JsonWebKey, format: 'jwk' })
@@ -61,23 +78,26 @@ export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs = 2_0
  */
 export function createResilientRemoteJwks(
   url: URL,
-  timeoutMs: number,
+  timing: JwksTiming | number,
   now: () => number = Date.now,
 ): JWTVerifyGetKey {
+  // A bare number is the fetch timeout, with the other settings at their defaults.
+  const settings =
+    typeof timing === 'number' ? { ...DEFAULT_JWKS_TIMING, timeoutMs: timing } : timing;
   // jose writes every key set it fetches into this object (a new `jwks` object per fetch),
   // so the stale copy is rebuilt once per fetch; remote.jwks() would clone on every call.
   const fetched: { jwks?: JSONWebKeySet; uat?: number } = {};
   const remote = createRemoteJWKSet(url, {
-    timeoutDuration: timeoutMs,
-    cooldownDuration: 30_000,
-    cacheMaxAge: 600_000,
+    timeoutDuration: settings.timeoutMs,
+    cooldownDuration: settings.cooldownMs,
+    cacheMaxAge: settings.cacheMaxAgeMs,
     [jwksCache]: fetched as JWKSCacheInput,
   });
   let lastGood: JSONWebKeySet | undefined;
   let stale: JWTVerifyGetKey | undefined;
   let lastFailure: unknown;
   let retryAt = 0;
-  let backoffMs = 1_000;
+  let backoffMs = settings.failureBackoffMs;
   const remember = (): void => {
     if (fetched.jwks !== undefined && fetched.jwks !== lastGood) {
       lastGood = fetched.jwks;
@@ -99,7 +119,7 @@ export function createResilientRemoteJwks(
     try {
       const key = await remote(header, token);
       remember();
-      backoffMs = 1_000;
+      backoffMs = settings.failureBackoffMs;
       return key;
     } catch (error) {
       if (
@@ -112,7 +132,7 @@ export function createResilientRemoteJwks(
       }
       lastFailure = error;
       retryAt = now() + backoffMs;
-      backoffMs = Math.min(backoffMs * 2, 60_000);
+      backoffMs = Math.min(backoffMs * 2, settings.maxFailureBackoffMs);
       return fromStale(error)(header, token);
     }
   };

@@ -789,3 +789,37 @@ describe('parseConfig Redis topology checks', () => {
     );
   });
 });
+
+describe('auth.bearer.issuers[].jwks', () => {
+  const issuer = (lines: string) => `auth:
+  bearer:
+    issuers:
+      - name: idp
+${lines}`;
+
+  it('fills the remote key set settings it is not given with today’s defaults', () => {
+    const config = parseConfig(
+      issuer(
+        '        algorithms: [ES256]\n        jwksUrl: https://idp.example/jwks.json\n        jwks: { cooldownMs: 5000 }\n',
+      ),
+      'test.yaml',
+    );
+    expect(config.auth.bearer.issuers[0]?.jwks).toEqual({
+      cacheMaxAgeMs: 600_000,
+      cooldownMs: 5_000,
+      timeoutMs: 2_000,
+      failureBackoffMs: 1_000,
+      maxFailureBackoffMs: 60_000,
+    });
+  });
+
+  it('refuses jwks settings on an issuer without jwksUrl', () => {
+    expect(
+      problemsOf(
+        issuer(
+          `        algorithms: [HS256]\n        secret: ${'s'.repeat(32)}\n        jwks: { cooldownMs: 5000 }\n`,
+        ),
+      ),
+    ).toEqual(['auth.bearer.issuers[0].jwks: only applies with jwksUrl']);
+  });
+});

@@ -638,6 +638,57 @@ describe('remote JWKS key sources', () => {
     }
   });
 
+  it('fetches on the issuer’s own jwks timing: its cache age and its failure backoff', async () => {
+    let healthy = true;
+    const jwks = await startJwks(() =>
+      healthy
+        ? { status: 200, body: JSON.stringify({ keys: [jwk] }) }
+        : { status: 503, body: 'down' },
+    );
+    const start = Date.now();
+    // Faked before the source is made, so that every clock it reads is the faked one.
+    vi.useFakeTimers({ toFake: ['Date'], now: start });
+    try {
+      const v = createBearerVerifier({
+        sources: [
+          createKeySource({
+            name: 'jwks',
+            algorithms: ['ES256'],
+            jwksUrl: jwks.url.href,
+            jwks: {
+              cacheMaxAgeMs: 60_000,
+              cooldownMs: 30_000,
+              timeoutMs: 500,
+              failureBackoffMs: 5_000,
+              maxFailureBackoffMs: 5_000,
+            },
+          }),
+        ],
+        clockToleranceSec: 5,
+        cacheTtlSec: 0,
+        cacheMaxEntries: 10,
+        now: () => Date.now(),
+      });
+      const token = await esToken(realNowClaims());
+      const alice = { subject: 'alice', method: 'bearer', source: 'jwks' };
+      const hitsAt = async (elapsedMs: number): Promise<number> => {
+        vi.setSystemTime(start + elapsedMs);
+        await expect(v.verify(token)).resolves.toEqual(alice);
+        return jwks.hits();
+      };
+      // Fetched again once 60 s old (the default would keep it 10 min).
+      expect([await hitsAt(0), await hitsAt(59_000), await hitsAt(61_000)]).toEqual([1, 1, 2]);
+      healthy = false;
+      // Failed at 122 s: the last good set verifies, and the next try waits 5 s (not 1 s).
+      expect([await hitsAt(122_000), await hitsAt(125_000), await hitsAt(127_500)]).toEqual([
+        3, 3, 4,
+      ]);
+    } finally {
+      vi.useRealTimers();
+      await jwks.close();
+    }
+  });
+
   /** A verifier over one resilient JWKS source; every clock reads the (possibly faked) Date. */
   const jwksVerifier = (url: URL) =>
     createBearerVerifier({
