@@ -37,6 +37,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'observability',
     'tokens',
   ],
+  // serve --workers: the primary (forks, replaces, signals, the admin port of the set) and
+  // its workers (a gateway each, from the composition root).
+  workers: ['<root>', 'admin', 'config', 'http', 'observability'],
 };
 
 /** The root files: the composition root and the CLI entry. */

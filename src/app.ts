@@ -1,5 +1,5 @@
 import { createAdminServer } from './admin/admin-server.js';
-import { createMetrics } from './observability/metrics.js';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore, KeyRecord } from './credentials/credential-store.js';
 import { generateKeyPair, randomBase62 } from './credentials/generate-key-pair.js';
@@ -18,6 +18,11 @@ export interface GatewayDeps {
   now?: () => number;
   /** Replaces the store the config names (tests pass a real one of their own). */
   store?: CredentialStore;
+  /**
+   * A worker of `serve --workers`: no admin port (the primary serves one for the set), and
+   * the start is logged as `worker listening`.
+   */
+  worker?: boolean;
 }
 
 export interface Gateway {
@@ -43,10 +48,17 @@ export interface Gateway {
   /** A key pair made at start for the zero-setup demo (memory store only), shown once. */
   readonly bootstrap: { key: string; secret: string; subject: string } | undefined;
   readonly store: CredentialStore;
+  readonly metrics: GatewayMetrics;
 }
 
 /** Settings bound to sockets or connections made at start. */
-const RESTART_ONLY = ['server.host', 'server.port', 'admin', 'credentials'] as const;
+const RESTART_ONLY = [
+  'server.host',
+  'server.port',
+  'server.workers',
+  'admin',
+  'credentials',
+] as const;
 
 /**
  * The composition root: with pipeline.ts (the part rebuilt per configuration), the only
@@ -90,17 +102,18 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   // close() may come while listen() is still opening the ports (a signal at start-up).
   let closing = false;
   let opening: Promise<void> = Promise.resolve();
-  const admin = config.admin.enabled
-    ? createAdminServer({
-        metrics,
-        ready: () =>
-          store.ping().then(
-            () => true,
-            () => false,
-          ),
-        draining: () => closing,
-      })
-    : undefined;
+  const admin =
+    config.admin.enabled && deps.worker !== true
+      ? createAdminServer({
+          metrics,
+          ready: () =>
+            store.ping().then(
+              () => true,
+              () => false,
+            ),
+          draining: () => closing,
+        })
+      : undefined;
 
   // Frees everything, once: after a drain, or at once when a port failed to open.
   let released: Promise<void> | undefined;
@@ -115,6 +128,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   return {
     bootstrap,
     store,
+    metrics,
     inFlight: () => api.inFlight(),
     async listen() {
       const opened = (async () => {
@@ -143,7 +157,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       const storeName = deps.store === undefined ? config.credentials.store : 'injected';
       logger.info(
         { host: config.server.host, port, admin_port: adminPort, store: storeName },
-        'gateway listening',
+        deps.worker === true ? 'worker listening' : 'gateway listening',
       );
       // Written at once (logs are batched otherwise): supervisors and tests wait for it.
       logger.flush();

@@ -13,6 +13,7 @@ import {
 } from './commands/admin-commands.js';
 import { CliError, EXIT } from './commands/cli-error.js';
 import {
+  configOverrides,
   loadConfigFromArgs,
   withConfigOptions,
   type ConfigArgs,
@@ -21,8 +22,9 @@ import { checkKeyMaterial } from './commands/check-key-material.js';
 import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
-import { ConfigError } from './config/load-config.js';
+import { ConfigError, loadConfigFile } from './config/load-config.js';
 import type { CredentialStore } from './credentials/credential-store.js';
+import { WORKER_ENV } from './workers/messages.js';
 
 const withJson = <T>(y: Argv<T>) =>
   withConfigOptions(y).option('json', { type: 'boolean', default: false, describe: 'print JSON' });
@@ -36,6 +38,29 @@ async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminActio
   await withStore(config, (store) => action(config, store, output));
 }
 
+/** --workers, for serve (and check, which validates what serve would run). */
+const withWorkersOption = <T>(y: Argv<T>) =>
+  withConfigOptions(y).option('workers', {
+    type: 'string',
+    describe: 'processes serving the API port: a number, or auto (one per core)',
+  });
+
+/** The configuration with every override, --workers included. */
+function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
+  return loadConfigFile(args.config, process.env, {
+    ...configOverrides(args),
+    workers: args.workers,
+  });
+}
+
+/** This process's slot when it is a worker forked by `serve --workers`, else undefined. */
+async function workerSlot(): Promise<number | undefined> {
+  const slot = process.env[WORKER_ENV];
+  if (slot === undefined) return undefined;
+  const { default: cluster } = await import('node:cluster');
+  return cluster.isWorker ? Number(slot) : undefined;
+}
+
 /**
  * Set once `serve` runs: when it ends (drained, a second signal, a port that would not
  * open), the process exits at once, whatever a lingering handle would keep alive.
@@ -47,14 +72,41 @@ async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
     .scriptName('accounts-gateway')
-    .command('serve', 'Run the gateway', withConfigOptions, async (args) => {
-      const config = loadConfigFromArgs(args);
+    .command('serve', 'Run the gateway', withWorkersOption, async (args) => {
+      const slot = await workerSlot();
+      if (slot !== undefined) {
+        // A worker of `serve --workers`: its configuration comes from the primary.
+        const { serveWorker } = await import('./workers/worker.js');
+        serving = true;
+        exitCode = await serveWorker(slot);
+        return;
+      }
+      const config = loadServeConfig(args);
       await checkKeyMaterial(config, args.config);
+      const { workers } = config.server;
+      if (workers === 1) {
+        serving = true;
+        exitCode = await serve(config, () => loadServeConfig(args));
+        return;
+      }
+      const { resolveWorkerCount, servePrimary } = await import('./workers/primary.js');
+      const count = resolveWorkerCount(workers);
       serving = true;
-      exitCode = await serve(config, () => loadConfigFromArgs(args));
+      exitCode =
+        count === 1
+          ? await serve(config, () => loadServeConfig(args))
+          : await servePrimary({
+              config,
+              workers: count,
+              reloadConfig: async () => {
+                const next = loadServeConfig(args);
+                await checkKeyMaterial(next, args.config);
+                return next;
+              },
+            });
     })
-    .command('check', 'Validate a configuration file and exit', withConfigOptions, async (args) => {
-      await checkKeyMaterial(loadConfigFromArgs(args), args.config);
+    .command('check', 'Validate a configuration file and exit', withWorkersOption, async (args) => {
+      await checkKeyMaterial(loadServeConfig(args), args.config);
       process.stdout.write(`${args.config}: configuration is valid\n`);
     })
     .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>

@@ -3,12 +3,18 @@ import { writeError } from '../errors/error-envelope.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { writeJson } from '../http/json-response.js';
 import { pickRequestId } from '../http/request-id.js';
-import type { GatewayMetrics } from '../observability/metrics.js';
+import type { MetricsSource } from '../observability/metrics.js';
+
+/** Why a gateway cannot serve, as /readyz names it in its 503 envelope. */
+export type NotReadyCode = 'credential_store_unavailable' | 'draining' | 'overloaded';
 
 export interface AdminOptions {
-  metrics: GatewayMetrics;
-  /** Resolves when the gateway can serve (credential store reachable, config loaded). */
-  ready: () => Promise<boolean>;
+  metrics: MetricsSource;
+  /**
+   * Resolves with true when the gateway can serve (credential store reachable, config
+   * loaded); false means the store does not answer; a code names another cause.
+   */
+  ready: () => Promise<boolean | NotReadyCode>;
   /** True once a shutdown began: readiness is then 503 `draining`, whatever `ready` says. */
   draining: () => boolean;
 }
@@ -43,20 +49,17 @@ export function createAdminServer(options: AdminOptions): Server {
  * draining is checked again once the store answers, as a drain may begin meanwhile.
  */
 function answerReadiness(options: AdminOptions, res: ServerResponse, requestId: string): void {
-  const answer = (ready: boolean, cause?: unknown): void => {
+  const answer = (ready: boolean | NotReadyCode, cause?: unknown): void => {
     if (options.draining()) {
       options.metrics.setReady(false);
       writeError(res, new GatewayError('draining', { retryAfterSec: 1 }), requestId);
       return;
     }
-    options.metrics.setReady(ready);
-    if (ready) writeJson(res, 200, '{"status":"ready"}', requestId);
+    options.metrics.setReady(ready === true);
+    if (ready === true) writeJson(res, 200, '{"status":"ready"}', requestId);
     else {
-      writeError(
-        res,
-        new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 }),
-        requestId,
-      );
+      const code = ready === false ? 'credential_store_unavailable' : ready;
+      writeError(res, new GatewayError(code, { cause, retryAfterSec: 1 }), requestId);
     }
   };
   if (options.draining()) return answer(false);
@@ -72,11 +75,11 @@ function answerMetrics(
   res: ServerResponse,
   requestId: string,
 ): void {
-  const { registry } = options.metrics;
-  registry.metrics().then(
+  const { metrics } = options;
+  metrics.scrape().then(
     (text) => {
       res.writeHead(200, {
-        'content-type': registry.contentType,
+        'content-type': metrics.contentType,
         'content-length': String(Buffer.byteLength(text)),
         'cache-control': 'no-store',
         'x-request-id': requestId,

@@ -1,15 +1,32 @@
 import {
+  AggregatorRegistry,
   Gauge,
   Registry,
   collectDefaultMetrics,
   type Metric,
+  type MetricObjectWithValues,
+  type MetricValue,
   type MetricValueWithName,
 } from 'prom-client';
 
-export interface GatewayMetrics {
+/** What the admin port's /metrics and /readyz need: one process's metrics, or a set's. */
+export interface MetricsSource {
+  readonly contentType: string;
+  /** The Prometheus text exposition. */
+  scrape(): Promise<string>;
+  setReady(ready: boolean): void;
+}
+
+/**
+ * One process's metrics as plain JSON (prom-client's getMetricsAsJSON), each carrying how it
+ * is combined across processes: what a worker hands the primary of `serve --workers`.
+ */
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+
+export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
   observeRequest(route: string, status: number, seconds: number): void;
-  setReady(ready: boolean): void;
+  snapshot(): Promise<MetricsSnapshot>;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -35,6 +52,8 @@ export function createMetrics(): GatewayMetrics {
     name: 'gateway_ready',
     help: '1 when the gateway can serve; 0 when its store does not answer or it is draining.',
     registers: [registry],
+    // Across the workers of one gateway: 1 only when every one of them is ready.
+    aggregator: 'min',
   });
   const routes = new Map<string, RouteStats>();
 
@@ -84,6 +103,9 @@ export function createMetrics(): GatewayMetrics {
 
   return {
     registry,
+    contentType: registry.contentType,
+    scrape: () => registry.metrics(),
+    snapshot: () => registry.getMetricsAsJSON(),
     observeRequest(route, status, seconds) {
       let stats = routes.get(route);
       if (stats === undefined) {
@@ -105,6 +127,19 @@ export function createMetrics(): GatewayMetrics {
     setReady(value) {
       ready.set(value ? 1 : 0);
     },
+  };
+}
+
+/**
+ * The metrics of a set of processes, each metric combined by its own aggregator (sums for
+ * the request counters and histograms, the minimum for gateway_ready). `collect` gathers one
+ * snapshot per process at each scrape; readiness is reported by the processes themselves.
+ */
+export function createAggregatedMetrics(collect: () => Promise<MetricsSnapshot[]>): MetricsSource {
+  return {
+    contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
+    scrape: async () => AggregatorRegistry.aggregate(await collect()).metrics(),
+    setReady: () => undefined,
   };
 }
 

@@ -1,0 +1,402 @@
+import cluster, { type Worker } from 'node:cluster';
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { availableParallelism, constants } from 'node:os';
+import { createAdminServer, type NotReadyCode } from '../admin/admin-server.js';
+import type { GatewayConfig, TokensConfig } from '../config/config-schema.js';
+import { ConfigError } from '../config/load-config.js';
+import { closeServer, ListenError, listenOn } from '../http/listen.js';
+import { createLogger, type Logger } from '../observability/create-logger.js';
+import { createAggregatedMetrics, type MetricsSnapshot } from '../observability/metrics.js';
+import { createLineRelay } from './line-relay.js';
+import {
+  WORKER_ENV,
+  type Answer,
+  type FromWorker,
+  type ToWorker,
+  type WorkerReadiness,
+} from './messages.js';
+import { RestartBackoff } from './restart-backoff.js';
+
+/** `server.workers` as a number of processes: `auto` is one per core the process may use. */
+export function resolveWorkerCount(setting: number | 'auto'): number {
+  return setting === 'auto' ? availableParallelism() : setting;
+}
+
+/** How long /readyz and /metrics wait for a worker's answer before counting it out. */
+const ANSWER_TIMEOUT_MS = 1_500;
+
+export interface PrimaryOptions {
+  readonly config: GatewayConfig;
+  /** Workers to run (more than 1). */
+  readonly workers: number;
+  /** Reads and validates the configuration file again, key material included (SIGHUP). */
+  readonly reloadConfig: () => Promise<GatewayConfig>;
+}
+
+interface Slot {
+  /** 1..N, as the logs name it. */
+  readonly index: number;
+  readonly backoff: RestartBackoff;
+  worker: Worker | undefined;
+  state: 'forked' | 'started' | 'listening';
+  startedAt: number;
+  /** Requests the worker reported in flight during a drain. */
+  inFlight: number;
+  /** The pending replacement of a dead worker. */
+  restartTimer: NodeJS.Timeout | undefined;
+  /** Answers awaited from the current worker, by question id. */
+  readonly pending: Map<number, (answer: Answer | undefined) => void>;
+  /** A worker that replaces a dead one: its start is logged as a restart. */
+  replacement: boolean;
+}
+
+/**
+ * The primary of `serve --workers N`: forks N workers that share the API port (node:cluster,
+ * round-robin: the primary accepts and hands each connection to the next worker), replaces a
+ * worker that dies with an exponential backoff, serves the one admin port of the set (metrics
+ * summed over the workers, readiness of all), and turns signals into orders: SIGTERM/SIGINT
+ * drain every worker, a second one exits at once, SIGHUP validates the file here and hands
+ * the result to every worker, or to none. Every log line of the workers goes through this
+ * process whole, so lines of two processes never interleave. Resolves with the exit code;
+ * rejects, with every worker gone, when the set cannot start.
+ */
+export function servePrimary(options: PrimaryOptions): Promise<number> {
+  // Written at once, one line per write: the workers' relayed lines share this stream.
+  const logger = createLogger(options.config.logging.level, process.stdout).child({
+    pid: process.pid,
+    role: 'primary',
+  });
+  const keys = new SigningKeys(logger);
+  let config = keys.resolve(options.config);
+  let phase: 'starting' | 'running' | 'stopping' | 'failing' | 'ended' = 'starting';
+  let nextQuestion = 0;
+  let drainFailed = false;
+
+  let settle: (code: number) => void = () => undefined;
+  let fail: (error: unknown) => void = () => undefined;
+  const ended = new Promise<number>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+
+  cluster.setupPrimary({ silent: true, serialization: 'advanced' });
+  const slots: Slot[] = Array.from({ length: options.workers }, (_, i) => ({
+    index: i + 1,
+    backoff: new RestartBackoff(),
+    worker: undefined,
+    state: 'forked',
+    startedAt: 0,
+    inFlight: 0,
+    restartTimer: undefined,
+    pending: new Map(),
+    replacement: false,
+  }));
+  const live = (): Slot[] => slots.filter((slot) => slot.worker !== undefined);
+  const order = (slot: Slot, message: ToWorker): void => {
+    if (slot.worker?.isConnected() === true) slot.worker.send(message);
+  };
+
+  /** Asks one worker; undefined when it does not answer in time or is gone meanwhile. */
+  const ask = (slot: Slot, type: 'readiness?' | 'metrics?'): Promise<Answer | undefined> => {
+    if (slot.worker?.isConnected() !== true) return Promise.resolve(undefined);
+    const id = (nextQuestion += 1);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => answer(undefined), ANSWER_TIMEOUT_MS);
+      const answer = (value: Answer | undefined): void => {
+        clearTimeout(timer);
+        slot.pending.delete(id);
+        resolve(value);
+      };
+      slot.pending.set(id, answer);
+      order(slot, { type, id });
+    });
+  };
+
+  const fork = (slot: Slot): void => {
+    slot.restartTimer = undefined;
+    const worker = cluster.fork({ [WORKER_ENV]: String(slot.index) });
+    slot.worker = worker;
+    slot.state = 'forked';
+    slot.startedAt = Date.now();
+    slot.inFlight = 0;
+    relay(worker, process.stdout, process.stderr);
+    worker.on('message', (message: FromWorker) => onMessage(slot, worker, message));
+    // 'close' comes after the exit and after the worker's output has been read to its end.
+    worker.process.once('close', (code, signal) => onClose(slot, worker, code, signal));
+  };
+
+  const onMessage = (slot: Slot, worker: Worker, message: FromWorker): void => {
+    if (slot.worker !== worker) return;
+    switch (message.type) {
+      case 'hello':
+        if (phase === 'stopping' || phase === 'failing') order(slot, { type: 'drain' });
+        else {
+          order(slot, { type: 'start', config });
+          slot.state = 'started';
+        }
+        break;
+      case 'listening':
+        slot.state = 'listening';
+        if (slot.replacement)
+          logger.info({ worker: slot.index, worker_pid: worker.process.pid }, 'worker restarted');
+        if (phase === 'starting' && slots.every((s) => s.state === 'listening'))
+          void opened(message.port);
+        break;
+      case 'start-failed':
+        if (phase === 'starting') startFailed(new Error(message.message));
+        break;
+      case 'in-flight':
+        slot.inFlight = message.count;
+        break;
+      case 'readiness':
+      case 'metrics':
+        slot.pending.get(message.id)?.(message);
+        break;
+    }
+  };
+
+  const onClose = (
+    slot: Slot,
+    worker: Worker,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+  ): void => {
+    if (slot.worker !== worker) return;
+    slot.worker = undefined;
+    for (const answer of [...slot.pending.values()]) answer(undefined);
+    const pid = worker.process.pid;
+    if (phase === 'stopping' || phase === 'failing') {
+      if (code !== 0) drainFailed = true;
+      logger.info({ worker: slot.index, worker_pid: pid, code, signal }, 'worker stopped');
+      if (live().length === 0) void allStopped();
+      return;
+    }
+    if (phase === 'ended') return;
+    const uptimeMs = Date.now() - slot.startedAt;
+    if (phase === 'starting') {
+      logger.error({ worker: slot.index, worker_pid: pid, code, signal }, 'worker died');
+      startFailed(
+        new Error(
+          `worker ${slot.index} exited before listening (${signal ?? `code ${String(code)}`})`,
+        ),
+      );
+      return;
+    }
+    const delay = slot.backoff.delayAfter(uptimeMs);
+    logger.error(
+      {
+        worker: slot.index,
+        worker_pid: pid,
+        code,
+        signal,
+        uptime_ms: uptimeMs,
+        restart_in_ms: delay,
+      },
+      'worker died',
+    );
+    slot.replacement = true;
+    slot.restartTimer = setTimeout(() => fork(slot), delay);
+  };
+
+  let admin: Server | undefined;
+  let failure: unknown;
+
+  /** Every worker listens: open the admin port, then say the set is up. */
+  const opened = async (port: number): Promise<void> => {
+    if (config.admin.enabled) {
+      admin = createAdminServer({
+        metrics: createAggregatedMetrics(collectMetrics),
+        ready: readiness,
+        draining: () => phase !== 'running',
+      });
+      try {
+        const adminPort = await listenOn(admin, config.admin.host, config.admin.port, 'admin port');
+        if (phase !== 'starting') return;
+        listening(port, adminPort);
+      } catch (error) {
+        if (error instanceof ListenError) {
+          logger.error(
+            { address: error.address, listener: error.listener, code: error.code },
+            'cannot listen',
+          );
+        }
+        startFailed(error);
+      }
+    } else if (phase === 'starting') listening(port, undefined);
+  };
+
+  const listening = (port: number, adminPort: number | undefined): void => {
+    phase = 'running';
+    logger.info(
+      {
+        host: config.server.host,
+        port,
+        admin_port: adminPort,
+        store: config.credentials.store,
+        workers: slots.length,
+        worker_pids: slots.map((slot) => slot.worker?.process.pid),
+      },
+      'gateway listening',
+    );
+  };
+
+  /** The set could not start: every worker drains (none has had traffic to speak of). */
+  const startFailed = (error: unknown): void => {
+    if (phase !== 'starting') return;
+    phase = 'failing';
+    failure = error;
+    for (const slot of live()) order(slot, { type: 'drain' });
+    if (live().length === 0) void allStopped();
+  };
+
+  const allStopped = async (): Promise<void> => {
+    if (phase === 'ended') return;
+    const failed = phase === 'failing';
+    phase = 'ended';
+    if (admin !== undefined) await closeServer(admin);
+    if (failed) {
+      logger.flush(() => fail(failure));
+      return;
+    }
+    logger.info('stopped');
+    logger.flush(() => settle(drainFailed ? 1 : 0));
+  };
+
+  async function readiness(): Promise<boolean | NotReadyCode> {
+    const states = await Promise.all(
+      slots.map(async (slot): Promise<SlotReadiness> => {
+        if (slot.worker === undefined || slot.state !== 'listening') return 'missing';
+        const answer = await ask(slot, 'readiness?');
+        return answer?.type === 'readiness' ? answer.state : 'silent';
+      }),
+    );
+    return combineReadiness(states);
+  }
+
+  async function collectMetrics(): Promise<MetricsSnapshot[]> {
+    const answers = await Promise.all(live().map((slot) => ask(slot, 'metrics?')));
+    return answers.flatMap((answer) => (answer?.type === 'metrics' ? [answer.metrics] : []));
+  }
+
+  // Handlers first: a signal that arrives while the workers start must drain, not kill.
+  const stop = (signal: NodeJS.Signals): void => {
+    if (phase === 'ended') return;
+    if (phase === 'stopping' || phase === 'failing') {
+      // The operator will not wait for the drain: leave now, saying what that cuts.
+      const requestsCut = slots.reduce((sum, slot) => sum + slot.inFlight, 0);
+      logger.warn({ signal, requests_cut: requestsCut }, 'second signal: exiting now');
+      phase = 'ended';
+      for (const slot of live()) slot.worker?.process.kill('SIGKILL');
+      // As one process does: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+      logger.flush(() => settle(128 + constants.signals[signal]));
+      return;
+    }
+    phase = 'stopping';
+    logger.info({ signal, workers: live().length }, 'draining');
+    for (const slot of slots) {
+      clearTimeout(slot.restartTimer);
+      slot.restartTimer = undefined;
+    }
+    for (const slot of live()) order(slot, { type: 'drain' });
+    if (live().length === 0) void allStopped();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  let reloading = Promise.resolve();
+  process.on('SIGHUP', () => {
+    reloading = reloading.then(async () => {
+      let next: GatewayConfig;
+      try {
+        next = keys.resolve(await options.reloadConfig());
+      } catch (error) {
+        const problems = error instanceof ConfigError ? error.problems : [String(error)];
+        logger.error(
+          { problems },
+          'configuration not reloaded; every worker keeps the running one',
+        );
+        return;
+      }
+      if (phase === 'stopping' || phase === 'failing' || phase === 'ended') return;
+      config = next;
+      logger.level = next.logging.level;
+      // Workers not started yet get it with their start.
+      const started = live().filter((slot) => slot.state !== 'forked');
+      for (const slot of started) order(slot, { type: 'reload', config: next });
+      logger.info({ workers: started.length }, 'configuration validated; sent to every worker');
+    });
+  });
+
+  logger.info({ workers: slots.length }, 'starting workers');
+  for (const slot of slots) fork(slot);
+  return ended;
+}
+
+/**
+ * What one slot says when /readyz asks: its worker's answer, `missing` when no worker listens
+ * in it (being replaced, or still starting), `silent` when the worker did not answer in time.
+ */
+export type SlotReadiness = WorkerReadiness | 'missing' | 'silent';
+
+/**
+ * The set is ready when every slot's worker is: a draining worker makes it `draining`, a
+ * store that does not answer `credential_store_unavailable` (false), and a missing or silent
+ * worker (capacity the set does not have) `overloaded`.
+ */
+export function combineReadiness(states: readonly SlotReadiness[]): boolean | NotReadyCode {
+  if (states.includes('draining')) return 'draining';
+  if (states.includes('store_unavailable')) return false;
+  return states.every((state) => state === 'ready') ? true : 'overloaded';
+}
+
+/** Sends a worker's stdout and stderr on, whole lines at a time, to this process's own. */
+function relay(worker: Worker, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): void {
+  for (const [from, to] of [
+    [worker.process.stdout, stdout],
+    [worker.process.stderr, stderr],
+  ] as const) {
+    if (from === null) continue;
+    const lines = createLineRelay((chunk) => to.write(chunk));
+    from.on('data', (chunk: Buffer) => lines.push(chunk));
+    from.on('end', () => lines.end());
+  }
+}
+
+/**
+ * Every worker must sign tokens with one key, or a token issued by one would be refused by
+ * the others. The primary reads the configured key (or key file) once, or generates one key
+ * when none is configured, and hands the PEM to every worker inside its configuration.
+ */
+class SigningKeys {
+  private generated: { algorithm: TokensConfig['algorithm']; pem: string } | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  resolve(config: GatewayConfig): GatewayConfig {
+    const { tokens } = config;
+    let pem = tokens.signingKey;
+    if (pem === undefined && tokens.signingKeyFile !== undefined)
+      pem = readFileSync(tokens.signingKeyFile, 'utf8');
+    if (pem === undefined) {
+      if (this.generated?.algorithm !== tokens.algorithm) {
+        this.generated = { algorithm: tokens.algorithm, pem: generatePem(tokens.algorithm) };
+        this.logger.warn(
+          'tokens are signed with a key generated at start: they stop working on restart and other instances reject them; set tokens.signingKey',
+        );
+      }
+      pem = this.generated.pem;
+    }
+    const resolved: TokensConfig = { ...tokens, signingKey: pem, signingKeyFile: undefined };
+    return { ...config, tokens: resolved };
+  }
+}
+
+function generatePem(algorithm: TokensConfig['algorithm']): string {
+  const { privateKey } =
+    algorithm === 'ES256'
+      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : generateKeyPairSync('ed25519');
+  return privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}

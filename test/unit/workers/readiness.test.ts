@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { combineReadiness } from '../../../src/workers/primary.js';
+
+describe('the readiness of a set of workers', () => {
+  it('is ready only when every worker is', () => {
+    expect(combineReadiness(['ready', 'ready'])).toBe(true);
+    expect(combineReadiness(['ready', 'ready', 'ready', 'ready'])).toBe(true);
+  });
+
+  it('is draining when any worker drains', () => {
+    expect(combineReadiness(['ready', 'draining'])).toBe('draining');
+    expect(combineReadiness(['store_unavailable', 'draining', 'missing'])).toBe('draining');
+  });
+
+  it("is not ready (credential_store_unavailable) when a worker's store does not answer", () => {
+    expect(combineReadiness(['store_unavailable', 'ready'])).toBe(false);
+    expect(combineReadiness(['missing', 'store_unavailable'])).toBe(false);
+  });
+
+  it('is overloaded while a worker is missing, starting or silent', () => {
+    expect(combineReadiness(['ready', 'missing'])).toBe('overloaded');
+    expect(combineReadiness(['starting', 'ready'])).toBe('overloaded');
+    expect(combineReadiness(['ready', 'silent'])).toBe('overloaded');
+  });
+});
