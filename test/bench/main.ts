@@ -34,11 +34,11 @@ function detectTools(options: BenchOptions): Tools {
     missing.push('redis-cli (Debian/Ubuntu: apt-get install redis-tools)');
   if (missing.length > 0) throw new UsageError(`the bench needs: ${missing.join('; ')}`);
   const skipped: string[] = [];
-  const caddy = findCommand('caddy') !== undefined;
-  const nginx = findCommand('nginx') !== undefined;
-  if (want('cached') && !caddy)
+  const caddy = findCommand('caddy');
+  const nginx = findCommand('nginx');
+  if (want('cached') && caddy === undefined)
     skipped.push('Caddy rows: caddy not found (Debian/Ubuntu: apt-get install caddy)');
-  if (want('cached') && !nginx)
+  if (want('cached') && nginx === undefined)
     skipped.push('nginx row: nginx not found (Debian/Ubuntu: apt-get install nginx)');
   const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8' });
   const workers = `${help.stdout}${help.stderr}`.includes('--workers');
@@ -47,8 +47,8 @@ function detectTools(options: BenchOptions): Tools {
     wrk: versionOf('wrk', ['--version']),
   };
   if (needsRedis) versions.redis = versionOf('redis-server', ['--version']);
-  if (caddy) versions.caddy = versionOf('caddy', ['version']);
-  if (nginx) versions.nginx = versionOf(findCommand('nginx') ?? 'nginx', ['-v']);
+  if (caddy !== undefined) versions.caddy = versionOf(caddy, ['version']);
+  if (nginx !== undefined) versions.nginx = versionOf(nginx, ['-v']);
   return { caddy, nginx, workers, versions, skipped };
 }
 
@@ -60,7 +60,7 @@ interface Plan {
 
 function makePlan(options: BenchOptions, tools: Tools): Plan {
   const rows: Record<Section, number> = {
-    cached: 8 + (tools.caddy ? 2 : 0) + (tools.nginx ? 1 : 0),
+    cached: 8 + (tools.caddy === undefined ? 0 : 2) + (tools.nginx === undefined ? 0 : 1),
     cold: 1,
     mixed: 2,
     pairs: 4,

@@ -59,13 +59,14 @@ export function createProcessGroup(): ProcessGroup {
   let closed: Promise<void> | undefined;
 
   const track = (name: string, child: ChildProcess, logFile: string): Started => {
-    if (child.pid === undefined) throw new Error(`${name}: could not be started`);
+    // Listened to first: a spawn that fails (ENOENT) reports it as an 'error' event later.
     const exited = new Promise<number | string | null>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null)
         resolve(child.exitCode ?? child.signalCode);
       child.once('exit', (code, signal) => resolve(code ?? signal));
       child.once('error', () => resolve(null));
     });
+    if (child.pid === undefined) throw new Error(`${name}: could not be started`);
     const started: Started = { name, pid: child.pid, child, logFile, exited };
     tracked.push(started);
     if (closing) kill(child.pid, 'SIGKILL');

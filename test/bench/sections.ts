@@ -41,14 +41,21 @@ import {
 } from './targets.js';
 
 const KEY_PREFIX = '{bench}:';
+/** auth.basic.cache.maxEntries by default (config-schema.ts). */
+const DEFAULT_CACHE_ENTRIES = 10_000;
 /** The pairs section's bcrypt cost: the lowest the schema allows (see README). */
 const PAIRS_COST = 4;
-/** The pairs section's cache: smaller than the small store, so a cycle through it always misses. */
-const PAIRS_CACHE_ENTRIES = 256;
+/**
+ * The pairs section's cache bound: well below the small store, so that a cycle through the
+ * store in order always misses (an LRU evicts each pair long before the cycle comes back).
+ */
+const pairsCacheEntries = (smallStore: number): number =>
+  Math.max(1, Math.min(256, Math.floor(smallStore / 4)));
 
 export interface Tools {
-  readonly caddy: boolean;
-  readonly nginx: boolean;
+  /** Paths of the optional binaries; undefined when not installed. */
+  readonly caddy: string | undefined;
+  readonly nginx: string | undefined;
   /** `serve --workers` exists in this build. */
   readonly workers: boolean;
   readonly versions: Record<string, string>;
@@ -141,6 +148,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
         pairCommands({
           prefix: KEY_PREFIX,
           keyOf: () => cachedKey,
+          subjectOf: () => 'bench-cached',
           from: 0,
           count: 1,
           secretHash: cachedHash,
@@ -247,7 +255,7 @@ async function cachedSection(
       }),
     );
   }
-  if (tools.caddy) {
+  if (tools.caddy !== undefined) {
     const cores = availableParallelism();
     for (const procs of [1, undefined]) {
       const name = procs === undefined ? `caddy-all` : `caddy-1`;
@@ -255,6 +263,7 @@ async function cachedSection(
         ctx.onNote(`starting ${name}`);
         const caddy = await startCaddy(
           group,
+          tools.caddy,
           name,
           fixture.upstream,
           { key: fixture.cachedPair.key, secretHash: fixture.cachedHash },
@@ -273,10 +282,10 @@ async function cachedSection(
       }
     }
   }
-  if (tools.nginx) {
+  if (tools.nginx !== undefined) {
     try {
       ctx.onNote('starting nginx');
-      const nginx = await startNginx(group, fixture.upstream);
+      const nginx = await startNginx(group, tools.nginx, fixture.upstream);
       rows.push(
         row({
           id: 'nginx',
@@ -372,13 +381,20 @@ async function coldSection(
   await runRounds(ctx, 'cold', [cold]);
   const s = summarize(cold);
   const share = (s.rps / limit.perSecond) * 100;
+  const notes = [
+    `bcrypt limit: ${limit.cores} cores / ${formatNumber(limit.compareMs, 'ms')} ms per compare = ${formatNumber(limit.perSecond, 'int')} checks/s; cold Basic reaches ${formatNumber(share, 'pct')} of it`,
+  ];
+  // A cycle that came back to its start within the cache's reach met cached pairs.
+  const sent = cold.runs.reduce((n, run) => n + run.wrk.requests + options.coldConnections, 0);
+  if (sent > options.coldPairs && options.coldPairs <= DEFAULT_CACHE_ENTRIES)
+    notes.push(
+      `warning: ${sent.toLocaleString('en-US')} requests went through ${options.coldPairs.toLocaleString('en-US')} pairs, no more than the cache holds (${DEFAULT_CACHE_ENTRIES.toLocaleString('en-US')}): some were cache hits; use more --cold-pairs`,
+    );
   return {
     id: 'cold',
     title: `cold Basic (${options.coldPairs.toLocaleString('en-US')} pairs, bcrypt cost ${options.bcryptCost}, ${options.coldConnections} connections)`,
     rows: [cold],
-    notes: [
-      `bcrypt limit: ${limit.cores} cores / ${formatNumber(limit.compareMs, 'ms')} ms per compare = ${formatNumber(limit.perSecond, 'int')} checks/s; cold Basic reaches ${formatNumber(share, 'pct')} of it`,
-    ],
+    notes,
     extra: { bcryptLimit: limit, percentOfLimit: share },
   };
 }
@@ -494,6 +510,7 @@ async function pairsSection(ctx: BenchContext, fixture: Fixture): Promise<Sectio
         pairCommands({
           prefix: KEY_PREFIX,
           keyOf: () => fixture.cachedPair.key,
+          subjectOf: () => 'bench-cached',
           from: 0,
           count: 1,
           secretHash: cachedHash,
@@ -509,7 +526,7 @@ async function pairsSection(ctx: BenchContext, fixture: Fixture): Promise<Sectio
       `gateway-pairs-${size.id}`,
       fixture.gatewayConfig(options.engine, redis, {
         cost: PAIRS_COST,
-        cacheEntries: PAIRS_CACHE_ENTRIES,
+        cacheEntries: pairsCacheEntries(options.pairsSmall),
       }),
     );
     cachedRows.push(
@@ -552,7 +569,7 @@ async function pairsSection(ctx: BenchContext, fixture: Fixture): Promise<Sectio
     formatNumber(((r ? summarize(r).rps : NaN) / limit.perSecond) * 100, 'pct');
   return {
     id: 'pairs',
-    title: `store size: ${options.pairsSmall.toLocaleString('en-US')} vs ${options.pairsLarge.toLocaleString('en-US')} pairs in Redis (bcrypt cost ${PAIRS_COST}, cache ${PAIRS_CACHE_ENTRIES} entries)`,
+    title: `store size: ${options.pairsSmall.toLocaleString('en-US')} vs ${options.pairsLarge.toLocaleString('en-US')} pairs in Redis (bcrypt cost ${PAIRS_COST}, cache ${pairsCacheEntries(options.pairsSmall)} entries)`,
     rows,
     notes: [
       `large/small (median of per-round ratios): cached req/s × ${formatNumber(ratios.cachedRps, 'ratio')}, cold checks/s × ${formatNumber(ratios.coldRps, 'ratio')}, cold CPU/check × ${formatNumber(ratios.coldCpu, 'ratio')}`,

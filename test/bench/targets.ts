@@ -124,15 +124,15 @@ export function* pairCommands(options: {
   from: number;
   count: number;
   secretHash: string;
-  /** Pairs per subject (the default per-subject cap is 10). */
-  perSubject?: number;
+  /** The subject of pair i; by default bench-<i/10>, 10 pairs each (the default per-subject cap). */
+  subjectOf?: (index: number) => string;
 }): Generator<string[]> {
   const k = redisKeys(options.prefix);
   const createdAt = new Date().toISOString();
-  const perSubject = options.perSubject ?? 10;
+  const subjectOf = options.subjectOf ?? ((i: number) => `bench-${Math.floor(i / 10)}`);
   for (let i = options.from; i < options.from + options.count; i += 1) {
     const key = options.keyOf(i);
-    const subject = `bench-${Math.floor(i / perSubject)}`;
+    const subject = subjectOf(i);
     yield [
       'HSET',
       k.key(key),
@@ -236,6 +236,7 @@ export async function issueToken(
  */
 export async function startCaddy(
   group: ProcessGroup,
+  command: string,
   name: string,
   upstream: Target,
   pair: { key: string; secretHash: string },
@@ -272,7 +273,7 @@ http://127.0.0.1:${port} {
   else env.GOMAXPROCS = String(gomaxprocs);
   const started = group.start(
     name,
-    'caddy',
+    command,
     ['run', '--config', caddyfile, '--adapter', 'caddyfile'],
     { env },
   );
@@ -282,7 +283,11 @@ http://127.0.0.1:${port} {
 }
 
 /** nginx proxy_pass with upstream keep-alive, one worker, no auth, no access log: the ceiling. */
-export async function startNginx(group: ProcessGroup, upstream: Target): Promise<Target> {
+export async function startNginx(
+  group: ProcessGroup,
+  command: string,
+  upstream: Target,
+): Promise<Target> {
   const port = await freePort();
   const prefix = join(group.dir, 'nginx');
   mkdirSync(join(prefix, 'tmp'), { recursive: true });
@@ -314,7 +319,7 @@ http {
 }
 `,
   );
-  const started = group.start('nginx', 'nginx', [
+  const started = group.start('nginx', command, [
     '-p',
     `${prefix}/`,
     '-c',
