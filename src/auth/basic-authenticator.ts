@@ -126,5 +126,7 @@ function createCacheKeyFunction(): (encoded: string) => string {
   const pad = (mask: number): string => String.fromCharCode(...key.map((byte) => byte ^ mask));
   const inner = pad(0x36);
   const outer = pad(0x5c);
-  return (encoded) => hash('sha256', outer + hash('sha256', inner + encoded, 'hex'), 'base64');
+  // The 32 digest bytes as a one-byte ('binary', i.e. latin1) string: 12 bytes less per
+  // cached pair than base64.
+  return (encoded) => hash('sha256', outer + hash('sha256', inner + encoded, 'hex'), 'binary');
 }

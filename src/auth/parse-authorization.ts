@@ -72,5 +72,9 @@ export function parseBasic(encoded: string): ParsedAuthorization {
   }
   const colon = decoded.indexOf(':');
   if (colon === -1 || hasControlCharacter(decoded)) return MALFORMED_BASIC;
-  return { scheme: 'basic', key: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+  // The key is copied out, not sliced: V8 keeps a slice's whole parent string alive, and the
+  // key outlives the request in the verified-credential cache, which must never hold a
+  // secret (the parent is `key:secret`).
+  const key = Buffer.from(decoded.slice(0, colon), 'utf8').toString('utf8');
+  return { scheme: 'basic', key, secret: decoded.slice(colon + 1) };
 }
