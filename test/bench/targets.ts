@@ -1,7 +1,7 @@
 // What the bench measures and what it needs: the upstream, the bare engines, gateways,
 // Caddy, nginx, Redis servers and their seeding. Every process goes through the group, all
 // listen on 127.0.0.1 only, and each is ready once it answers HTTP (Redis: once it says so).
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { redisKeys } from '../../src/credentials/redis-store.js';
@@ -12,6 +12,18 @@ import { httpRequest, waitForHttp, type ProcessGroup, type Started } from './pro
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SERVERS = fileURLToPath(new URL('./servers/', import.meta.url));
 export const CLI = join(ROOT, 'dist/cli.js');
+
+/**
+ * The Node flags the gateway runs with in production: those of `npm start` (the Dockerfile's
+ * ENTRYPOINT and the CLI's shebang carry the same), so the bench measures what ships.
+ */
+export const GATEWAY_NODE_FLAGS: readonly string[] = (() => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  return words.slice(1, words.indexOf('dist/cli.js')).filter((word) => word.startsWith('--'));
+})();
 
 /** A proxy to load: the URL wrk requests and the process whose tree is measured. */
 export interface Target {
@@ -201,6 +213,7 @@ export async function startGateway(
   };
   writeFileSync(file, JSON.stringify(full, null, 2));
   const started = group.start(name, process.execPath, [
+    ...GATEWAY_NODE_FLAGS,
     CLI,
     'serve',
     '--config',
