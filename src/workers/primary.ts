@@ -40,7 +40,8 @@ interface Slot {
   readonly index: number;
   readonly backoff: RestartBackoff;
   worker: Worker | undefined;
-  state: 'forked' | 'started' | 'listening';
+  /** down: no worker; forked: not yet said hello; started: given its configuration. */
+  state: 'down' | 'forked' | 'started' | 'listening';
   startedAt: number;
   /** Requests the worker reported in flight during a drain. */
   inFlight: number;
@@ -54,8 +55,9 @@ interface Slot {
 
 /**
  * The primary of `serve --workers N`: forks N workers that share the API port (node:cluster,
- * round-robin: the primary accepts and hands each connection to the next worker), replaces a
- * worker that dies with an exponential backoff, serves the one admin port of the set (metrics
+ * round-robin: the primary accepts and hands each connection to the next worker; measured
+ * level with SO_REUSEPORT and ahead of SCHED_NONE, see README, Operation), replaces a worker
+ * that dies with an exponential backoff, serves the one admin port of the set (metrics
  * summed over the workers, readiness of all), and turns signals into orders: SIGTERM/SIGINT
  * drain every worker, a second one exits at once, SIGHUP validates the file here and hands
  * the result to every worker, or to none. Every log line of the workers goes through this
@@ -86,7 +88,7 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     index: i + 1,
     backoff: new RestartBackoff(),
     worker: undefined,
-    state: 'forked',
+    state: 'down',
     startedAt: 0,
     inFlight: 0,
     restartTimer: undefined,
@@ -165,6 +167,8 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
   ): void => {
     if (slot.worker !== worker) return;
     slot.worker = undefined;
+    slot.state = 'down';
+    slot.inFlight = 0;
     for (const answer of [...slot.pending.values()]) answer(undefined);
     const pid = worker.process.pid;
     if (phase === 'stopping' || phase === 'failing') {
@@ -329,7 +333,9 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     });
   });
 
-  logger.info({ workers: slots.length }, 'starting workers');
+  // Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise (Node's default off Windows).
+  const scheduling = cluster.schedulingPolicy === cluster.SCHED_RR ? 'round-robin' : 'none';
+  logger.info({ workers: slots.length, scheduling }, 'starting workers');
   for (const slot of slots) fork(slot);
   return ended;
 }
