@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { combineReadiness } from '../../../src/workers/primary.js';
+import { availableParallelism } from 'node:os';
+import { combineReadiness, resolveWorkerCount } from '../../../src/workers/primary.js';
 
 describe('the readiness of a set of workers', () => {
   it('is ready only when every worker is', () => {
@@ -21,5 +22,12 @@ describe('the readiness of a set of workers', () => {
     expect(combineReadiness(['ready', 'missing'])).toBe('overloaded');
     expect(combineReadiness(['starting', 'ready'])).toBe('overloaded');
     expect(combineReadiness(['ready', 'silent'])).toBe('overloaded');
+  });
+});
+
+describe('the number of workers', () => {
+  it('is the setting, or one per core the process may use for auto', () => {
+    expect(resolveWorkerCount(3)).toBe(3);
+    expect(resolveWorkerCount('auto')).toBe(availableParallelism());
   });
 });
