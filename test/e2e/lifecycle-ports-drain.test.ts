@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { holdRequests } from '../support/hold-requests.js';
 import {
   CLI,
   onJsonLines,
@@ -171,12 +172,7 @@ describe('during a drain', () => {
     gateway: GatewayProcess;
     inFlight: Promise<Response>;
   }> {
-    let arrived: () => void = () => undefined;
-    const upstreamHasRequest = new Promise<void>((resolve) => (arrived = resolve));
-    upstream.respondWith((_req, res) => {
-      held.push(res);
-      arrived();
-    });
+    const upstreamHasRequest = holdRequests(upstream, held);
     // A drain timeout far longer than any wait below: only a second signal ends it early.
     const started = await startGateway(
       gatewayYaml({

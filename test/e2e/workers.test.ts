@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { Agent, request, type ServerResponse } from 'node:http';
+import { Agent, type ServerResponse } from 'node:http';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { holdRequests } from '../support/hold-requests.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
-import { headersFromLines, parseJson, type HttpAnswer } from '../support/http-answer.js';
+import type { HttpAnswer } from '../support/http-answer.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
@@ -171,38 +172,7 @@ function requestOn(
   headers: Record<string, string>,
   method = 'GET',
 ): Promise<HttpAnswer> {
-  const url = new URL(path, baseUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname + url.search,
-        method,
-        headers,
-        agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          const lines: [string, string][] = [];
-          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
-            lines.push([res.rawHeaders[i] ?? '', res.rawHeaders[i + 1] ?? '']);
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: headersFromLines(lines),
-            body,
-            json: parseJson(body),
-          });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+  return send(baseUrl, path, { agent, headers, method });
 }
 
 /** A keep-alive connection to each worker: opens connections until both workers hold one. */
@@ -514,12 +484,7 @@ describe('stopping serve --workers 2', () => {
     gateway: GatewayProcess;
     inFlight: Promise<Response>;
   }> {
-    let arrived: () => void = () => undefined;
-    const upstreamHasRequest = new Promise<void>((resolve) => (arrived = resolve));
-    upstream.respondWith((_req, res) => {
-      held.push(res);
-      arrived();
-    });
+    const upstreamHasRequest = holdRequests(upstream, held);
     const gateway = await startWorkers(
       gatewayYaml({
         upstreamUrl: upstream.url,

@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type Agent } from 'node:http';
 import { headersFromLines, parseJson, type HttpAnswer } from './http-answer.js';
 
 export interface RequestOptions {
@@ -7,6 +7,8 @@ export interface RequestOptions {
   body?: string;
   /** The local address to connect from (any of 127.0.0.0/8 on Linux). */
   from?: string;
+  /** A keep-alive agent whose connection the request goes on (instead of a fresh one). */
+  agent?: Agent;
 }
 
 export const JSON_TYPE = { 'content-type': 'application/json' };
@@ -21,7 +23,10 @@ export function send(
   options: RequestOptions = {},
 ): Promise<HttpAnswer> {
   const url = new URL(path, baseUrl);
-  const headers: Record<string, string> = { connection: 'close', ...options.headers };
+  const headers: Record<string, string> = {
+    ...(options.agent === undefined ? { connection: 'close' } : {}),
+    ...options.headers,
+  };
   if (options.body !== undefined && headers['content-length'] === undefined)
     headers['content-length'] = String(Buffer.byteLength(options.body));
   return new Promise((resolve, reject) => {
@@ -32,8 +37,9 @@ export function send(
         path: url.pathname + url.search,
         method: options.method ?? 'GET',
         headers,
-        // A fresh connection each time, never one an earlier answer left open.
-        agent: false,
+        // A fresh connection each time, never one an earlier answer left open, unless the
+        // caller keeps one alive on purpose.
+        agent: options.agent ?? false,
         ...(options.from === undefined ? {} : { localAddress: options.from }),
       },
       (res) => {
