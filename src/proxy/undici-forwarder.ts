@@ -73,6 +73,14 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
   }
 }
 
+/** The exchange a client response belongs to: found by one shared close listener. */
+const EXCHANGE = Symbol('accounts-gateway.undici-exchange');
+type CarryingResponse = ServerResponse & { [EXCHANGE]?: UndiciExchange };
+
+function onClientClose(this: CarryingResponse): void {
+  if (!this.writableFinished) this[EXCHANGE]?.clientClosed();
+}
+
 /** A request carries a body when it says so (RFC 9112 §6.3); a GET without one sends none. */
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -94,11 +102,11 @@ export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
   });
   return {
     upstream,
-    forward(req, res, exchange) {
+    forward(req, res: CarryingResponse, exchange) {
       const handler = new UndiciExchange(res, exchange);
-      res.once('close', () => {
-        if (!res.writableFinished) handler.clientClosed();
-      });
+      // No closure per request: the listener is shared and finds the handler on `res`.
+      res[EXCHANGE] = handler;
+      res.on('close', onClientClose);
       try {
         pool.dispatch(
           {

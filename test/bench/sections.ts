@@ -231,29 +231,22 @@ async function cachedSection(
     const es256 = `Authorization: ${bearerHeader(await issueToken(gateway, user.username, user.password))}`;
     const hs256 = `Authorization: ${bearerHeader(hsToken)}`;
     const bare = `bare-${engine}`;
-    rows.push(
-      row({
-        id: `gateway-${engine}-basic`,
-        label: `gateway ${engine}, Basic cached`,
-        target: gateway,
-        bare,
-        spec: load(gateway, basic),
-      }),
-      row({
-        id: `gateway-${engine}-es256`,
-        label: `gateway ${engine}, Bearer ES256 (own)`,
-        target: gateway,
-        bare,
-        spec: load(gateway, es256),
-      }),
-      row({
-        id: `gateway-${engine}-hs256`,
-        label: `gateway ${engine}, Bearer HS256 (issuer)`,
-        target: gateway,
-        bare,
-        spec: load(gateway, hs256),
-      }),
-    );
+    const credentials = [
+      ['basic', 'Basic cached', basic],
+      ['es256', 'Bearer ES256 (own)', es256],
+      ['hs256', 'Bearer HS256 (issuer)', hs256],
+    ] as const;
+    for (const [id, what, header] of credentials) {
+      rows.push(
+        row({
+          id: `gateway-${engine}-${id}`,
+          label: `gateway ${engine}, ${what}`,
+          target: gateway,
+          bare,
+          spec: load(gateway, header),
+        }),
+      );
+    }
   }
   if (tools.caddy !== undefined) {
     const cores = availableParallelism();

@@ -11,7 +11,7 @@ import { holdRequests } from '../support/hold-requests.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
-import type { HttpAnswer } from '../support/http-answer.js';
+import { fromFetch, type HttpAnswer } from '../support/http-answer.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
@@ -510,9 +510,9 @@ describe('stopping serve --workers 2', () => {
       'the primary draining',
       (l) => l.msg === 'draining' && l.role === 'primary',
     );
-    const ready = await fetch(`${gateway.adminUrl ?? ''}/readyz`);
-    expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({ error: { code: 'draining' } });
+    const ready = await fromFetch(await fetch(`${gateway.adminUrl ?? ''}/readyz`));
+    expectGatewayError(ready, 'draining');
+    expect(ready.headers['retry-after']).toBe('1');
 
     for (const res of held.splice(0)) {
       res.writeHead(200, { 'content-type': 'application/json' });

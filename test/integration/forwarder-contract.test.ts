@@ -188,6 +188,30 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     expect(connections.size).toBeLessThanOrEqual(2);
   });
 
+  it('ends the upstream exchange when the client goes away mid-response', async () => {
+    let upstreamGone!: () => void;
+    const gone = new Promise<void>((resolve) => (upstreamGone = resolve));
+    const upstream = createServer((_req, res) => {
+      res.on('close', upstreamGone);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first chunk, and the rest never comes');
+    });
+    const { port, errors } = await front(engine, await listen(upstream));
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', () => undefined);
+      req.on('close', () => reject(new Error('closed before any data')));
+      req.end();
+    });
+    await gone;
+    expect(errors).toEqual([]);
+  });
+
   it('reports a refused connection as 502 upstream_unavailable', async () => {
     const closed = createServer();
     const closedPort = await listen(closed);
