@@ -1,3 +1,4 @@
+import { lowerThreadPoolPriority } from './concurrency/thread-pool-priority.js';
 import { createAdminServer } from './admin/admin-server.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { GatewayConfig } from './config/config-schema.js';
@@ -56,6 +57,7 @@ const RESTART_ONLY = [
   'server.host',
   'server.port',
   'server.workers',
+  'server.threadPoolNice',
   'admin',
   'credentials',
 ] as const;
@@ -72,6 +74,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const hasher = createSecretHasher(initial.credentials.bcryptCost);
   const bootstrap = await makeBootstrapPair(initial, store, hasher, now);
   const dummyHash = await hasher.hash(randomBase62(48));
+  // After a first bcrypt run: the pool's threads exist from then on.
+  if (initial.server.threadPoolNice > 0) lowerThreadPoolPriority(initial.server.threadPoolNice);
   const metrics = createMetrics();
 
   let config = initial;

@@ -235,6 +235,11 @@ export const serverSchema = z.strictObject({
       'must be a whole number from 1 to 256, or auto',
     ),
   ).default(1),
+  /**
+   * The nice value (0–19) of libuv's thread pool, where bcrypt runs: higher gives the event
+   * loop the CPU first when both want it. 0 leaves the pool as it is. Linux only.
+   */
+  threadPoolNice: int(z.number().int().min(0).max(19)).default(19),
 });
 
 export const adminSchema = z.strictObject({

@@ -45,6 +45,7 @@ describe('parseConfig: defaults', () => {
       maxHeaderCount: 100,
       trustedProxies: [],
       drainTimeoutMs: 10_000,
+      threadPoolNice: 19,
     });
     expect(config.admin).toEqual({ enabled: true, host: '127.0.0.1', port: 9090 });
     expect(config.upstreams).toEqual({
