@@ -16,12 +16,12 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   observability: ['errors', 'identity'],
   // Domain: credentials and their checks.
   credentials: ['config', 'errors', 'identity'],
-  protection: ['config', 'errors'],
-  auth: ['concurrency', 'config', 'credentials', 'errors', 'identity'],
+  protection: ['config', 'credentials', 'errors', 'identity'],
+  auth: ['concurrency', 'config', 'credentials', 'errors', 'identity', 'protection'],
   tokens: ['auth', 'config', 'errors', 'identity'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.
   proxy: ['errors', 'identity'],
-  http: ['auth', 'errors', 'identity', 'observability', 'proxy', 'routing'],
+  http: ['auth', 'errors', 'identity', 'observability', 'protection', 'proxy', 'routing'],
   endpoints: ['auth', 'credentials', 'errors', 'http', 'identity', 'protection', 'tokens'],
   admin: ['errors', 'http', 'observability'],
   'reference-upstream': ['http'],

@@ -24,6 +24,24 @@ export type Revocation =
   | { readonly kind: 'subject'; readonly subject: string };
 
 /**
+ * Atomic scripts on the store every instance shares (Redis Lua), for state that must hold
+ * across instances and workers: rate limits, lockout, last use. Keys are the caller's, each
+ * starting with `keyPrefix` (by default a Cluster hash tag, so multi-key scripts stay atomic).
+ */
+export interface ScriptRunner {
+  readonly keyPrefix: string;
+  /**
+   * Runs `script` (sent once, then called by its SHA1) with `keys` and `args`. Rejects with a
+   * GatewayError `credential_store_unavailable` when the store does not answer in time.
+   */
+  run(
+    script: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown>;
+}
+
+/**
  * Where credentials live. Implementations throw a GatewayError with code
  * `credential_store_unavailable` when they cannot answer: "unknown" and "cannot tell" must
  * never be confused, or an outage would turn into 401s (or worse, passes).
@@ -67,6 +85,8 @@ export interface CredentialStore {
    * drop everything it cached.
    */
   subscribe(listener: (revocation: Revocation) => void, flush: () => void): void;
+  /** Present when the store is shared by instances (Redis); absent for the in-process store. */
+  readonly scripts?: ScriptRunner;
   close(): Promise<void>;
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { RedisConfig } from '../config/config-schema.js';
@@ -7,6 +8,7 @@ import {
   type KeyRecord,
   type KeyStatus,
   type Revocation,
+  type ScriptRunner,
   type UserRecord,
 } from './credential-store.js';
 
@@ -167,10 +169,31 @@ export function createRedisStore(
     // Connection errors surface as failed commands (503); the client reconnects by itself.
   });
 
+  const shas = new Map<string, string>();
+  const scripts: ScriptRunner = {
+    keyPrefix: config.keyPrefix,
+    run: (script, keys, args) =>
+      guarded(async () => {
+        let sha = shas.get(script);
+        if (sha === undefined) {
+          sha = createHash('sha1').update(script).digest('hex');
+          shas.set(script, sha);
+        }
+        try {
+          return await client.evalsha(sha, keys.length, ...keys, ...args);
+        } catch (error) {
+          // A Redis restarted (or failed over) since: its script cache is empty.
+          if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+          return await client.eval(script, keys.length, ...keys, ...args);
+        }
+      }),
+  };
+
   const getKey = (key: string) =>
     guarded(async () => toKeyRecord(key, await client.hgetall(k.key(key))));
 
   return {
+    scripts,
     getKey,
     listKeys: async (subject) => {
       // Two round trips, each bounded on its own like any other command.

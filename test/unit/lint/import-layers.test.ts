@@ -65,7 +65,7 @@ describe('import layers', () => {
       undefined,
     );
     expect(checkImport(srcRoot, `${srcRoot}/auth/jwt/x.ts`, '../../http/listen.js')).toBe(
-      'auth/ may not import http/ (allowed: concurrency, config, credentials, errors, identity)',
+      'auth/ may not import http/ (allowed: concurrency, config, credentials, errors, identity, protection)',
     );
     expect(checkImport(srcRoot, `${srcRoot}/auth/jwt/x.ts`, '../identity.js')).toBe(undefined);
   });
