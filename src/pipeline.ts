@@ -5,6 +5,7 @@ import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createLoginThrottle } from './protection/login-throttle.js';
+import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
@@ -108,6 +109,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       schemes: route.auth,
       forwarder,
       pathPrefix: forwarder.upstream.basePath + route.upstreamPath,
+      rateLimit: toRatePolicy(route.rateLimit),
     };
     for (const path of route.paths) exact.set(path, entry);
   }
@@ -143,6 +145,15 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   );
   exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
 
+  const rateLimiter = createConfiguredRateLimiter(config, {
+    store,
+    countStoreError: () => deps.metrics.countRateLimitStoreError(),
+    warnStoreError: (failures, error) =>
+      deps.logger.warn(
+        { failures, onStoreError: config.rateLimits.onStoreError, cause: String(error.cause) },
+        'rate limit store unavailable',
+      ),
+  });
   const handler = createRequestHandler({
     routes: createRouteTable({
       exact,
@@ -155,6 +166,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     logger: deps.logger,
     logRequests: config.logging.requests,
     metrics: deps.metrics,
+    rateLimiter,
   });
 
   return {

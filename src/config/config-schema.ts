@@ -77,6 +77,16 @@ const upstreamSchema = z.strictObject({
   engine: z.enum(['http-proxy-3', 'undici']).default('http-proxy-3'),
 });
 
+/**
+ * A rate-limit policy: `requests` per `periodSec` on average, up to `burst` at once (by
+ * default `requests`). Bounds keep the µs math of the limiter exact.
+ */
+export const ratePolicySchema = z.strictObject({
+  requests: int(z.number().int().min(1).max(1_000_000_000)),
+  periodSec: int(z.number().int().min(1).max(31_536_000)),
+  burst: int(z.number().int().min(1).max(1_000_000_000)).optional(),
+});
+
 export const routeSchema = z.strictObject({
   name: z.string().min(1),
   /** Raw request paths, matched exactly. */
@@ -92,6 +102,8 @@ export const routeSchema = z.strictObject({
     .array(z.enum(['basic', 'bearer']))
     .min(1)
     .default(['basic', 'bearer']),
+  /** Counted per credential on this route, beside `rateLimits.credential`. */
+  rateLimit: ratePolicySchema.optional(),
 });
 
 const cacheSchema = z.strictObject({
@@ -353,6 +365,21 @@ export const configSchema = z.strictObject({
       maxTrackedClients: int(z.number().int().positive()).default(100_000),
     })
     .prefault({}),
+  /** Rate limits; none unless a policy is set here or on a route. */
+  rateLimits: z
+    .strictObject({
+      /** Per credential (the key for Basic, the subject for Bearer), every authenticated route. */
+      credential: ratePolicySchema.optional(),
+      /** Per client address, on the routes that take no credentials. */
+      address: ratePolicySchema.optional(),
+      /** The store does not answer: `open` lets requests through, `closed` answers 503. */
+      onStoreError: z.enum(['open', 'closed']).default('open'),
+      /** At most one warning per this many seconds while the store fails. */
+      storeErrorLogIntervalSec: int(z.number().int().positive()).default(60),
+      /** Memory store only: buckets kept in process (least recently used dropped first). */
+      maxTrackedBuckets: int(z.number().int().positive()).default(100_000),
+    })
+    .prefault({}),
   referenceUpstream: z
     .strictObject({
       /** Accounts per subject, served by the built-in upstream. */
@@ -374,3 +401,5 @@ export type BearerIssuerConfig = GatewayConfig['auth']['bearer']['issuers'][numb
 export type RedisConfig = GatewayConfig['credentials']['redis'];
 export type TokensConfig = GatewayConfig['tokens'];
 export type LoginConfig = GatewayConfig['login'];
+export type RateLimitsConfig = GatewayConfig['rateLimits'];
+export type RatePolicyConfig = z.output<typeof ratePolicySchema>;

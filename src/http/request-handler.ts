@@ -13,11 +13,12 @@ import {
   type AccessLog,
 } from '../observability/access-log.js';
 import type { Logger } from '../observability/create-logger.js';
+import type { RateLimiter, RateVerdict } from '../protection/rate-limiter.js';
 import type { Exchange } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import { checkFraming } from './check-framing.js';
-import { normalizeAddress } from './client-address.js';
+import { clientAddress, normalizeAddress } from './client-address.js';
 import { pickRequestId } from './request-id.js';
 import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
 
@@ -31,6 +32,8 @@ export interface RequestHandlerOptions {
   logger: Logger;
   logRequests: boolean;
   metrics: GatewayMetrics;
+  /** Undefined when no rate limit is configured: then nothing is checked, no promise made. */
+  rateLimiter?: RateLimiter | undefined;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -83,6 +86,7 @@ class RequestContext implements Exchange {
       return this.onError(new GatewayError('method_not_allowed', { allow: route.allow }));
     }
     if (route.schemes === null) {
+      if (this.limit(route, match.param, match.query)) return;
       if (route.kind === 'endpoint') this.serve(route, match.param, match.query);
       return;
     }
@@ -105,8 +109,62 @@ class RequestContext implements Exchange {
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
     }
     this.identity = outcome;
-    if (route.kind === 'proxy') this.forward(route, outcome, query);
-    else this.serve(route, param, query);
+    if (this.limit(route, param, query)) return;
+    this.dispatch(route, param, query);
+  }
+
+  /** The request is accepted: to the upstream, or to the gateway's own endpoint. */
+  private dispatch(route: RouteEntry, param: string | undefined, query: string): void {
+    if (route.kind === 'endpoint') this.serve(route, param, query);
+    else if (this.identity !== undefined) this.forward(route, this.identity, query);
+  }
+
+  /**
+   * Rate limits: per credential (and route) once authenticated, per client address on the
+   * routes that take no credentials. False when the request may go on now; true when it was
+   * refused, or goes on (dispatch) once the store has answered.
+   */
+  private limit(route: RouteEntry, param: string | undefined, query: string): boolean {
+    const { rateLimiter: limiter, trustedProxies } = this.shared.options;
+    if (limiter === undefined) return false;
+    const { req, identity } = this;
+    const check =
+      identity === undefined
+        ? limiter.checkAddress(
+            clientAddress(
+              req.socket.remoteAddress ?? '',
+              req.headers['x-forwarded-for'],
+              trustedProxies,
+            ),
+          )
+        : limiter.checkCredential(
+            route.name,
+            route.kind === 'proxy' ? route.rateLimit : undefined,
+            identity,
+          );
+    if (check === undefined) return false;
+    if (check instanceof Promise) {
+      check.then(
+        (verdict) => {
+          if (!this.applyLimit(verdict)) this.dispatch(route, param, query);
+        },
+        (error: unknown) => this.onError(error),
+      );
+      return true;
+    }
+    return this.applyLimit(check);
+  }
+
+  /** Sets the IETF headers on the response; true (and the 429 written) when refused. */
+  private applyLimit(verdict: RateVerdict | undefined): boolean {
+    if (verdict === undefined) return false;
+    const { res } = this;
+    res.setHeader('ratelimit-policy', verdict.policyHeader);
+    res.setHeader('ratelimit', verdict.limitHeader);
+    if (verdict.allowed) return false;
+    this.shared.options.metrics.countRateLimited(verdict.refusedBy ?? 'credential');
+    this.onError(new GatewayError('rate_limited', { retryAfterSec: verdict.retryAfterSec }));
+    return true;
   }
 
   private forward(route: ProxyRoute, identity: Identity, query: string): void {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { Identity } from '../identity/identity.js';
+import type { RatePolicy } from '../protection/rate-policy.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 
 interface RouteBase {
@@ -20,6 +21,8 @@ export interface ProxyRoute extends RouteBase {
    * upstreamPath, joined once when the pipeline is built.
    */
   readonly pathPrefix: string;
+  /** The route's own rate limit, counted per credential (`routes[].rateLimit`). */
+  readonly rateLimit?: RatePolicy | undefined;
 }
 
 export interface EndpointContext {

@@ -1,5 +1,6 @@
 import {
   AggregatorRegistry,
+  Counter,
   Gauge,
   Registry,
   collectDefaultMetrics,
@@ -26,6 +27,10 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
   observeRequest(route: string, status: number, seconds: number): void;
+  /** A request refused with 429 by a rate-limit policy (credential, route, address). */
+  countRateLimited(policy: string): void;
+  /** A rate-limit check the store did not answer (then failed open or closed). */
+  countRateLimitStoreError(): void;
   snapshot(): Promise<MetricsSnapshot>;
 }
 
@@ -56,6 +61,17 @@ export function createMetrics(): GatewayMetrics {
     aggregator: 'min',
   });
   const routes = new Map<string, RouteStats>();
+  const rateLimited = new Counter({
+    name: 'gateway_rate_limited_total',
+    help: 'Requests refused with 429 by a rate limit, by policy (credential, route, address).',
+    labelNames: ['policy'],
+    registers: [registry],
+  });
+  const rateLimitStoreErrors = new Counter({
+    name: 'gateway_rate_limit_store_errors_total',
+    help: 'Rate-limit checks the store did not answer (failed open or closed per rateLimits.onStoreError).',
+    registers: [registry],
+  });
 
   registerScraped(
     registry,
@@ -126,6 +142,12 @@ export function createMetrics(): GatewayMetrics {
     },
     setReady(value) {
       ready.set(value ? 1 : 0);
+    },
+    countRateLimited(policy) {
+      rateLimited.inc({ policy });
+    },
+    countRateLimitStoreError() {
+      rateLimitStoreErrors.inc();
     },
   };
 }

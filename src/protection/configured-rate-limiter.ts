@@ -1,0 +1,52 @@
+import type { GatewayConfig, RatePolicyConfig } from '../config/config-schema.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import type { GatewayError } from '../errors/gateway-error.js';
+import { createMemoryBucketStore } from './memory-bucket-store.js';
+import type { RatePolicy } from './rate-policy.js';
+import { createRateLimiter, rateLimitsEnabled, type RateLimiter } from './rate-limiter.js';
+import { createRedisBucketStore } from './redis-bucket-store.js';
+
+/** A configured policy with its burst resolved (by default, a whole period's requests). */
+export function toRatePolicy(config: RatePolicyConfig | undefined): RatePolicy | undefined {
+  return config === undefined
+    ? undefined
+    : {
+        requests: config.requests,
+        periodSec: config.periodSec,
+        burst: config.burst ?? config.requests,
+      };
+}
+
+export interface ConfiguredRateLimiterDeps {
+  readonly store: CredentialStore;
+  readonly countStoreError: () => void;
+  readonly warnStoreError: (failures: number, error: GatewayError) => void;
+}
+
+/**
+ * The limiter the configuration asks for, or undefined when it sets no policy at all (then
+ * the request path does not check anything). Buckets live in Redis when the credential store
+ * runs scripts (shared by every instance), in process otherwise.
+ */
+export function createConfiguredRateLimiter(
+  config: GatewayConfig,
+  deps: ConfiguredRateLimiterDeps,
+): RateLimiter | undefined {
+  const settings = {
+    credential: toRatePolicy(config.rateLimits.credential),
+    address: toRatePolicy(config.rateLimits.address),
+    onStoreError: config.rateLimits.onStoreError,
+    storeErrorLogIntervalSec: config.rateLimits.storeErrorLogIntervalSec,
+  };
+  const routes = config.routes.map((r) => toRatePolicy(r.rateLimit));
+  if (!rateLimitsEnabled(settings, routes)) return undefined;
+  const scripts = deps.store.scripts;
+  return createRateLimiter(settings, {
+    store:
+      scripts === undefined
+        ? createMemoryBucketStore({ maxBuckets: config.rateLimits.maxTrackedBuckets })
+        : createRedisBucketStore(scripts),
+    countStoreError: deps.countStoreError,
+    warnStoreError: deps.warnStoreError,
+  });
+}

@@ -1,0 +1,47 @@
+import type { RatePolicy } from './rate-policy.js';
+
+/** The policies of the IETF headers: one bucket each. */
+export type PolicyName = 'credential' | 'route' | 'address';
+
+export interface BucketRequest {
+  readonly name: PolicyName;
+  /** The bucket's id under the store's prefix, e.g. `rl:key:ak_…`. */
+  readonly id: string;
+  /** Undefined: the bucket only counts when an override gives it a policy. */
+  readonly policy: RatePolicy | undefined;
+}
+
+export interface TakeRequest {
+  readonly buckets: readonly BucketRequest[];
+  /**
+   * Hashes whose `rate_limit` field replaces the first bucket's policy, the first one found
+   * winning: `key:<key>`, then `subject:<subject>` (ids under the store's prefix).
+   */
+  readonly overrides: readonly string[];
+}
+
+export interface BucketState {
+  readonly name: PolicyName;
+  readonly policy: RatePolicy;
+  readonly remaining: number;
+  /** Allowed: µs until the bucket is full again. Refused (this or another bucket): see gcra. */
+  readonly waitUs: number;
+}
+
+export interface TakeResult {
+  /** Every bucket admitted the request; then each was charged, otherwise none was. */
+  readonly allowed: boolean;
+  /** When refused: µs until every refusing bucket would admit one request. */
+  readonly retryAfterUs: number;
+  /** The buckets that have a policy (after overrides), in request order. */
+  readonly states: readonly BucketState[];
+}
+
+/**
+ * Where the buckets live: in process (memory) or in Redis, shared by every instance. One
+ * take is atomic: all buckets are decided and charged together, in one Redis round trip.
+ * A store that cannot answer rejects with GatewayError `credential_store_unavailable`.
+ */
+export interface RateBucketStore {
+  take(request: TakeRequest): TakeResult | Promise<TakeResult>;
+}

@@ -1,0 +1,165 @@
+import { GatewayError } from '../errors/gateway-error.js';
+import type { Identity } from '../identity/identity.js';
+import type { RatePolicy } from './rate-policy.js';
+import type {
+  BucketRequest,
+  BucketState,
+  PolicyName,
+  RateBucketStore,
+  TakeRequest,
+  TakeResult,
+} from './rate-bucket-store.js';
+
+export interface RateLimitSettings {
+  /** Per credential (the key for Basic, the subject for Bearer), on every authenticated route. */
+  readonly credential: RatePolicy | undefined;
+  /** Per client address, on the routes that take no credentials. */
+  readonly address: RatePolicy | undefined;
+  readonly onStoreError: 'open' | 'closed';
+  readonly storeErrorLogIntervalSec: number;
+}
+
+/** A checked request: the two IETF header values, and whether it may go on. */
+export interface RateVerdict {
+  readonly allowed: boolean;
+  /** Whole seconds, rounded up; meaningful when refused. */
+  readonly retryAfterSec: number;
+  /** The policy that refused (the first one when several did). */
+  readonly refusedBy: PolicyName | undefined;
+  /** `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11). */
+  readonly policyHeader: string;
+  readonly limitHeader: string;
+}
+
+/** Undefined: nothing was checked (no policy applies, or the store failed open). */
+export type RateCheck = RateVerdict | undefined | Promise<RateVerdict | undefined>;
+
+export interface RateLimiter {
+  /** An authenticated request on `route`, with the route's own policy if it has one. */
+  checkCredential(
+    route: string,
+    routePolicy: RatePolicy | undefined,
+    identity: Identity,
+  ): RateCheck;
+  /** A request on a route that takes no credentials, by its client address. */
+  checkAddress(address: string): RateCheck;
+}
+
+export interface RateLimiterDeps {
+  readonly store: RateBucketStore;
+  /** Every store failure, counted (a metric). */
+  readonly countStoreError: () => void;
+  /** At most once per storeErrorLogIntervalSec: how many failures since the last warning. */
+  readonly warnStoreError: (failures: number, error: GatewayError) => void;
+  readonly now?: () => number;
+}
+
+/** How long a fail-closed 503 asks the client to wait. */
+const STORE_ERROR_RETRY_AFTER_SEC = 1;
+
+/** True when the settings or any route ask for a limit: otherwise the gateway checks nothing. */
+export function rateLimitsEnabled(
+  settings: RateLimitSettings,
+  routePolicies: readonly (RatePolicy | undefined)[],
+): boolean {
+  return (
+    settings.credential !== undefined ||
+    settings.address !== undefined ||
+    routePolicies.some((p) => p !== undefined)
+  );
+}
+
+export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiterDeps): RateLimiter {
+  const now = deps.now ?? Date.now;
+  const logIntervalMs = settings.storeErrorLogIntervalSec * 1000;
+  let lastWarnAt = -Infinity;
+  let unreported = 0;
+
+  const failed = (error: unknown): undefined => {
+    const failure =
+      error instanceof GatewayError
+        ? error
+        : new GatewayError('credential_store_unavailable', { cause: error });
+    deps.countStoreError();
+    unreported += 1;
+    if (now() - lastWarnAt >= logIntervalMs) {
+      lastWarnAt = now();
+      deps.warnStoreError(unreported, failure);
+      unreported = 0;
+    }
+    if (settings.onStoreError === 'closed') {
+      throw new GatewayError('credential_store_unavailable', {
+        cause: failure,
+        retryAfterSec: STORE_ERROR_RETRY_AFTER_SEC,
+      });
+    }
+    return undefined;
+  };
+
+  const take = (request: TakeRequest): RateCheck => {
+    let result: TakeResult | Promise<TakeResult>;
+    try {
+      result = deps.store.take(request);
+    } catch (error) {
+      return failed(error);
+    }
+    return result instanceof Promise ? result.then(toVerdict, failed) : toVerdict(result);
+  };
+
+  return {
+    checkCredential(route, routePolicy, identity) {
+      if (settings.credential === undefined && routePolicy === undefined) return undefined;
+      const own =
+        identity.method === 'basic' && identity.key !== undefined
+          ? `key:${identity.key}`
+          : `subject:${identity.subject}`;
+      const buckets: BucketRequest[] = [
+        { name: 'credential', id: `rl:${own}`, policy: settings.credential },
+      ];
+      if (routePolicy !== undefined)
+        buckets.push({ name: 'route', id: `rl:route:${route}:${own}`, policy: routePolicy });
+      const overrides =
+        own === `subject:${identity.subject}` ? [own] : [own, `subject:${identity.subject}`];
+      return take({ buckets, overrides });
+    },
+    checkAddress(address) {
+      if (settings.address === undefined) return undefined;
+      return take({
+        buckets: [{ name: 'address', id: `rl:address:${address}`, policy: settings.address }],
+        overrides: [],
+      });
+    },
+  };
+}
+
+function toVerdict(result: TakeResult): RateVerdict | undefined {
+  if (result.states.length === 0) return undefined;
+  // A bucket that refused has nothing left; one that would have admitted has at least one.
+  const refused = result.allowed ? undefined : result.states.find((s) => s.remaining === 0);
+  return {
+    allowed: result.allowed,
+    retryAfterSec: Math.max(1, Math.ceil(result.retryAfterUs / 1_000_000)),
+    refusedBy: refused?.name,
+    policyHeader: formatPolicyHeader(result.states),
+    limitHeader: formatLimitHeader(result.states),
+  };
+}
+
+/**
+ * `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-11 §3): a Structured Fields list
+ * of one item per policy, its name a String, `q` the quota and `w` the window in seconds.
+ */
+export function formatPolicyHeader(states: readonly BucketState[]): string {
+  return states.map((s) => `"${s.name}";q=${s.policy.requests};w=${s.policy.periodSec}`).join(', ');
+}
+
+/**
+ * `RateLimit` (§4): per policy, `r` the requests that may pass now and `t` the seconds until
+ * the quota is full again; on a refusal `r=0` and `t` is the wait before one passes (as
+ * Retry-After, which §6 says must not come before the end of that window).
+ */
+export function formatLimitHeader(states: readonly BucketState[]): string {
+  return states
+    .map((s) => `"${s.name}";r=${s.remaining};t=${Math.ceil(s.waitUs / 1_000_000)}`)
+    .join(', ');
+}

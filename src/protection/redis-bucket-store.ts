@@ -1,0 +1,121 @@
+import type { ScriptRunner } from '../credentials/credential-store.js';
+import type { RatePolicy } from './rate-policy.js';
+import type { BucketState, RateBucketStore, TakeResult } from './rate-bucket-store.js';
+
+/**
+ * One check, one round trip: reads the override, decides every bucket with GCRA on Redis's
+ * own clock (the one clock every instance shares) and charges them all or none.
+ *
+ * KEYS: the buckets (ARGV[1] of them), then the hashes whose `rate_limit` field may replace
+ * the first bucket's policy (first found wins). ARGV: the bucket count, then per bucket
+ * requests, periodSec, burst (requests 0: no policy unless overridden).
+ * Returns { allowed, retryAfterUs, then per bucket requests, periodSec, burst, remaining,
+ * waitUs } (requests 0 for a bucket without a policy). The math is rate-policy.ts's gcra on
+ * whole µs; a bucket's key expires when its TAT passes (a full bucket needs no state).
+ * Numbers are written with %.0f: Lua 5.1's tostring would round µs timestamps (%.14g).
+ */
+export const GCRA_SCRIPT = `
+local nb = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local req, per, bur = {}, {}, {}
+for i = 1, nb do
+  req[i] = tonumber(ARGV[i * 3 - 1])
+  per[i] = tonumber(ARGV[i * 3])
+  bur[i] = tonumber(ARGV[i * 3 + 1])
+end
+for k = nb + 1, #KEYS do
+  local v = redis.call('HGET', KEYS[k], 'rate_limit')
+  if v then
+    if v == 'none' then req[1] = 0 break end
+    local r, p, b = string.match(v, '^(%d+)/(%d+),(%d+)$')
+    if not r then
+      r, p = string.match(v, '^(%d+)/(%d+)$')
+      b = r
+    end
+    if r and #r <= 10 and #p <= 8 and #b <= 10 then
+      r, p, b = tonumber(r), tonumber(p), tonumber(b)
+      if r >= 1 and r <= 1000000000 and p >= 1 and p <= 31536000 and b >= 1 and b <= 1000000000 then
+        req[1], per[1], bur[1] = r, p, b
+        break
+      end
+    end
+  end
+end
+local out = {1, 0}
+local tat, nxt, iv, tol = {}, {}, {}, {}
+for i = 1, nb do
+  if req[i] > 0 then
+    iv[i] = math.max(1, math.floor(per[i] * 1000000 / req[i] + 0.5))
+    tol[i] = (bur[i] - 1) * iv[i]
+    local stored = tonumber(redis.call('GET', KEYS[i]) or '0')
+    tat[i] = math.max(stored, now)
+    if tat[i] - now > tol[i] then
+      out[1] = 0
+      out[2] = math.max(out[2], tat[i] - now - tol[i])
+    end
+  end
+end
+for i = 1, nb do
+  local base = 2 + (i - 1) * 5
+  if req[i] > 0 then
+    local remaining, wait
+    if out[1] == 1 then
+      local n = tat[i] + iv[i]
+      redis.call('SET', KEYS[i], string.format('%.0f', n), 'PX', math.ceil((n - now) / 1000))
+      remaining = math.floor((tol[i] - (n - now)) / iv[i]) + 1
+      wait = n - now
+    elseif tat[i] - now > tol[i] then
+      remaining = 0
+      wait = tat[i] - now - tol[i]
+    else
+      remaining = math.floor((tol[i] - (tat[i] - now)) / iv[i]) + 1
+      wait = tat[i] - now
+    end
+    out[base + 1] = req[i]
+    out[base + 2] = per[i]
+    out[base + 3] = bur[i]
+    out[base + 4] = math.max(0, remaining)
+    out[base + 5] = string.format('%.0f', wait)
+  else
+    out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] = 0, 0, 0, 0, '0'
+  end
+end
+out[2] = string.format('%.0f', out[2])
+return out
+`;
+
+/** The Redis buckets, shared by every instance and worker on the same Redis. */
+export function createRedisBucketStore(scripts: ScriptRunner): RateBucketStore {
+  const prefix = scripts.keyPrefix;
+  return {
+    async take({ buckets, overrides }): Promise<TakeResult> {
+      const keys: string[] = [];
+      const args: (string | number)[] = [buckets.length];
+      for (const b of buckets) {
+        keys.push(prefix + b.id);
+        args.push(b.policy?.requests ?? 0, b.policy?.periodSec ?? 0, b.policy?.burst ?? 0);
+      }
+      for (const id of overrides) keys.push(prefix + id);
+      const reply = (await scripts.run(GCRA_SCRIPT, keys, args)) as (number | string)[];
+      const states: BucketState[] = [];
+      buckets.forEach((bucket, i) => {
+        const base = 2 + i * 5;
+        const requests = Number(reply[base]);
+        if (requests === 0) return;
+        const policy: RatePolicy = {
+          requests,
+          periodSec: Number(reply[base + 1]),
+          burst: Number(reply[base + 2]),
+        };
+        states.push({
+          name: bucket.name,
+          policy,
+          remaining: Number(reply[base + 3]),
+          waitUs: Number(reply[base + 4]),
+        });
+      });
+      return { allowed: Number(reply[0]) === 1, retryAfterUs: Number(reply[1]), states };
+    },
+  };
+}
