@@ -42,6 +42,8 @@ async function front(
   engine: (typeof ENGINES)[number][1],
   upstreamPort: number,
   maxSockets = 16,
+  /** Headers the front sets on the response before forwarding (as the rate limiter does). */
+  preset: Record<string, string> = {},
 ): Promise<{ port: number; errors: GatewayError[] }> {
   const forwarder = engine(
     createUpstreamTarget('up', new URL(`http://127.0.0.1:${upstreamPort}`), {
@@ -58,6 +60,7 @@ async function front(
       const value = req.headers[name];
       if (value !== undefined) headers[name] = value;
     }
+    for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
     forwarder.forward(req, res, {
       path: req.url ?? '/',
       headers,
@@ -165,6 +168,27 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       answer.headers['x-request-id'],
       answer.body.toString(),
     ]).toEqual([418, 'yes', undefined, undefined, 'req-1', 'short and stout']);
+  });
+
+  it('keeps the headers set on the response before forwarding, beside the upstream ones', async () => {
+    const upstream = createServer((req, res) => {
+      res.writeHead(req.url === '/missing' ? 404 : 200, { 'x-upstream': 'yes' });
+      res.end('body');
+    });
+    const preset = {
+      ratelimit: '"credential";r=4;t=60',
+      'ratelimit-policy': '"credential";q=5;w=60',
+    };
+    const { port } = await front(engine, await listen(upstream), 16, preset);
+    for (const path of ['/', '/missing']) {
+      const answer = await send(port, { path });
+      expect([
+        answer.status,
+        answer.headers['x-upstream'],
+        answer.headers.ratelimit,
+        answer.headers['ratelimit-policy'],
+      ]).toEqual([path === '/' ? 200 : 404, 'yes', preset.ratelimit, preset['ratelimit-policy']]);
+    }
   });
 
   it('keeps at most maxSockets connections to the upstream, queueing the rest', async () => {

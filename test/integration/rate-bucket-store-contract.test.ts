@@ -1,0 +1,201 @@
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { GatewayError } from '../../src/errors/gateway-error.js';
+import { createMemoryBucketStore } from '../../src/protection/memory-bucket-store.js';
+import type { RateBucketStore } from '../../src/protection/rate-bucket-store.js';
+import { parseRateLimitOverride } from '../../src/protection/rate-policy.js';
+import { createRedisBucketStore } from '../../src/protection/redis-bucket-store.js';
+import { redisConfig } from '../support/redis-config.js';
+import { freePort } from '../support/redis-server.js';
+import { uniquePrefix } from '../support/seed-redis.js';
+
+// The rate-limit buckets, in process and in Redis: one contract for both. The policies have
+// long periods, so nothing refills during a test and every count is exact.
+
+const prefix = uniquePrefix('buckets');
+let redisStore: ReturnType<typeof createRedisStore>;
+let admin: Redis;
+
+beforeAll(() => {
+  redisStore = createRedisStore(redisConfig(inject('redisUrl'), prefix));
+  admin = new Redis(inject('redisUrl'));
+});
+
+afterAll(async () => {
+  await redisStore.close();
+  admin.disconnect();
+});
+
+const HOUR = { requests: 3600, periodSec: 3600 };
+let run = 0;
+/** A bucket id no other test uses. */
+const fresh = (name: string): string => `rl:${name}:${(run += 1)}`;
+
+function bucketStoreContract(name: string, make: () => RateBucketStore): void {
+  describe(`the ${name} rate buckets`, () => {
+    it('admit the burst, then refuse until one request has been earned back', async () => {
+      const store = make();
+      const id = fresh('burst');
+      const bucket = { name: 'credential', id, policy: { ...HOUR, burst: 3 } } as const;
+      const results = [];
+      for (let i = 0; i < 4; i += 1)
+        results.push(await store.take({ buckets: [bucket], overrides: [] }));
+      expect(results.map((r) => [r.allowed, r.states[0]?.remaining])).toEqual([
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+      ]);
+      // One request per second: the next one passes within a second.
+      const refused = results[3];
+      expect(refused?.retryAfterUs).toBeGreaterThan(900_000);
+      expect(refused?.retryAfterUs).toBeLessThanOrEqual(1_000_000);
+      // Full again three seconds after the last admission.
+      expect(results[2]?.states[0]?.waitUs).toBeGreaterThan(2_900_000);
+      expect(results[2]?.states[0]?.waitUs).toBeLessThanOrEqual(3_000_000);
+    });
+
+    it('charge every bucket of a request or none: a refusal by one leaves the others as they were', async () => {
+      const store = make();
+      const wide = {
+        name: 'credential',
+        id: fresh('wide'),
+        policy: { ...HOUR, burst: 5 },
+      } as const;
+      const narrow = { name: 'route', id: fresh('narrow'), policy: { ...HOUR, burst: 1 } } as const;
+      const first = await store.take({ buckets: [wide, narrow], overrides: [] });
+      expect(first.allowed).toBe(true);
+      for (let i = 0; i < 3; i += 1) {
+        const refused = await store.take({ buckets: [wide, narrow], overrides: [] });
+        expect([refused.allowed, refused.states.map((s) => [s.name, s.remaining])]).toEqual([
+          false,
+          [
+            ['credential', 4],
+            ['route', 0],
+          ],
+        ]);
+      }
+      const alone = await store.take({ buckets: [wide], overrides: [] });
+      expect([alone.allowed, alone.states[0]?.remaining]).toEqual([true, 3]);
+    });
+
+    it('keep one budget per bucket id', async () => {
+      const store = make();
+      const policy = { ...HOUR, burst: 1 };
+      const a = { name: 'address', id: fresh('a'), policy } as const;
+      const b = { name: 'address', id: fresh('b'), policy } as const;
+      expect((await store.take({ buckets: [a], overrides: [] })).allowed).toBe(true);
+      expect((await store.take({ buckets: [a], overrides: [] })).allowed).toBe(false);
+      expect((await store.take({ buckets: [b], overrides: [] })).allowed).toBe(true);
+    });
+
+    it('count nothing for a bucket without a policy and report only those with one', async () => {
+      const store = make();
+      const none = { name: 'credential', id: fresh('none'), policy: undefined } as const;
+      const route = { name: 'route', id: fresh('route'), policy: { ...HOUR, burst: 2 } } as const;
+      const result = await store.take({ buckets: [none, route], overrides: [] });
+      expect([result.allowed, result.states.map((s) => s.name)]).toEqual([true, ['route']]);
+      const empty = await store.take({ buckets: [none], overrides: [] });
+      expect([empty.allowed, empty.states]).toEqual([true, []]);
+    });
+  });
+}
+
+bucketStoreContract('in-process', () => createMemoryBucketStore({ maxBuckets: 1000 }));
+bucketStoreContract('Redis', () => {
+  if (redisStore.scripts === undefined) throw new Error('the Redis store runs scripts');
+  return createRedisBucketStore(redisStore.scripts);
+});
+
+describe('the Redis rate buckets', () => {
+  const store = (): RateBucketStore => {
+    if (redisStore.scripts === undefined) throw new Error('the Redis store runs scripts');
+    return createRedisBucketStore(redisStore.scripts);
+  };
+  const credential = (id: string) =>
+    ({ name: 'credential', id, policy: { ...HOUR, burst: 1 } }) as const;
+
+  it('expire a bucket by itself once it is full again', async () => {
+    const id = fresh('ttl');
+    const result = await store().take({ buckets: [credential(id)], overrides: [] });
+    const ttlMs = await admin.pttl(prefix + id);
+    expect(ttlMs).toBeGreaterThan(0);
+    expect(ttlMs).toBeLessThanOrEqual(Math.ceil((result.states[0]?.waitUs ?? 0) / 1000));
+  });
+
+  it('take the policy from the key hash, else the subject hash, in the same script', async () => {
+    const key = `${prefix}key:ak_override${(run += 1)}`;
+    const subject = `${prefix}subject:override${run}`;
+    const take = (id: string) =>
+      store().take({
+        buckets: [credential(id)],
+        overrides: [key.slice(prefix.length), subject.slice(prefix.length)],
+      });
+
+    await admin.hset(subject, 'rate_limit', '100/60,3');
+    const bySubject = await take(fresh('o'));
+    expect(bySubject.states[0]?.policy).toEqual({ requests: 100, periodSec: 60, burst: 3 });
+
+    await admin.hset(key, 'rate_limit', '5/10');
+    const byKey = await take(fresh('o'));
+    expect(byKey.states[0]).toMatchObject({
+      policy: { requests: 5, periodSec: 10, burst: 5 },
+      remaining: 4,
+    });
+
+    await admin.hset(key, 'rate_limit', 'none');
+    const lifted = await take(fresh('o'));
+    expect([lifted.allowed, lifted.states]).toEqual([true, []]);
+
+    await admin.hset(key, 'rate_limit', 'soon');
+    const ignored = await take(fresh('o'));
+    expect(ignored.states[0]?.policy).toEqual({ requests: 100, periodSec: 60, burst: 3 });
+  });
+
+  it('read an override exactly as parseRateLimitOverride documents it', async () => {
+    const key = `${prefix}key:ak_parse`;
+    const configured = { requests: 7, periodSec: 7, burst: 7 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.stringMatching(/^[0-9]{1,11}\/[0-9]{1,9}(,[0-9]{0,11})?$/),
+          fc.constantFrom('none', 'None', '', '1/1', '0/1', '1/0', '2/3,0', '10/60 ', 'x'),
+        ),
+        async (value) => {
+          await admin.hset(key, 'rate_limit', value);
+          const result = await store().take({
+            buckets: [{ name: 'credential', id: fresh('p'), policy: configured }],
+            overrides: ['key:ak_parse'],
+          });
+          const parsed = parseRateLimitOverride(value);
+          expect(result.states[0]?.policy).toEqual(
+            parsed === 'none' ? undefined : (parsed ?? configured),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('reject with credential_store_unavailable when Redis does not answer', async () => {
+    const dead = createRedisStore({
+      ...redisConfig(`redis://127.0.0.1:${await freePort()}`, prefix),
+      commandTimeoutMs: 100,
+    });
+    try {
+      if (dead.scripts === undefined) throw new Error('the Redis store runs scripts');
+      const error = await Promise.resolve(
+        createRedisBucketStore(dead.scripts).take({
+          buckets: [credential(fresh('dead'))],
+          overrides: [],
+        }),
+      ).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(GatewayError);
+      expect((error as GatewayError).code).toBe('credential_store_unavailable');
+    } finally {
+      await dead.close();
+    }
+  });
+});
