@@ -17,7 +17,9 @@ import {
  * Every key starts with `keyPrefix`, whose default `{ag}:` is a Cluster hash tag, so all of
  * them live in one slot and the multi-key scripts below stay atomic on Redis Cluster.
  *
- *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at
+ *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at,
+ *                                    rate_limit (read by the rate limiter's script)
+ *   <p>subject:<subject>        HASH rate_limit (read by the rate limiter's script)
  *   <p>subject:<subject>:keys   SET  every key id of the subject
  *   <p>subject:<subject>:active SET  the active key ids of the subject
  *   <p>user:<username>          HASH password_hash, subject, created_at
@@ -26,6 +28,8 @@ import {
 export function redisKeys(prefix: string) {
   return {
     key: (key: string) => `${prefix}key:${key}`,
+    /** A subject's own settings (today `rate_limit`), written by the web application. */
+    subject: (subject: string) => `${prefix}subject:${subject}`,
     subjectKeys: (subject: string) => `${prefix}subject:${subject}:keys`,
     subjectActive: (subject: string) => `${prefix}subject:${subject}:active`,
     user: (username: string) => `${prefix}user:${username}`,
