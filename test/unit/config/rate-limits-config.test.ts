@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createConfiguredRateLimiter } from '../../../src/protection/configured-rate-limiter.js';
+
+function problemsOf(yaml: string): readonly string[] {
+  try {
+    parseConfig(yaml, 'test.yaml');
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const deps = {
+  store: createMemoryStore(),
+  countStoreError: () => undefined,
+  warnStoreError: () => undefined,
+};
+
+describe('rateLimits config', () => {
+  it('sets no limit by default, so the gateway checks nothing', () => {
+    const config = parseConfig('', 'test.yaml');
+    expect(config.rateLimits).toEqual({
+      onStoreError: 'open',
+      storeErrorLogIntervalSec: 60,
+      maxTrackedBuckets: 100_000,
+    });
+    expect(config.routes[0]?.rateLimit).toBeUndefined();
+    expect(createConfiguredRateLimiter(config, deps)).toBeUndefined();
+  });
+
+  it('reads the policies, burst defaulting to a whole period, and makes a limiter', () => {
+    const config = parseConfig(
+      `
+rateLimits:
+  credential: { requests: 600, periodSec: 60, burst: 100 }
+  address: { requests: "30", periodSec: 60 }
+  onStoreError: closed
+routes:
+  - name: accounts
+    paths: [/accounts]
+    upstream: accounts
+    upstreamPath: /accounts
+    rateLimit: { requests: 10, periodSec: 1 }
+`,
+      'test.yaml',
+    );
+    expect(config.rateLimits.credential).toEqual({ requests: 600, periodSec: 60, burst: 100 });
+    expect(config.rateLimits.address).toEqual({ requests: 30, periodSec: 60 });
+    expect(config.routes[0]?.rateLimit).toEqual({ requests: 10, periodSec: 1 });
+    const limiter = createConfiguredRateLimiter(config, deps);
+    expect(limiter?.checkAddress('192.0.2.1')).toMatchObject({
+      allowed: true,
+      policyHeader: '"address";q=30;w=60',
+      limitHeader: '"address";r=29;t=2',
+    });
+  });
+
+  it('turns a route policy alone into a limiter', () => {
+    const config = parseConfig(
+      `
+routes:
+  - { name: a, paths: [/a], upstream: accounts, upstreamPath: /a, rateLimit: { requests: 1, periodSec: 1 } }
+`,
+      'test.yaml',
+    );
+    expect(createConfiguredRateLimiter(config, deps)).toBeDefined();
+  });
+
+  it('names the YAML path of every bad setting', () => {
+    const problems = problemsOf(`
+rateLimits:
+  credential: { requests: 0, periodSec: 60 }
+  address: { requests: 10, periodSec: 60, burst: 0, window: 3 }
+  onStoreError: maybe
+routes:
+  - { name: a, paths: [/a], upstream: accounts, upstreamPath: /a, rateLimit: { periodSec: 1 } }
+`);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^rateLimits\.credential\.requests: /),
+        expect.stringMatching(/^rateLimits\.address\.burst: /),
+        'rateLimits.address: unknown key window',
+        expect.stringMatching(/^rateLimits\.onStoreError: /),
+        expect.stringMatching(/^routes\[0\]\.rateLimit\.requests: /),
+      ]),
+    );
+  });
+});
