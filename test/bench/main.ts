@@ -25,7 +25,9 @@ const OVERHEAD_SEC = 0.6;
 
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
-  const needsRedis = (['cached', 'cold', 'mixed', 'pairs', 'workers'] as const).some(want);
+  const needsRedis = (
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy'] as const
+  ).some(want);
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
   if (needsRedis && findCommand('redis-server') === undefined)
@@ -66,7 +68,9 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     pairs: 4,
     heap: 0,
     workers: tools.workers ? 2 : 0,
-    limits: 0,
+    limits: 2,
+    // Not rows measured by runRounds: two wrk at once per round, counted here as one.
+    accuracy: 1,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;

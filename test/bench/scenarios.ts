@@ -14,8 +14,11 @@ import {
   type WrkSpec,
 } from './measure.js';
 import type { BenchOptions, Section } from './options.js';
-import type { ProcessGroup } from './processes.js';
+import { httpRequest, type ProcessGroup } from './processes.js';
+import { formatNumber, ratio, table } from './report.js';
 import type { Target } from './targets.js';
+import type { GatewayConfigInput } from '../support/gateway-yaml.js';
+import { median } from '../support/median.js';
 
 export interface Run {
   readonly round: number;
@@ -187,15 +190,144 @@ export async function bcryptLimit(cost: number): Promise<BcryptLimit> {
   return { cost, cores, compareMs, perSecond: (cores * 1000) / compareMs };
 }
 
+/** What the limits and accuracy sections need from the bench's fixture. */
+export interface LimitsSetup {
+  /** A gateway on the bench's Redis (engine `options.engine`) with these rate limits. */
+  readonly startGateway: (
+    name: string,
+    rateLimits: GatewayConfigInput['rateLimits'],
+  ) => Promise<Target>;
+  /** `Authorization: Basic …` of the cached pair. */
+  readonly basicHeader: string;
+  /** Deletes the cached pair's credential bucket in Redis (a full budget again). */
+  readonly resetBucket: () => Promise<void>;
+}
+
+/** One request with the header: the pair gets verified (and cached); anything but 200 fails. */
+async function firstRequest(target: Target, header: string): Promise<void> {
+  const colon = header.indexOf(':');
+  const answer = await httpRequest(target.url, {
+    headers: { [header.slice(0, colon)]: header.slice(colon + 1).trim() },
+  });
+  if (answer.status !== 200)
+    throw new Error(`${target.name}: the first request answered ${answer.status}: ${answer.body}`);
+}
+
 /**
- * Hook for the later issue "limits on vs off": start the same gateway twice, with its limits
- * configured and without, and return their rows measured by runRounds (as the workers
- * section does). Until that issue, the section says it was not measured.
+ * Limits on vs off (the rate-limit issue's cost target): the same gateway twice on the same
+ * Redis, cached Basic, once with a credential policy high enough never to refuse (one Lua
+ * script per request) and once without (no check at all). Requests per CPU-second of the
+ * gateway process; the Redis server's own CPU is not in it (it is not the gateway's tree).
  */
-export function limitsSection(): SectionResult {
-  return skippedSection(
-    'limits',
-    'limits on vs off',
-    'not measured yet: a later issue (hook: limitsSection in test/bench/scenarios.ts)',
-  );
+export async function limitsSection(ctx: BenchContext, setup: LimitsSetup): Promise<SectionResult> {
+  const { options } = ctx;
+  const title = `limits on vs off (engine ${options.engine}, Basic cached, Redis buckets)`;
+  const rows: Row[] = [];
+  for (const on of [false, true]) {
+    const id = on ? 'limits-on' : 'limits-off';
+    ctx.onNote(`starting the gateway with rate limits ${on ? 'on' : 'off'}`);
+    const target = await setup.startGateway(
+      `gateway-${id}`,
+      on ? { credential: { requests: 1_000_000_000, periodSec: 1 } } : {},
+    );
+    await firstRequest(target, setup.basicHeader);
+    rows.push(
+      row({
+        id,
+        label: `gateway ${options.engine}, rate limits ${on ? 'on (never refusing)' : 'off'}`,
+        target,
+        ...(on ? { bare: 'limits-off' } : {}),
+        spec: () => ({
+          url: target.url,
+          connections: options.connections,
+          seconds: options.duration,
+          header: setup.basicHeader,
+        }),
+      }),
+    );
+  }
+  await runRounds(ctx, 'limits', rows);
+  const [off, on] = rows;
+  // Requests per CPU-second on / off = CPU per request off / on.
+  const perCpuSecond = off && on ? ratio(off, on, 'cpuMicrosPerRequest') : NaN;
+  const rps = off && on ? ratio(on, off, 'rps') : NaN;
+  const notes = [
+    `limits on / off (median of per-round ratios): requests per CPU-second × ${formatNumber(perCpuSecond, 'ratio')} (target ≥ 0.85), req/s × ${formatNumber(rps, 'ratio')}`,
+    "(CPU is the gateway process tree's; the Redis server's work for the scripts is not in it)",
+  ];
+  return { id: 'limits', title, rows, notes, extra: { perCpuSecond, rps } };
+}
+
+/** The accuracy section's policy: 200 requests per second, up to 20 at once. */
+const ACCURACY_POLICY = { requests: 200, periodSec: 1, burst: 20 } as const;
+
+/**
+ * Rate-limit accuracy across instances: two gateways on one Redis, one credential with
+ * ACCURACY_POLICY, wrk on both at once for the run's duration. Admitted (2xx) requests
+ * against what the policy allows over that time (rate × seconds + burst). Target ±2%.
+ */
+export async function accuracySection(
+  ctx: BenchContext,
+  setup: LimitsSetup,
+): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const p = ACCURACY_POLICY;
+  const title = `rate-limit accuracy: two gateways on one Redis, ${p.requests}/s burst ${p.burst}, one credential`;
+  const gateways: Target[] = [];
+  for (const name of ['gateway-accuracy-a', 'gateway-accuracy-b']) {
+    ctx.onNote(`starting ${name}`);
+    const target = await setup.startGateway(name, { credential: { ...p } });
+    await firstRequest(target, setup.basicHeader);
+    gateways.push(target);
+  }
+  const connections = Math.max(1, Math.floor(options.connections / 4));
+  const lines: string[][] = [];
+  const errors: number[] = [];
+  const runs: Record<string, number>[] = [];
+  for (let round = 1; round <= options.rounds; round += 1) {
+    await setup.resetBucket();
+    const results = await Promise.all(
+      gateways.map((g) =>
+        runWrk(
+          group,
+          { url: g.url, connections, seconds: options.duration, header: setup.basicHeader },
+          ctx.scripts,
+        ),
+      ),
+    );
+    const failed = results.find((r) => r.failure !== undefined);
+    if (failed !== undefined) throw new Error(`wrk failed: ${failed.failure ?? ''}`);
+    const admitted = results.reduce((n, r) => n + r.requests - r.non2xx, 0);
+    const refused = results.reduce((n, r) => n + r.non2xx, 0);
+    const seconds = Math.max(...results.map((r) => r.seconds));
+    const allowed = p.requests * (seconds / p.periodSec) + p.burst;
+    const errorPct = ((admitted - allowed) / allowed) * 100;
+    errors.push(errorPct);
+    runs.push({ round, admitted, refused, seconds, allowed, errorPct });
+    const line = [
+      String(round),
+      formatNumber(seconds, 'ms'),
+      String(admitted),
+      String(refused),
+      formatNumber(allowed, 'int'),
+      `${errorPct >= 0 ? '+' : ''}${errorPct.toFixed(2)}%`,
+    ];
+    lines.push(line);
+    ctx.onNote(
+      `accuracy round ${round}: admitted ${admitted} of ${allowed.toFixed(0)} (${line[5]})`,
+    );
+    await sleep(300);
+  }
+  const medianError = median(errors);
+  const notes = [
+    table(['round', 'seconds', 'admitted (2xx)', 'refused (429)', 'policy allows', 'error'], lines),
+    `median error ${medianError >= 0 ? '+' : ''}${medianError.toFixed(2)}% (target ±2%); ${connections} connections on each gateway`,
+  ];
+  return {
+    id: 'accuracy',
+    title,
+    rows: [],
+    notes,
+    extra: { policy: p, runs, medianErrorPct: medianError },
+  };
 }

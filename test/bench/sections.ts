@@ -16,11 +16,13 @@ import {
   COLD_SET,
   bcryptLimit,
   coldRow,
+  accuracySection,
   limitsSection,
   row,
   runRounds,
   skippedSection,
   type BenchContext,
+  type LimitsSetup,
   type Row,
   type SectionResult,
 } from './scenarios.js';
@@ -88,8 +90,12 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const { group, options } = ctx;
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
-  const needsUpstream = (['cached', 'cold', 'mixed', 'pairs', 'workers'] as const).some(want);
-  const needsMainRedis = (['cached', 'cold', 'mixed', 'workers'] as const).some(want);
+  const needsUpstream = (
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy'] as const
+  ).some(want);
+  const needsMainRedis = (
+    ['cached', 'cold', 'mixed', 'workers', 'limits', 'accuracy'] as const
+  ).some(want);
 
   let fixture: Fixture | undefined;
   let mainRedis: RedisServer | undefined;
@@ -186,9 +192,29 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'heap') results.push(await heapSection(ctx));
     if (section === 'workers' && fixture !== undefined && mainRedis !== undefined)
       results.push(await workersSection(ctx, tools, fixture, mainRedis));
-    if (section === 'limits') results.push(limitsSection());
+    if ((section === 'limits' || section === 'accuracy') && fixture !== undefined && mainRedis) {
+      const setup = limitsSetup(ctx, fixture, mainRedis);
+      results.push(await (section === 'limits' ? limitsSection : accuracySection)(ctx, setup));
+    }
   }
   return results;
+}
+
+/** The limits and accuracy sections' gateways: the fixture's, with rate limits laid over. */
+function limitsSetup(ctx: BenchContext, fixture: Fixture, redis: RedisServer): LimitsSetup {
+  const { key, secret } = fixture.cachedPair;
+  return {
+    startGateway: (name, rateLimits) =>
+      startGateway(ctx.group, name, {
+        ...fixture.gatewayConfig(ctx.options.engine, redis),
+        ...(rateLimits === undefined ? {} : { rateLimits }),
+      }),
+    basicHeader: `Authorization: ${basicHeader(key, secret)}`,
+    // The bucket's key as the limiter names it (src/protection/rate-limiter.ts).
+    resetBucket: async () => {
+      await redisPipe(ctx.group, redis, [['DEL', `${KEY_PREFIX}rl:key:${key}`]]);
+    },
+  };
 }
 
 async function cachedSection(
