@@ -1,5 +1,6 @@
 import {
   AggregatorRegistry,
+  Counter,
   Gauge,
   Registry,
   collectDefaultMetrics,
@@ -27,6 +28,13 @@ export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
   observeRequest(route: string, status: number, seconds: number): void;
   snapshot(): Promise<MetricsSnapshot>;
+  /** A refused credential check (`scheme`: basic or token), by why. */
+  countAuthFailure(scheme: string, reason: string): void;
+  /** A lock started by a failure, and a request refused by one, by counter scope. */
+  countLockout(scope: string): void;
+  countLockoutRefusal(scope: string): void;
+  /** One bcrypt compare run (a secret or password checked against a hash). */
+  countBcryptCompare(): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -56,6 +64,30 @@ export function createMetrics(): GatewayMetrics {
     aggregator: 'min',
   });
   const routes = new Map<string, RouteStats>();
+  // Off the hot path (a failure costs a bcrypt compare anyway): prom-client's own counters.
+  const authFailures = new Counter({
+    name: 'gateway_auth_failures_total',
+    help: 'Credential checks refused, by scheme (basic, token) and reason.',
+    labelNames: ['scheme', 'reason'],
+    registers: [registry],
+  });
+  const lockouts = new Counter({
+    name: 'gateway_lockouts_total',
+    help: 'Locks started by failed attempts, by counter scope.',
+    labelNames: ['scope'],
+    registers: [registry],
+  });
+  const lockoutRefusals = new Counter({
+    name: 'gateway_lockout_refusals_total',
+    help: 'Attempts refused with 429 while locked out, by counter scope.',
+    labelNames: ['scope'],
+    registers: [registry],
+  });
+  const bcryptCompares = new Counter({
+    name: 'gateway_bcrypt_compares_total',
+    help: 'bcrypt compares run (Basic checks and password exchanges).',
+    registers: [registry],
+  });
 
   registerScraped(
     registry,
@@ -127,6 +159,10 @@ export function createMetrics(): GatewayMetrics {
     setReady(value) {
       ready.set(value ? 1 : 0);
     },
+    countAuthFailure: (scheme, reason) => authFailures.inc({ scheme, reason }),
+    countLockout: (scope) => lockouts.inc({ scope }),
+    countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
+    countBcryptCompare: () => bcryptCompares.inc(),
   };
 }
 
