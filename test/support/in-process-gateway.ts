@@ -1,7 +1,7 @@
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/observability/create-logger.js';
-import { gatewayYaml } from './gateway-yaml.js';
+import { gatewayYaml, type GatewayConfigInput } from './gateway-yaml.js';
 import { TEST_BCRYPT_COST } from './seed-redis.js';
 
 export interface GatewayOptions {
@@ -12,6 +12,8 @@ export interface GatewayOptions {
   cacheTtlSec?: number;
   /** Also the cost of the gateway's dummy hash for unknown keys. */
   bcryptCost?: number;
+  /** The `lockout` section (the defaults when absent). */
+  lockout?: GatewayConfigInput['lockout'];
 }
 
 export interface RunningGateway {
@@ -32,6 +34,7 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
       credentials: { bcryptCost: options.bcryptCost ?? TEST_BCRYPT_COST },
       auth: { basic: { cache: { ttlSec: options.cacheTtlSec ?? 60 } } },
       logging: { level: 'silent' },
+      ...(options.lockout === undefined ? {} : { lockout: options.lockout }),
     },
   });
   const config = parseConfig(yaml, 'integration-test.yaml');
