@@ -75,7 +75,10 @@ const IMPLEMENTATIONS: Implementation[] = [
       // Each lockout its own prefix, so tests never share counters.
       const scripts = store.scripts;
       if (scripts === undefined) throw new Error('the Redis store runs scripts');
-      return createRedisLockout(c, { keyPrefix: prefix, run: scripts.run });
+      return createRedisLockout(c, {
+        keyPrefix: prefix,
+        run: (script, keys, args) => scripts.run(script, keys, args),
+      });
     },
   },
 ];
@@ -183,7 +186,7 @@ describe.each(IMPLEMENTATIONS)('lockout contract: $name', (impl) => {
       expect(refused).toMatchObject({ scope: 'basic_key_address', retryAfterSec: 60 });
     // Settled as failures, they lock the pair; as no verdict, they would have freed it.
     const locks = await Promise.all(
-      allowed.map((d) => (d.kind === 'allow' ? d.attempt.settle('failure') : [])),
+      allowed.map((d) => (d.kind === 'allow' ? d.attempt.settle('failure') : Promise.resolve([]))),
     );
     expect(locks.flat()).toEqual([{ scope: 'basic_key_address', lockSec: 60, failures: 3 }]);
   });
