@@ -66,6 +66,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     pairs: 4,
     heap: 0,
     workers: tools.workers ? 2 : 0,
+    flood: 2,
     limits: 0,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };

@@ -2,7 +2,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-export const SECTIONS = ['cached', 'cold', 'mixed', 'pairs', 'heap', 'workers', 'limits'] as const;
+export const SECTIONS = [
+  'cached',
+  'cold',
+  'mixed',
+  'pairs',
+  'heap',
+  'workers',
+  'flood',
+  'limits',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';
 
