@@ -58,7 +58,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       return deps.hasher.verify(secret, hash);
     },
   };
-  const lockout = createLockout(config, store, now);
+  // Off (`lockout.enabled: false`): nothing counted, failures still logged and counted.
+  const lockout = createLockout(config, store, now) ?? OPEN_LOCKOUT;
   const events = lockoutEvents(deps.logger, deps.metrics);
   // One bound on bcrypt for Basic checks, password exchanges and new pairs alike.
   const hashing = {
@@ -72,7 +73,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     store,
     ...hashing,
     verifier,
-    ...(lockout === undefined ? {} : { lockout: { lockout, events } }),
+    lockout: { lockout, events },
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
   });
@@ -148,7 +149,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       store,
       verifier,
       signer,
-      lockout: lockout ?? OPEN_LOCKOUT,
+      lockout,
       lockoutEvents: events,
       trustedProxies,
       refuse: authenticator.refuse,
