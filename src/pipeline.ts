@@ -4,8 +4,11 @@ import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
-import { createLoginThrottle } from './protection/login-throttle.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
+import type { LockoutEvents } from './protection/guard-attempt.js';
+import type { Lockout } from './protection/lockout.js';
+import { createMemoryLockout } from './protection/memory-lockout.js';
+import { createRedisLockout } from './protection/redis-lockout.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
@@ -49,9 +52,19 @@ export interface PipelineDeps {
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
   const { store, signer, now } = deps;
+  const countedHasher: SecretHasher = {
+    hash: (secret) => deps.hasher.hash(secret),
+    verify: (secret, hash) => {
+      deps.metrics.countBcryptCompare();
+      return deps.hasher.verify(secret, hash);
+    },
+  };
+  // Off (`lockout.enabled: false`): nothing counted, failures still logged and counted.
+  const lockout = createLockout(config, store, now) ?? OPEN_LOCKOUT;
+  const events = lockoutEvents(deps.logger, deps.metrics);
   // One bound on bcrypt for Basic checks, password exchanges and new pairs alike.
   const hashing = {
-    hasher: deps.hasher,
+    hasher: countedHasher,
     dummyHash: deps.dummyHash,
     maxConcurrentHashes: config.auth.basic.maxConcurrentHashes,
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
@@ -61,6 +74,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     store,
     ...hashing,
     verifier,
+    lockout: { lockout, events },
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
   });
@@ -137,7 +151,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       store,
       verifier,
       signer,
-      throttle: createLoginThrottle(config.login, now),
+      lockout,
+      lockoutEvents: events,
       trustedProxies,
       refuse: authenticator.refuse,
       maxBodyBytes: config.server.maxBodyBytes,
@@ -176,6 +191,74 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     async close() {
       await Promise.all(helpers.map(closeServer));
       for (const forwarder of upstreams.values()) forwarder.close();
+    },
+  };
+}
+
+/**
+ * The lockout of failed attempts: in Redis when the store is (shared by every instance and
+ * worker, on Redis's clock), else in this process. None when `lockout.enabled` is false.
+ */
+function createLockout(
+  config: GatewayConfig,
+  store: CredentialStore,
+  now: () => number,
+): Lockout | undefined {
+  if (!config.lockout.enabled) return undefined;
+  return store.scripts === undefined
+    ? createMemoryLockout(config.lockout, now)
+    : createRedisLockout(config.lockout, store.scripts);
+}
+
+/** `lockout.enabled: false`: every attempt allowed, nothing counted. */
+const OPEN_LOCKOUT: Lockout = {
+  begin: () => Promise.resolve({ kind: 'allow', attempt: { settle: () => Promise.resolve([]) } }),
+  checkAddress: () => Promise.resolve(undefined),
+};
+
+/**
+ * The lines fail2ban-style tools match: one `authentication failed` per refused check and
+ * one `locked out` per lock started, each with the client address and the key or username
+ * as sent (at most 128 characters), never a secret or password.
+ */
+function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
+  const who = (target: { kind: 'basic' | 'token'; id: string }) =>
+    target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id };
+  return {
+    failed(target, reason) {
+      metrics.countAuthFailure(target.kind, reason);
+      logger.warn(
+        { scheme: target.kind, client_address: target.address, ...who(target), reason },
+        'authentication failed',
+      );
+    },
+    locked(target, lock) {
+      metrics.countLockout(lock.scope);
+      logger.warn(
+        {
+          scheme: target.kind,
+          client_address: target.address,
+          ...who(target),
+          scope: lock.scope,
+          lock_sec: lock.lockSec,
+          failures: lock.failures,
+        },
+        'locked out',
+      );
+    },
+    refused(_target, refusal) {
+      metrics.countLockoutRefusal(refusal.scope);
+    },
+    settleFailed(target, error) {
+      logger.warn(
+        {
+          scheme: target.kind,
+          client_address: target.address,
+          ...who(target),
+          cause: error instanceof Error ? error.message : String(error),
+        },
+        'lockout not updated',
+      );
     },
   };
 }

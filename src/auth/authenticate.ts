@@ -1,5 +1,5 @@
 import type { AuthScheme } from './auth-scheme.js';
-import type { BasicAuthenticator } from './basic-authenticator.js';
+import type { BasicAuthenticator, ClientAddressSource } from './basic-authenticator.js';
 import { DENIED, type AuthOutcome } from './denial.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
 import { basicCredentials, bearerToken, parseAuthorization } from './parse-authorization.js';
@@ -9,11 +9,13 @@ export interface Authenticator {
   /**
    * The identity behind an Authorization header, or a denial saying why not. Rejects only
    * when a dependency cannot answer (503). A cache hit returns synchronously: the hot path
-   * pays for no promise, no Redis and no bcrypt.
+   * pays for no promise, no Redis and no bcrypt. `from` is asked for the client address
+   * only by a check that consults the lockout (never on a cache hit).
    */
   authenticate(
     header: string | undefined,
     schemes: readonly AuthScheme[],
+    from?: ClientAddressSource,
   ): AuthOutcome | Promise<AuthOutcome>;
   /** The error a denial answers with on a route accepting `schemes`. */
   readonly refuse: Refuse;
@@ -30,7 +32,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const { basic, bearer } = options;
   return {
     refuse: createRefusal(options.realm),
-    authenticate(header, schemes) {
+    authenticate(header, schemes, from) {
       // Cache hits first, looked up by the credentials exactly as sent: only a verified pair
       // or token is ever cached, so a hit needs no decoding and no syntax scan.
       const encoded = header === undefined ? undefined : basicCredentials(header);
@@ -48,7 +50,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           return DENIED.malformed_authorization;
         case 'basic':
           if (!schemes.includes('basic')) return DENIED.missing_credentials;
-          return basic.verify(parsed.key, parsed.secret, encoded);
+          return basic.verify(parsed.key, parsed.secret, encoded, from);
         case 'malformed_bearer':
           return schemes.includes('bearer') ? DENIED.invalid_token : DENIED.missing_credentials;
         case 'bearer': {

@@ -3,7 +3,9 @@ import { createSingleFlight } from '../concurrency/single-flight.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
-import { DENIED, type AuthOutcome } from './denial.js';
+import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
+import type { Lockout } from '../protection/lockout.js';
+import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache } from './identity-cache.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
@@ -18,6 +20,13 @@ export interface BasicAuthenticatorOptions {
   maxQueuedHashes: number;
   /** Shares one bcrypt bound with other users of the hasher; made from the above if absent. */
   verifier?: SecretVerifier;
+  /** Failed checks per address, per (key, address) and per key; none without it. */
+  lockout?: { readonly lockout: Lockout; readonly events: LockoutEvents };
+}
+
+/** The client address, computed only when a check needs it (never on a cache hit). */
+export interface ClientAddressSource {
+  clientAddress(): string;
 }
 
 export interface BasicAuthenticator {
@@ -28,10 +37,16 @@ export interface BasicAuthenticator {
   cached(encoded: string): Identity | undefined;
   /**
    * Full check: the identity, or the invalid_credentials denial. Rejects with a
-   * GatewayError only for 503s (store down, overloaded). `encoded` is the form the pair
-   * arrived in, under which a success is cached.
+   * GatewayError for 503s (store down, overloaded) and for a lockout (429 `rate_limited`,
+   * before the store is read or bcrypt runs). `encoded` is the form the pair arrived in,
+   * under which a success is cached; `from` gives the client address the lockout counts.
    */
-  verify(key: string, secret: string, encoded?: string): Promise<AuthOutcome>;
+  verify(
+    key: string,
+    secret: string,
+    encoded?: string,
+    from?: ClientAddressSource,
+  ): Promise<AuthOutcome>;
   evictKey(key: string): void;
   evictSubject(subject: string): void;
   flush(): void;
@@ -79,20 +94,30 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     cached(encoded) {
       return caching ? cache.get(cacheKey(encoded)) : undefined;
     },
-    verify(key, secret, encoded = Buffer.from(`${key}:${secret}`).toString('base64')) {
+    verify(key, secret, encoded = Buffer.from(`${key}:${secret}`).toString('base64'), from) {
+      const guard = options.lockout;
       if (
         secret === '' ||
         key === '' ||
         Buffer.byteLength(secret) > MAX_SECRET_BYTES ||
         key.length > 128
       ) {
+        // Refused without a compare, so not counted: logged only.
+        const address = from?.clientAddress() ?? '';
+        guard?.events.failed({ kind: 'basic', id: key, address }, 'unusable_credentials');
         return Promise.resolve(DENIED.invalid_credentials);
       }
       const id = cacheKey(encoded);
       const readAt = generation;
       // Keyed by generation too: a request arriving after an eviction starts its own check,
       // which reads the store again, instead of joining one that read it before.
-      return singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
+      const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
+      if (guard === undefined) return run();
+      // Each caller is checked and counted on its own address, before it may join a check.
+      const target = { kind: 'basic', id: key, address: from?.clientAddress() ?? '' } as const;
+      return guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
+        isDenial(outcome) ? 'invalid_credentials' : 'success',
+      );
     },
     evictKey(key) {
       generation += 1;

@@ -254,6 +254,43 @@ export const serverSchema = z.strictObject({
   threadPoolNice: int(z.number().int().min(0).max(19)).default(19),
 });
 
+/** One lockout counter: failures allowed, then locks from `initialLockSec` doubling to a cap. */
+const lockoutLimit = (threshold: number, maxLockSec: number) =>
+  z
+    .strictObject({
+      /** Failures counted before the first lock. */
+      threshold: int(z.number().int().positive()).default(threshold),
+      /** The longest lock: each failure past the threshold doubles the lock up to this. */
+      maxLockSec: int(z.number().int().positive()).default(maxLockSec),
+    })
+    .prefault({});
+
+export const lockoutSchema = z.strictObject({
+  enabled: bool().default(true),
+  /** The first lock, once a counter reaches its threshold; doubled by each further failure. */
+  initialLockSec: int(z.number().int().positive()).default(1),
+  /** A counter is forgotten this long after its last failure (or after its lock ends). */
+  windowSec: int(z.number().int().positive()).default(3600),
+  /** Memory store only: counters kept at most (least recently used dropped). */
+  maxTrackedCounters: int(z.number().int().positive()).default(100_000),
+  /** Basic credentials: per client address, per (key, address), per key across all addresses. */
+  basic: z
+    .strictObject({
+      address: lockoutLimit(50, 3600),
+      keyAddress: lockoutLimit(10, 3600),
+      key: lockoutLimit(1000, 300),
+    })
+    .prefault({}),
+  /** `POST /auth/token`: per client address, per (username, address), per username. */
+  token: z
+    .strictObject({
+      address: lockoutLimit(50, 3600),
+      usernameAddress: lockoutLimit(5, 3600),
+      username: lockoutLimit(200, 300),
+    })
+    .prefault({}),
+});
+
 export const adminSchema = z.strictObject({
   enabled: bool().default(true),
   host: hostname.default('127.0.0.1'),
@@ -353,18 +390,20 @@ export const configSchema = z.strictObject({
       maxActivePerSubject: int(z.number().int().min(1).max(1000)).default(10),
     })
     .prefault({}),
-  /** Failed `POST /auth/token` attempts, per username and per client address. */
+  /**
+   * Lockout after failed attempts (see src/protection/lockout.ts), shared by every instance
+   * through Redis. Counters are kept per client address, per (key or username, address) and
+   * per key or username across all addresses.
+   */
+  lockout: lockoutSchema.prefault({}),
+  /** Replaced by `lockout`: named so that an old file fails with a pointer, not "unknown key". */
   login: z
-    .strictObject({
-      windowSec: int(z.number().int().positive()).default(900),
-      /** Failures after which each further attempt waits (delayMs × failures beyond it). */
-      slowAfterFailures: int(z.number().int().min(0)).default(3),
-      delayMs: int(z.number().int().min(0).max(10_000)).default(250),
-      /** Failures after which attempts are refused with 429 until the window passes. */
-      maxFailures: int(z.number().int().positive()).default(10),
-      maxTrackedClients: int(z.number().int().positive()).default(100_000),
+    .unknown()
+    .refine((v) => v === undefined, {
+      message:
+        'was replaced by lockout (lockout.token.* counts failed POST /auth/token attempts, in Redis); remove login',
     })
-    .prefault({}),
+    .optional(),
   /** Rate limits; none unless a policy is set here or on a route. */
   rateLimits: z
     .strictObject({
@@ -400,6 +439,7 @@ export type UpstreamConfig = GatewayConfig['upstreams'][string];
 export type BearerIssuerConfig = GatewayConfig['auth']['bearer']['issuers'][number];
 export type RedisConfig = GatewayConfig['credentials']['redis'];
 export type TokensConfig = GatewayConfig['tokens'];
-export type LoginConfig = GatewayConfig['login'];
 export type RateLimitsConfig = GatewayConfig['rateLimits'];
 export type RatePolicyConfig = z.output<typeof ratePolicySchema>;
+export type LockoutConfig = GatewayConfig['lockout'];
+export type LockoutLimitConfig = LockoutConfig['basic']['address'];

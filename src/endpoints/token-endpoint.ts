@@ -1,9 +1,9 @@
-import { setTimeout as delay } from 'node:timers/promises';
-import type { LoginThrottle } from '../protection/login-throttle.js';
+import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
+import type { Lockout } from '../protection/lockout.js';
 import { DENIED } from '../auth/denial.js';
 import type { Refuse } from '../auth/refusal.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
-import type { CredentialStore, UserRecord } from '../credentials/credential-store.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { USERNAME } from '../identity/identity-formats.js';
@@ -17,7 +17,9 @@ export interface TokenEndpointOptions {
   store: CredentialStore;
   verifier: SecretVerifier;
   signer: TokenSigner;
-  throttle: LoginThrottle;
+  /** Failed attempts per (username, address), per address and per username. */
+  lockout: Lockout;
+  lockoutEvents: LockoutEvents;
   maxBodyBytes: number;
   /** Behind these, failures are counted per forwarded client, not per proxy. */
   trustedProxies: ReadonlySet<string>;
@@ -38,36 +40,32 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       options.trustedProxies,
     );
     // Before the body is read, and so before any `100 Continue` (RFC 9110 §10.1.1): a client
-    // already refused should not be invited to upload. The username is only known after.
-    const early = options.throttle.checkAddress(address);
-    if (early !== undefined)
-      throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });
-    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
-    const decision = options.throttle.begin(username, address);
-    if (decision.kind === 'refuse')
-      throw new GatewayError('rate_limited', { retryAfterSec: decision.retryAfterSec });
-    const { attempt } = decision;
-    let user: UserRecord | undefined;
-    let matches: boolean;
-    try {
-      if (decision.delayMs > 0) await delay(decision.delayMs);
-      user = await options.store.getUser(username);
-      // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.
-      matches =
-        Buffer.byteLength(password) <= MAX_SECRET_BYTES &&
-        (await options.verifier.verify(password, user?.passwordHash));
-    } catch (error) {
-      // No verdict (store down, bcrypt overloaded): the reservation is released, not spent.
-      attempt.settle('error');
-      throw error;
+    // already refused should not be invited to upload. Only then: it costs a round trip.
+    if (req.headers.expect !== undefined) {
+      const early = await options.lockout.checkAddress('token', address);
+      if (early !== undefined)
+        throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });
     }
-    if (!matches || user === undefined) {
-      attempt.settle('failure');
+    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
+    // Locked out: 429 before the user is read or bcrypt runs, whatever the password.
+    const user = await guardAttempt(
+      options.lockout,
+      options.lockoutEvents,
+      { kind: 'token', id: username, address },
+      async () => {
+        const found = await options.store.getUser(username);
+        // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.
+        if (Buffer.byteLength(password) > MAX_SECRET_BYTES) return 'unusable_credentials';
+        const matches = await options.verifier.verify(password, found?.passwordHash);
+        return matches && found !== undefined ? found : 'invalid_credentials';
+      },
+      (found) => (typeof found === 'string' ? found : 'success'),
+    );
+    if (typeof user === 'string') {
       // RFC 9110 §15.5.2: every 401 carries a challenge. The Bearer one, since a token is
       // what this endpoint issues; a Basic one would make browsers prompt for a password.
       throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
-    attempt.settle('success');
     const token = await options.signer.issue(user.subject, user.username);
     const body = listEnvelope([
       {

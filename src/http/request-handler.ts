@@ -90,13 +90,27 @@ class RequestContext implements Exchange {
       if (route.kind === 'endpoint') this.serve(route, match.param, match.query);
       return;
     }
-    const outcome = options.authenticator.authenticate(req.headers.authorization, route.schemes);
+    const outcome = options.authenticator.authenticate(
+      req.headers.authorization,
+      route.schemes,
+      this,
+    );
     if (outcome instanceof Promise) {
       outcome.then(
         (settled) => this.proceed(route, settled, match.param, match.query),
         (error: unknown) => this.onError(error),
       );
     } else this.proceed(route, outcome, match.param, match.query);
+  }
+
+  /** For the lockout of a Basic check that runs bcrypt; never asked on a cache hit. */
+  clientAddress(): string {
+    const { req } = this;
+    return clientAddress(
+      req.socket.remoteAddress ?? '',
+      req.headers['x-forwarded-for'],
+      this.shared.options.trustedProxies,
+    );
   }
 
   private proceed(

@@ -32,6 +32,13 @@ export interface GatewayMetrics extends MetricsSource {
   /** A rate-limit check the store did not answer (then failed open or closed). */
   countRateLimitStoreError(): void;
   snapshot(): Promise<MetricsSnapshot>;
+  /** A refused credential check (`scheme`: basic or token), by why. */
+  countAuthFailure(scheme: string, reason: string): void;
+  /** A lock started by a failure, and a request refused by one, by counter scope. */
+  countLockout(scope: string): void;
+  countLockoutRefusal(scope: string): void;
+  /** One bcrypt compare run (a secret or password checked against a hash). */
+  countBcryptCompare(): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -70,6 +77,30 @@ export function createMetrics(): GatewayMetrics {
   const rateLimitStoreErrors = new Counter({
     name: 'gateway_rate_limit_store_errors_total',
     help: 'Rate-limit checks the store did not answer (failed open or closed per rateLimits.onStoreError).',
+    registers: [registry],
+  });
+  // Off the hot path (a failure costs a bcrypt compare anyway): prom-client's own counters.
+  const authFailures = new Counter({
+    name: 'gateway_auth_failures_total',
+    help: 'Credential checks refused, by scheme (basic, token) and reason.',
+    labelNames: ['scheme', 'reason'],
+    registers: [registry],
+  });
+  const lockouts = new Counter({
+    name: 'gateway_lockouts_total',
+    help: 'Locks started by failed attempts, by counter scope.',
+    labelNames: ['scope'],
+    registers: [registry],
+  });
+  const lockoutRefusals = new Counter({
+    name: 'gateway_lockout_refusals_total',
+    help: 'Attempts refused with 429 while locked out, by counter scope.',
+    labelNames: ['scope'],
+    registers: [registry],
+  });
+  const bcryptCompares = new Counter({
+    name: 'gateway_bcrypt_compares_total',
+    help: 'bcrypt compares run (Basic checks and password exchanges).',
     registers: [registry],
   });
 
@@ -149,6 +180,10 @@ export function createMetrics(): GatewayMetrics {
     countRateLimitStoreError() {
       rateLimitStoreErrors.inc();
     },
+    countAuthFailure: (scheme, reason) => authFailures.inc({ scheme, reason }),
+    countLockout: (scope) => lockouts.inc({ scope }),
+    countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
+    countBcryptCompare: () => bcryptCompares.inc(),
   };
 }
 

@@ -68,6 +68,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     pairs: 4,
     heap: 0,
     workers: tools.workers ? 2 : 0,
+    flood: 2,
     limits: 2,
     // Not rows measured by runRounds: two wrk at once per round, counted here as one.
     accuracy: 1,

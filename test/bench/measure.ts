@@ -31,7 +31,21 @@ export interface WrkSpec {
   readonly header?: string;
   /** Generated Basic pairs: key = prefix + zero-padded index, cycling from `start`. */
   readonly pairs?: PairCycle;
+  /** Wrong secrets for random keys from random X-Forwarded-For addresses (the flood). */
+  readonly flood?: Flood;
 }
+
+/**
+ * Each request: key `ak_flood_` + 6 digits (one of `keys`), the same wrong secret, and
+ * `X-Forwarded-For: 10.77.<i / 256>.<i % 256>` (one of `addresses`), both drawn at random.
+ */
+export interface Flood {
+  readonly keys: number;
+  readonly addresses: number;
+  readonly secret: string;
+}
+
+export const FLOOD_KEY_PREFIX = 'ak_flood_';
 
 export interface PairCycle {
   /** prefix.length + digits must be a multiple of 3 (the Lua side encodes base64 per group). */
@@ -108,17 +122,56 @@ function response(status)
 end
 `;
 
+// Arguments (after --): key count, address count, base64 of ":" .. secret. The key is 15
+// characters, so its base64 ends on a group boundary and the tail can be appended as is.
+const FLOOD = `
+local ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function sextet(n) return ALPHABET:sub(n + 1, n + 1) end
+local function base64(s)
+  local out = {}
+  for i = 1, #s, 3 do
+    local a, b, c = s:byte(i, i + 2)
+    local n = a * 65536 + b * 256 + c
+    out[#out + 1] = sextet(math.floor(n / 262144)) .. sextet(math.floor(n / 4096) % 64) ..
+      sextet(math.floor(n / 64) % 64) .. sextet(n % 64)
+  end
+  return table.concat(out)
+end
+function init(args)
+  keys = tonumber(args[1])
+  addresses = tonumber(args[2])
+  tail = args[3]
+  counts = {}
+  math.randomseed(os.time() + math.floor(os.clock() * 1e6))
+end
+function request()
+  local key = string.format("${FLOOD_KEY_PREFIX}%06d", math.random(0, keys - 1))
+  local a = math.random(0, addresses - 1)
+  return wrk.format(nil, nil, {
+    ["Authorization"] = "Basic " .. base64(key) .. tail,
+    ["X-Forwarded-For"] = string.format("10.77.%d.%d", math.floor(a / 256), a % 256),
+  })
+end
+function response(status)
+  local name = tostring(status)
+  counts[name] = (counts[name] or 0) + 1
+end
+`;
+
 export interface Scripts {
   readonly plain: string;
   readonly pairs: string;
+  readonly flood: string;
 }
 
 export function writeScripts(dir: string): Scripts {
   const plain = join(dir, 'report.lua');
   const pairs = join(dir, 'pairs.lua');
+  const flood = join(dir, 'flood.lua');
   writeFileSync(plain, REPORT);
   writeFileSync(pairs, PAIRS + REPORT);
-  return { plain, pairs };
+  writeFileSync(flood, FLOOD + REPORT);
+  return { plain, pairs, flood };
 }
 
 /** The Basic credentials of pair `index` of a cycle, as the Lua script makes them. */
@@ -134,10 +187,20 @@ function wrkArgs(spec: WrkSpec, scripts: Scripts): string[] {
     '--timeout',
     '10s',
     '-s',
-    spec.pairs === undefined ? scripts.plain : scripts.pairs,
+    spec.flood !== undefined
+      ? scripts.flood
+      : spec.pairs === undefined
+        ? scripts.plain
+        : scripts.pairs,
     ...(spec.header === undefined ? [] : ['-H', spec.header]),
     spec.url,
   ];
+  const f = spec.flood;
+  if (f !== undefined) {
+    const tail = Buffer.from(`:${f.secret}`).toString('base64');
+    args.push('--', String(f.keys), String(f.addresses), tail);
+    return args;
+  }
   const p = spec.pairs;
   if (p !== undefined) {
     if ((p.prefix.length + p.digits) % 3 !== 0) throw new Error('pair key length must be 3n');

@@ -9,6 +9,7 @@ export const SECTIONS = [
   'pairs',
   'heap',
   'workers',
+  'flood',
   'limits',
   'accuracy',
 ] as const;

@@ -8,9 +8,10 @@ import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { generateSigningKey } from '../support/generate-signing-key.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { median } from '../support/median.js';
-import { socketErrorCount, pairKey, type WrkSpec } from './measure.js';
+import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.js';
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
+import { freePort } from '../support/redis-server.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
 import {
   COLD_SET,
@@ -91,10 +92,10 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy'] as const
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy'] as const
   ).some(want);
   const needsMainRedis = (
-    ['cached', 'cold', 'mixed', 'workers', 'limits', 'accuracy'] as const
+    ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
   ).some(want);
 
   let fixture: Fixture | undefined;
@@ -196,6 +197,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
       const setup = limitsSetup(ctx, fixture, mainRedis);
       results.push(await (section === 'limits' ? limitsSection : accuracySection)(ctx, setup));
     }
+    if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
+      results.push(await floodSection(ctx, fixture, mainRedis));
   }
   return results;
 }
@@ -689,4 +692,116 @@ async function workersSection(
   if (processes[1] !== undefined && processes[0] !== undefined && processes[1] <= processes[0])
     notes.push('(this build accepts --workers but --workers 2 ran no more processes than 1)');
   return { id: 'workers', title, rows, notes, extra: { ratios, processes } };
+}
+
+/** The flood section's shape: wrong secrets for FLOOD_KEYS keys from FLOOD_ADDRESSES addresses. */
+const FLOOD_KEYS = 1_000;
+const FLOOD_ADDRESSES = 8;
+/**
+ * The flood gateway's bcrypt cost (its dummy hash, compared for every unknown flood key):
+ * the lowest, so that bcrypt could run far more compares than the lockout lets through and
+ * the bound shows within a few seconds; at cost 10 bcrypt itself would be the limit.
+ */
+const FLOOD_COST = 4;
+/** lockout.basic.address.threshold by default (config-schema.ts). */
+const DEFAULT_ADDRESS_THRESHOLD = 50;
+
+async function metricSample(adminPort: number, series: string): Promise<number> {
+  const answer = await httpRequest(`http://127.0.0.1:${adminPort}/metrics`);
+  for (const line of answer.body.split('\n'))
+    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  return 0;
+}
+
+/**
+ * Wrong secrets at full speed from many keys and many addresses (the gateway trusts
+ * 127.0.0.1 as a proxy, and wrk's script writes X-Forwarded-For per request) while cached
+ * clients keep requesting, under the default lockout: the cached clients' latency and
+ * errors, the flood's 429s per second, and how many bcrypt compares ran.
+ */
+async function floodSection(
+  ctx: BenchContext,
+  fixture: Fixture,
+  redis: RedisServer,
+): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const adminPort = await freePort();
+  ctx.onNote('starting the flood gateway (lockout on, trusting 127.0.0.1 as a proxy)');
+  const base = fixture.gatewayConfig(options.engine, redis, { cost: FLOOD_COST });
+  const gateway = await startGateway(group, 'gateway-flood', {
+    ...base,
+    server: { trustedProxies: ['127.0.0.1'] },
+    admin: { host: '127.0.0.1', port: adminPort },
+  });
+  const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
+  const cached = (): WrkSpec => ({
+    url: gateway.url,
+    connections: options.connections,
+    seconds: options.duration,
+    header: basic,
+  });
+  const floodConnections = Math.max(4, Math.round(options.connections / 4));
+  const alone = row({
+    id: 'flood-alone',
+    label: `gateway ${options.engine}, cached clients alone`,
+    target: gateway,
+    spec: cached,
+  });
+  const flooded = row({
+    id: 'flood-wrong',
+    label: `gateway ${options.engine}, cached clients + flood`,
+    target: gateway,
+    spec: cached,
+    companion: () => ({
+      url: gateway.url,
+      connections: floodConnections,
+      seconds: options.duration,
+      flood: { keys: FLOOD_KEYS, addresses: FLOOD_ADDRESSES, secret: fixture.wrongSecret },
+    }),
+  });
+  await preflight([alone]);
+  const comparesBefore = await metricSample(adminPort, 'gateway_bcrypt_compares_total');
+  await runRounds(ctx, 'flood', [alone, flooded]);
+  const compares =
+    (await metricSample(adminPort, 'gateway_bcrypt_compares_total')) - comparesBefore;
+  const limit = await bcryptLimit(FLOOD_COST);
+
+  const floods = flooded.runs.flatMap((run) =>
+    run.companion === undefined ? [] : [run.companion],
+  );
+  const floodSeconds = floods.reduce((sum, f) => sum + f.seconds, 0);
+  const count = (status: string): number =>
+    floods.reduce((sum, f) => sum + (f.statuses[status] ?? 0), 0);
+  const floodRequests = floods.reduce((sum, f) => sum + f.requests, 0);
+  const rejectedPerSec = floodSeconds > 0 ? count('429') / floodSeconds : NaN;
+  const cachedErrors = flooded.runs.reduce((sum, run) => sum + errorCount(run.wrk), 0);
+  const p50 = median(flooded.runs.map((run) => run.wrk.p50Ms));
+  const p99 = median(flooded.runs.map((run) => run.wrk.p99Ms));
+  const loadSeconds = floodSeconds + options.warmup;
+  const bound = FLOOD_ADDRESSES * DEFAULT_ADDRESS_THRESHOLD;
+  const statusText = ['401', '429', '503']
+    .map((status) => `${status}: ${count(status).toLocaleString('en-US')}`)
+    .join(', ');
+  return {
+    id: 'flood',
+    title: `flood: ${options.connections} cached clients + ${floodConnections} connections of wrong secrets (${FLOOD_KEYS} keys × ${FLOOD_ADDRESSES} addresses, X-Forwarded-For), default lockout, bcrypt cost ${FLOOD_COST}`,
+    rows: [alone, flooded],
+    notes: [
+      `cached clients under the flood: p50 ${formatNumber(p50, 'ms')} ms, p99 ${formatNumber(p99, 'ms')} ms, errors ${cachedErrors} (target: p99 < 50 ms, no errors)`,
+      `flood: ${floodRequests.toLocaleString('en-US')} requests in measured runs, ${formatNumber(rejectedPerSec, 'int')} rejected (429) per second; statuses ${statusText}; socket errors ${floods.reduce((n, f) => n + socketErrorCount(f), 0)}`,
+      `bcrypt compares run (gateway_bcrypt_compares_total, warm-up included): ${compares.toLocaleString('en-US')}; the lockout's bound: ${FLOOD_ADDRESSES} addresses × ${DEFAULT_ADDRESS_THRESHOLD} (basic.address.threshold) = ${bound.toLocaleString('en-US')}, plus one per lock as locks double from 1 s; bcrypt alone could have run ~${formatNumber(limit.perSecond * loadSeconds, 'int')} in those ${formatNumber(loadSeconds, 'int')} s of flood`,
+    ],
+    extra: {
+      floodConnections,
+      floodRequests,
+      rejectedPerSec,
+      statuses: { 401: count('401'), 429: count('429'), 503: count('503') },
+      cachedP50Ms: p50,
+      cachedP99Ms: p99,
+      cachedErrors,
+      bcryptCompares: compares,
+      lockoutBound: bound,
+      bcryptCapacity: limit.perSecond * loadSeconds,
+    },
+  };
 }

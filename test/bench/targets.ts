@@ -209,7 +209,8 @@ export async function startGateway(
   const full: GatewayConfigInput = {
     ...config,
     server: { ...config.server, host: '127.0.0.1', port },
-    admin: { enabled: false },
+    // Off unless the section reads /metrics (the flood section counts bcrypt compares).
+    admin: config.admin ?? { enabled: false },
   };
   writeFileSync(file, JSON.stringify(full, null, 2));
   const started = group.start(name, process.execPath, [

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLoginThrottle } from '../../src/protection/login-throttle.js';
+import { createMemoryLockout } from '../../src/protection/memory-lockout.js';
+import { SILENT_LOCKOUT_EVENTS } from '../../src/protection/guard-attempt.js';
 import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
-import type { LoginConfig } from '../../src/config/config-schema.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
@@ -13,7 +13,7 @@ import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
 import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
 import { countingHasher } from '../support/counting-hasher.js';
 import { serveEndpoint } from '../support/endpoint-server.js';
-import { expectGatewayError, expectThrottleRetryAfter } from '../support/expect-gateway-error.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { comparableHeaders, fromFetch, type HttpAnswer } from '../support/http-answer.js';
 import { redisConfig } from '../support/redis-config.js';
@@ -57,19 +57,24 @@ afterAll(async () => {
   await store.close();
 });
 
-const LOGIN: LoginConfig = {
-  windowSec: 60,
-  slowAfterFailures: 100,
-  delayMs: 0,
-  maxFailures: 100,
-  maxTrackedClients: 1_000,
-};
+/** The lockout with every threshold out of reach unless a test lowers one. */
+function lockoutConfig(usernameAddress = 100) {
+  const config = parseConfig(
+    gatewayYaml({
+      config: {
+        lockout: {
+          initialLockSec: 60,
+          token: { usernameAddress: { threshold: usernameAddress, maxLockSec: 600 } },
+        },
+      },
+    }),
+    'token-lockout.yaml',
+  );
+  return config.lockout;
+}
 
 /** The endpoint behind a bare server on port 0; resolves with its /auth/token URL. */
-async function startEndpoint(
-  counted: SecretHasher,
-  login: Partial<LoginConfig> = {},
-): Promise<string> {
+async function startEndpoint(counted: SecretHasher, usernameAddress?: number): Promise<string> {
   const endpoint = createTokenEndpoint({
     store,
     verifier: createSecretVerifier({
@@ -80,7 +85,8 @@ async function startEndpoint(
       maxQueuedHashes: 32,
     }),
     signer,
-    throttle: createLoginThrottle({ ...LOGIN, ...login }),
+    lockout: createMemoryLockout(lockoutConfig(usernameAddress)),
+    lockoutEvents: SILENT_LOCKOUT_EVENTS,
     maxBodyBytes: 1024,
     trustedProxies: new Set(),
     refuse: createRefusal('accounts-gateway'),
@@ -127,8 +133,8 @@ describe('POST /auth/token: the password compare', () => {
   });
 });
 
-describe('POST /auth/token: the login throttle', () => {
-  it('lets no more than maxFailures parallel wrong passwords reach bcrypt, and refuses the rest with 429', async () => {
+describe('POST /auth/token: the lockout', () => {
+  it('lets no more than the threshold of parallel wrong passwords reach bcrypt, and refuses the rest with 429', async () => {
     const maxFailures = 10;
     const burst = maxFailures + 5;
     let answered = 0;
@@ -139,9 +145,8 @@ describe('POST /auth/token: the login throttle', () => {
       if (counted.compares().length + answered === burst) everyRequestArrived();
     };
     const counted = countingHasher(hasher, progress);
-    const url = await startEndpoint(counted, { maxFailures });
+    const url = await startEndpoint(counted, maxFailures);
     const release = counted.hold();
-    const openedAt = Date.now();
     const answers = Array.from({ length: burst }, (_, i) =>
       login(url, ALICE.username, `guess-${i}`).then((answer) => {
         answered += 1;
@@ -153,7 +158,6 @@ describe('POST /auth/token: the login throttle', () => {
     await arrived;
     release();
     const results = await Promise.all(answers);
-    const answeredAt = Date.now();
 
     expect(counted.compares()).toHaveLength(maxFailures);
     const refused = results.filter((r) => r.status === 429);
@@ -164,28 +168,19 @@ describe('POST /auth/token: the login throttle', () => {
         requestId: REQUEST_ID,
         message: 'Too many requests; retry later.',
       });
-      expectThrottleRetryAfter(
-        answer.headers['retry-after'],
-        LOGIN.windowSec,
-        openedAt,
-        answeredAt,
-      );
+      // Refused while the guesses in flight would reach the threshold: the lock they start.
+      expect(answer.headers['retry-after']).toBe('60');
     }
   });
 
-  it('makes an attempt past slowAfterFailures wait delayMs before its answer', async () => {
+  it('answers 429 to the right password once its (username, address) is locked, and compares nothing', async () => {
     const counted = countingHasher(hasher);
-    const url = await startEndpoint(counted, {
-      slowAfterFailures: 1,
-      delayMs: 300,
-      maxFailures: 10,
-    });
+    const url = await startEndpoint(counted, 2);
     expect((await login(url, ALICE.username, 'guess-1')).status).toBe(401);
     expect((await login(url, ALICE.username, 'guess-2')).status).toBe(401);
-    // Two failures, one beyond slowAfterFailures: the next attempt waits 1 × delayMs.
-    const started = performance.now();
-    expect((await login(url, ALICE.username, 'guess-3')).status).toBe(401);
-    // A little under 300: a timer may fire up to a millisecond before the wall clock says.
-    expect(performance.now() - started).toBeGreaterThanOrEqual(295);
+    const refused = await login(url, ALICE.username, ALICE.password);
+    expectGatewayError(refused, 'rate_limited', { requestId: REQUEST_ID });
+    expect(['59', '60']).toContain(refused.headers['retry-after']);
+    expect(counted.compares()).toHaveLength(2);
   });
 });

@@ -10,6 +10,10 @@ import { createMemoryStore } from '../../../src/credentials/memory-store.js';
 import { createSecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import { countingHasher, type CountingHasher } from '../../support/counting-hasher.js';
+import { parseConfig } from '../../../src/config/load-config.js';
+import { SILENT_LOCKOUT_EVENTS } from '../../../src/protection/guard-attempt.js';
+import type { LockoutTarget } from '../../../src/protection/lockout.js';
+import { createMemoryLockout } from '../../../src/protection/memory-lockout.js';
 
 /** The credentials as a client sends them, which is what the cache is keyed by. */
 function encoded(key: string, secret: string): string {
@@ -404,6 +408,68 @@ describe('createBasicAuthenticator: failures', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+    });
+  });
+});
+
+describe('createBasicAuthenticator: lockout', () => {
+  const lockoutConfig = parseConfig(
+    'lockout:\n  initialLockSec: 30\n  basic:\n    keyAddress:\n      threshold: 2\n',
+    'lockout.yaml',
+  ).lockout;
+  const from = (address: string) => ({ clientAddress: () => address });
+
+  function withLockout() {
+    const failed: string[] = [];
+    const events = {
+      ...SILENT_LOCKOUT_EVENTS,
+      failed: (target: LockoutTarget, reason: string) =>
+        failed.push(`${target.address} ${target.id} ${reason}`),
+    };
+    return {
+      ...setup({ lockout: { lockout: createMemoryLockout(lockoutConfig), events } }),
+      failed,
+    };
+  }
+
+  it('refuses the right secret with 429 once the pair is locked from that address, reading and comparing nothing', async () => {
+    const { basic, store, hasher: counted } = withLockout();
+    for (const secret of ['wrong-1', 'wrong-2'])
+      await expect(basic.verify(KEY, secret, undefined, from('10.1.1.1'))).resolves.toBe(
+        DENIED.invalid_credentials,
+      );
+    const [lookups, compares] = [store.lookups(), counted.compares().length];
+    const error = await basic
+      .verify(KEY, SECRET, undefined, from('10.1.1.1'))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'rate_limited', status: 429, retryAfterSec: 30 });
+    expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
+    // From another address the owner still gets in.
+    await expect(basic.verify(KEY, SECRET, undefined, from('10.1.1.2'))).resolves.toMatchObject({
+      subject: 'alice',
+    });
+  });
+
+  it('reports each failure with the address, the key as sent and the reason', async () => {
+    const { basic, failed } = withLockout();
+    await basic.verify('ak_unknown', 'wrong', undefined, from('10.1.2.1'));
+    await basic.verify(KEY, '', undefined, from('10.1.2.1'));
+    expect(failed).toEqual([
+      '10.1.2.1 ak_unknown invalid_credentials',
+      `10.1.2.1 ${KEY} unusable_credentials`,
+    ]);
+  });
+
+  it('does not count a check that ends without a verdict (store down)', async () => {
+    const { basic, store } = withLockout();
+    store.down(true);
+    for (let i = 0; i < 5; i += 1)
+      await expect(basic.verify(KEY, 'wrong', undefined, from('10.1.3.1'))).rejects.toMatchObject({
+        code: 'credential_store_unavailable',
+      });
+    store.down(false);
+    await expect(basic.verify(KEY, SECRET, undefined, from('10.1.3.1'))).resolves.toMatchObject({
+      subject: 'alice',
     });
   });
 });

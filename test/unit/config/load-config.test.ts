@@ -152,6 +152,29 @@ describe('parseConfig: problems', () => {
     expect(problemsOf('bogus: 1\n')).toEqual(['(root): unknown key bogus']);
   });
 
+  it('rejects the old login section, naming lockout as its replacement', () => {
+    expect(problemsOf('login:\n  maxFailures: 10\n')).toEqual([
+      'login: was replaced by lockout (lockout.token.* counts failed POST /auth/token attempts, in Redis); remove login',
+    ]);
+  });
+
+  it('turns lockout on by default, with key- and username-wide thresholds far above the per-address ones', () => {
+    const { lockout } = parseConfig('', 'test.yaml');
+    expect(lockout.enabled).toBe(true);
+    expect(lockout.basic.key.threshold).toBeGreaterThanOrEqual(
+      10 * lockout.basic.keyAddress.threshold,
+    );
+    expect(lockout.token.username.threshold).toBeGreaterThanOrEqual(
+      10 * lockout.token.usernameAddress.threshold,
+    );
+  });
+
+  it('rejects a lockout threshold that is not a positive integer, with its path', () => {
+    expect(problemsOf('lockout:\n  basic:\n    key:\n      threshold: 0\n')[0]).toMatch(
+      /^lockout\.basic\.key\.threshold: /,
+    );
+  });
+
   it('rejects an unknown nested key with its YAML path', () => {
     expect(problemsOf('server:\n  prot: 8080\n')).toEqual(['server: unknown key prot']);
   });

@@ -1,0 +1,100 @@
+import type { LockoutConfig } from '../config/config-schema.js';
+import type { LockoutLimit } from './lockout-policy.js';
+
+/**
+ * What a failed attempt is counted against. `basic`: a key/secret pair; `token`: a
+ * username/password at `POST /auth/token`. `id` is the key or username exactly as sent:
+ * an unknown one is counted (and locked out) exactly like a known one.
+ */
+export interface LockoutTarget {
+  readonly kind: 'basic' | 'token';
+  readonly id: string;
+  readonly address: string;
+}
+
+/** The counters of a target; the second is the one a success clears. */
+export const LOCKOUT_SCOPES = {
+  basic: ['basic_address', 'basic_key_address', 'basic_key'],
+  token: ['token_address', 'token_username_address', 'token_username'],
+} as const;
+
+export type LockoutScope = (typeof LOCKOUT_SCOPES)[keyof typeof LOCKOUT_SCOPES][number];
+
+/**
+ * How an attempt ended: `error` means no verdict was reached (store down, bcrypt
+ * overloaded), so no guess was spent and the reservation is given back.
+ */
+export type AttemptOutcome = 'success' | 'failure' | 'error';
+
+/** A lock a failure has just started: what the lockout log line and metric report. */
+export interface LockStarted {
+  readonly scope: LockoutScope;
+  readonly lockSec: number;
+  readonly failures: number;
+}
+
+export interface LockoutRefusal {
+  readonly kind: 'refuse';
+  /** The counter that refuses longest, and how long. */
+  readonly scope: LockoutScope;
+  readonly retryAfterSec: number;
+}
+
+/** One attempt, counted against every counter of its target from `begin` until settled. */
+export interface LockoutAttempt {
+  /** Idempotent: only the first call counts. Rejects when the store cannot answer. */
+  settle(outcome: AttemptOutcome): Promise<readonly LockStarted[]>;
+}
+
+export type LockoutDecision =
+  { readonly kind: 'allow'; readonly attempt: LockoutAttempt } | LockoutRefusal;
+
+export interface Lockout {
+  /**
+   * One atomic step before any credential is read or compared: refuses while any counter of
+   * the target is locked (or its attempts in flight would lock it), else reserves the attempt
+   * on all of them. Rejects only when the store cannot answer (503).
+   */
+  begin(target: LockoutTarget): Promise<LockoutDecision>;
+  /**
+   * Whether the target's address counter alone refuses, reserving nothing: for the token
+   * endpoint to refuse before reading a body it would otherwise invite with `100 Continue`.
+   */
+  checkAddress(kind: LockoutTarget['kind'], address: string): Promise<LockoutRefusal | undefined>;
+}
+
+/** The three counters' names (under a store's prefix) for a target, in LOCKOUT_SCOPES order. */
+export function counterIds(target: LockoutTarget): readonly [string, string, string] {
+  // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames are
+  // checked), so `<id>:<address>` cannot be read two ways even for an IPv6 address.
+  const { kind, id, address } = target;
+  const wide = kind === 'basic' ? 'key' : 'username';
+  return [
+    `lockout:${kind}:address:${address}`,
+    `lockout:${kind}:${wide}-address:${id}:${address}`,
+    `lockout:${kind}:${wide}:${id}`,
+  ];
+}
+
+/** The limits of a target's three counters, in LOCKOUT_SCOPES order. */
+export function counterLimits(
+  config: LockoutConfig,
+  kind: LockoutTarget['kind'],
+): readonly [LockoutLimit, LockoutLimit, LockoutLimit] {
+  const limit = (l: { threshold: number; maxLockSec: number }): LockoutLimit => ({
+    threshold: l.threshold,
+    initialLockMs: config.initialLockSec * 1000,
+    maxLockMs: Math.max(config.initialLockSec, l.maxLockSec) * 1000,
+  });
+  return kind === 'basic'
+    ? [limit(config.basic.address), limit(config.basic.keyAddress), limit(config.basic.key)]
+    : [
+        limit(config.token.address),
+        limit(config.token.usernameAddress),
+        limit(config.token.username),
+      ];
+}
+
+export function toRetryAfterSec(waitMs: number): number {
+  return Math.max(1, Math.ceil(waitMs / 1000));
+}

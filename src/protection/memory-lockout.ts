@@ -1,0 +1,122 @@
+import { LRUCache } from 'lru-cache';
+import type { LockoutConfig } from '../config/config-schema.js';
+import {
+  EMPTY_COUNTER,
+  isEmpty,
+  keepMs,
+  lockMsAfter,
+  recordFailure,
+  release,
+  reserve,
+  waitMs,
+  type CounterState,
+} from './lockout-policy.js';
+import {
+  counterIds,
+  counterLimits,
+  LOCKOUT_SCOPES,
+  toRetryAfterSec,
+  type LockStarted,
+  type Lockout,
+  type LockoutRefusal,
+} from './lockout.js';
+
+interface Entry {
+  state: CounterState;
+  expiresAt: number;
+}
+
+/**
+ * The lockout in this process, for the memory store (one process by definition): the policy
+ * of lockout-policy.ts over an LRU map, the same answers as the Redis script gives.
+ */
+export function createMemoryLockout(config: LockoutConfig, now: () => number = Date.now): Lockout {
+  const counters = new LRUCache<string, Entry>({ max: config.maxTrackedCounters });
+  const windowMs = config.windowSec * 1000;
+
+  const read = (id: string, at: number): CounterState => {
+    const entry = counters.get(id);
+    if (entry === undefined) return EMPTY_COUNTER;
+    if (entry.expiresAt <= at) {
+      counters.delete(id);
+      return EMPTY_COUNTER;
+    }
+    return entry.state;
+  };
+  const write = (id: string, state: CounterState, at: number): void => {
+    if (isEmpty(state, at)) {
+      counters.delete(id);
+      return;
+    }
+    const previous = counters.get(id)?.expiresAt ?? 0;
+    counters.set(id, { state, expiresAt: Math.max(previous, at + keepMs(state, at, windowMs)) });
+  };
+
+  return {
+    begin(target) {
+      const at = now();
+      const ids = counterIds(target);
+      const limits = counterLimits(config, target.kind);
+      const states = ids.map((id) => read(id, at));
+      let refusal: LockoutRefusal | undefined;
+      let longest = 0;
+      states.forEach((state, i) => {
+        const wait = waitMs(state, at, limits[i] ?? limits[0]);
+        if (wait > longest) {
+          longest = wait;
+          refusal = {
+            kind: 'refuse',
+            scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
+            retryAfterSec: toRetryAfterSec(wait),
+          };
+        }
+      });
+      if (refusal !== undefined) return Promise.resolve(refusal);
+      ids.forEach((id, i) => write(id, reserve(states[i] ?? EMPTY_COUNTER, at), at));
+      let settled = false;
+      return Promise.resolve({
+        kind: 'allow',
+        attempt: {
+          settle(outcome) {
+            if (settled) return Promise.resolve([]);
+            settled = true;
+            const when = now();
+            const locks: LockStarted[] = [];
+            ids.forEach((id, i) => {
+              const state = read(id, when);
+              const limit = limits[i] ?? limits[0];
+              if (outcome === 'success' && i === 1) {
+                counters.delete(id);
+              } else if (outcome === 'failure') {
+                const next = recordFailure(state, when, limit);
+                write(id, next, when);
+                const lockMs = lockMsAfter(next.failures, limit);
+                if (lockMs > 0) {
+                  locks.push({
+                    scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
+                    lockSec: lockMs / 1000,
+                    failures: next.failures,
+                  });
+                }
+              } else if (state !== EMPTY_COUNTER) {
+                write(id, release(state, when), when);
+              }
+            });
+            return Promise.resolve(locks);
+          },
+        },
+      });
+    },
+    checkAddress(kind, address) {
+      const at = now();
+      const [id] = counterIds({ kind, id: '', address });
+      const [limit] = counterLimits(config, kind);
+      const wait = waitMs(read(id, at), at, limit);
+      return Promise.resolve(
+        wait > 0
+          ? { kind: 'refuse', scope: LOCKOUT_SCOPES[kind][0], retryAfterSec: toRetryAfterSec(wait) }
+          : undefined,
+      );
+    },
+  };
+}
