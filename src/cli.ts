@@ -117,10 +117,14 @@ async function main(argv: string[]): Promise<number> {
           (c) =>
             withJson(c)
               .option('subject', { type: 'string', demandOption: true })
-              .option('label', { type: 'string', default: '' }),
+              .option('label', { type: 'string', default: '' })
+              .option('expires', {
+                type: 'string',
+                describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
+              }),
           (args) =>
             runAdmin(args, (config, store, out) =>
-              createKeyCommand(config, store, out, args.subject, args.label),
+              createKeyCommand(config, store, out, args.subject, args.label, args.expires),
             ),
         )
         .command(

@@ -62,6 +62,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     verifier,
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
+    now,
   });
   const bearer = createBearerVerifier({
     sources: [

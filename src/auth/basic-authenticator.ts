@@ -1,6 +1,6 @@
 import { hash, randomInt } from 'node:crypto';
 import { createSingleFlight } from '../concurrency/single-flight.js';
-import type { CredentialStore } from '../credentials/credential-store.js';
+import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
 import { DENIED, type AuthOutcome } from './denial.js';
@@ -18,6 +18,8 @@ export interface BasicAuthenticatorOptions {
   maxQueuedHashes: number;
   /** Shares one bcrypt bound with other users of the hasher; made from the above if absent. */
   verifier?: SecretVerifier;
+  /** Milliseconds since the epoch: decides expiry, and when cached pairs end. */
+  now?: () => number;
 }
 
 export interface BasicAuthenticator {
@@ -45,9 +47,12 @@ export interface BasicAuthenticator {
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
   const cacheKey = createCacheKeyFunction();
+  const now = options.now ?? Date.now;
   const cache = createIdentityCache({
     maxEntries: options.cacheMaxEntries,
     ttlMs: options.cacheTtlSec * 1000,
+    // Read on every lookup: a cached pair must stop working at its expiry, not after.
+    now,
   });
   const caching = options.cacheTtlSec > 0;
   const singleFlight = createSingleFlight<AuthOutcome>();
@@ -66,12 +71,17 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     readAt: number,
   ): Promise<AuthOutcome> => {
     const record = await options.store.getKey(key);
-    const hash = record?.status === 'active' ? record.secretHash : undefined;
-    // An unknown or revoked key still pays one compare, so timing does not tell it apart.
+    const hash = record !== undefined && isUsable(record, now()) ? record.secretHash : undefined;
+    // An unknown, revoked or expired key still pays one compare against the dummy hash, so
+    // neither the answer nor its timing tells them apart.
     const matches = await verifier.verify(secret, hash);
     if (!matches || record === undefined) return DENIED.invalid_credentials;
+    // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
+    const endsAt = record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt);
+    if (endsAt !== undefined && !(endsAt > now())) return DENIED.invalid_credentials;
     const identity: Identity = { subject: record.subject, method: 'basic', key };
-    if (caching && readAt === generation) cache.set(id, identity);
+    // The entry ends with the pair: min(cache TTL, expiry - now).
+    if (caching && readAt === generation) cache.set(id, identity, endsAt);
     return identity;
   };
 

@@ -3,7 +3,8 @@ import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
-import { isValidLabel, keyView } from '../credentials/key-view.js';
+import { parseExpiresOption } from '../credentials/key-expiry.js';
+import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { CliError, EXIT } from './cli-error.js';
@@ -71,6 +72,7 @@ export async function createKeyCommand(
   output: Output,
   subject: string,
   label: string,
+  expires?: string,
 ): Promise<void> {
   checkSubject(subject);
   if (!isValidLabel(label))
@@ -78,6 +80,10 @@ export async function createKeyCommand(
       '--label must be at most 200 characters, without control characters',
       EXIT.usage,
     );
+  const nowMs = Date.now();
+  const expiry = expires === undefined ? undefined : parseExpiresOption(expires, nowMs);
+  if (expiry?.ok === false) throw new CliError(expiry.message, EXIT.usage);
+  const expiresAt = expiry?.expiresAt;
   const { key, secret } = generateKeyPair();
   const record: KeyRecord = {
     key,
@@ -85,7 +91,8 @@ export async function createKeyCommand(
     secretHash: await createSecretHasher(config.credentials.bcryptCost).hash(secret),
     label,
     status: 'active',
-    createdAt: new Date().toISOString(),
+    createdAt: new Date(nowMs).toISOString(),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
   };
   if (!(await store.createKey(record, config.keys.maxActivePerSubject))) {
     throw new CliError(
@@ -95,8 +102,8 @@ export async function createKeyCommand(
   }
   print(
     output,
-    { ...keyView(record), subject, secret },
-    `key:    ${key}\nsecret: ${secret}\n(the secret is shown this once)`,
+    { ...keyView(record, nowMs), subject, secret },
+    `key:    ${key}\nsecret: ${secret}\n${expiresAt === undefined ? '' : `expires: ${expiresAt}\n`}(the secret is shown this once)`,
   );
 }
 
@@ -107,10 +114,13 @@ export async function listKeysCommand(
 ): Promise<void> {
   checkSubject(subject);
   const records = await store.listKeys(subject);
-  const lines = records.map((r) => `${r.key}  ${r.status.padEnd(7)}  ${r.createdAt}  ${r.label}`);
+  const nowMs = Date.now();
+  const lines = records.map(
+    (r) => `${r.key}  ${viewStatus(r, nowMs).padEnd(7)}  ${r.createdAt}  ${r.label}`,
+  );
   print(
     output,
-    records.map(keyView),
+    records.map((r) => keyView(r, nowMs)),
     lines.length === 0 ? `no pairs for ${subject}` : lines.join('\n'),
   );
 }
@@ -122,7 +132,7 @@ export async function revokeKeyCommand(
 ): Promise<void> {
   const revoked = await store.revokeKey(key, new Date().toISOString());
   if (revoked === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
-  print(output, keyView(revoked), `revoked ${key}`);
+  print(output, keyView(revoked, Date.now()), `revoked ${key}`);
 }
 
 export async function addUserCommand(

@@ -9,6 +9,11 @@ export interface KeyRecord {
   readonly status: KeyStatus;
   readonly createdAt: string;
   readonly revokedAt?: string | undefined;
+  /**
+   * When the pair stops working (ISO 8601 UTC, as `toISOString()` writes it); none: never.
+   * From that instant it answers exactly like a revoked pair, and no longer counts as active.
+   */
+  readonly expiresAt?: string | undefined;
 }
 
 export interface UserRecord {
@@ -50,17 +55,20 @@ export interface CredentialStore {
   getKey(key: string): Promise<KeyRecord | undefined>;
   /** Newest first (see newestFirst), as the listing envelope's `order: "desc"` says. */
   listKeys(subject: string): Promise<KeyRecord[]>;
-  /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
+  /**
+   * Adds a pair unless the subject already has `maxActive` usable (active, unexpired) pairs;
+   * false when capped. Expired pairs leave the active set here, atomically with the check.
+   */
   createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
   /**
-   * How many active pairs the subject has: a cheap look before paying for bcrypt. The cap
+   * How many usable (active, unexpired) pairs the subject has: a cheap look before paying for bcrypt. The cap
    * itself is enforced by createKey, atomically.
    */
   countActiveKeys(subject: string): Promise<number>;
   /**
    * Marks a pair revoked and announces it to every gateway; undefined when unknown. With
-   * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last active
-   * pair, checked atomically with the revocation.
+   * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last usable
+   * pair (expired ones do not count), checked atomically with the revocation.
    */
   revokeKey(
     key: string,
@@ -88,6 +96,21 @@ export interface CredentialStore {
   /** Present when the store is shared by instances (Redis); absent for the in-process store. */
   readonly scripts?: ScriptRunner;
   close(): Promise<void>;
+}
+
+/**
+ * True once `nowMs` has reached the pair's expiry. An expiry that does not parse counts as
+ * past: a pair whose end cannot be read must not work forever.
+ */
+export function isExpired(record: KeyRecord, nowMs: number): boolean {
+  if (record.expiresAt === undefined) return false;
+  const endsAt = Date.parse(record.expiresAt);
+  return Number.isNaN(endsAt) || endsAt <= nowMs;
+}
+
+/** A pair that authenticates at `nowMs`: active and not expired. */
+export function isUsable(record: KeyRecord, nowMs: number): boolean {
+  return record.status === 'active' && !isExpired(record, nowMs);
 }
 
 /** Orders pairs newest first; ties (same timestamp) by key id, so the order is stable. */

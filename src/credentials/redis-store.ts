@@ -17,7 +17,8 @@ import {
  * Every key starts with `keyPrefix`, whose default `{ag}:` is a Cluster hash tag, so all of
  * them live in one slot and the multi-key scripts below stay atomic on Redis Cluster.
  *
- *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at
+ *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at,
+ *                                    expires_at (optional, ISO 8601 UTC like created_at)
  *   <p>subject:<subject>:keys   SET  every key id of the subject
  *   <p>subject:<subject>:active SET  the active key ids of the subject
  *   <p>user:<username>          HASH password_hash, subject, created_at
@@ -33,18 +34,41 @@ export function redisKeys(prefix: string) {
   };
 }
 
-const CREATE_KEY = `
+/**
+ * Takes the expired members out of an active set (ARGV: the key hash prefix, then now as an
+ * ISO 8601 UTC string: the same fixed-width format compares correctly as text) and returns
+ * how many are left. The hashes share the set's hash tag, so Cluster keeps them in its slot.
+ */
+const PRUNE_EXPIRED = `
+local function usable(set, keyPrefix, now)
+  local left = 0
+  for _, id in ipairs(redis.call('SMEMBERS', set)) do
+    local expires = redis.call('HGET', keyPrefix .. id, 'expires_at')
+    if expires and expires <= now then redis.call('SREM', set, id) else left = left + 1 end
+  end
+  return left
+end`;
+
+const CREATE_KEY = `${PRUNE_EXPIRED}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[1]) then return -1 end
+if usable(KEYS[3], ARGV[7], ARGV[8]) >= tonumber(ARGV[1]) then return -1 end
 redis.call('HSET', KEYS[1], 'secret_hash', ARGV[2], 'subject', ARGV[3], 'label', ARGV[4], 'status', 'active', 'created_at', ARGV[5])
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'expires_at', ARGV[9]) end
 redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[6])
 return 1`;
 
-const REVOKE_KEY = `
+const COUNT_USABLE = `${PRUNE_EXPIRED}
+return usable(KEYS[1], ARGV[1], ARGV[2])`;
+
+const REVOKE_KEY = `${PRUNE_EXPIRED}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local active = redis.call('HGET', KEYS[1], 'status') ~= 'revoked'
-if active and ARGV[3] == '1' and redis.call('SCARD', KEYS[2]) <= 1 then return -1 end
+if active and ARGV[3] == '1' then
+  local expires = redis.call('HGET', KEYS[1], 'expires_at')
+  local expired = expires and expires <= ARGV[5]
+  if not expired and usable(KEYS[2], ARGV[4], ARGV[5]) <= 1 then return -1 end
+end
 if active then
   redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
 end
@@ -155,13 +179,17 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
     status: (status === 'active' ? 'active' : 'revoked') satisfies KeyStatus,
     createdAt: fields.created_at ?? '',
     revokedAt: fields.revoked_at,
+    expiresAt: fields.expires_at,
   };
 }
 
 export function createRedisStore(
   config: RedisConfig,
   client: Client = createRedisClient(config),
+  /** Milliseconds since the epoch: what decides whether a pair has expired. */
+  now: () => number = Date.now,
 ): CredentialStore {
+  const nowIso = (): string => new Date(now()).toISOString();
   const k = redisKeys(config.keyPrefix);
   const guarded = createGuard(client, config.commandTimeoutMs);
   let subscriber: Client | undefined;
@@ -219,10 +247,16 @@ export function createRedisStore(
           record.label,
           record.createdAt,
           record.key,
+          k.key(''),
+          nowIso(),
+          record.expiresAt ?? '',
         );
         return created === 1;
       }),
-    countActiveKeys: (subject) => guarded(() => client.scard(k.subjectActive(subject))),
+    countActiveKeys: (subject) =>
+      guarded(async () =>
+        Number(await client.eval(COUNT_USABLE, 1, k.subjectActive(subject), k.key(''), nowIso())),
+      ),
     revokeKey: async (key, at, options = {}) => {
       const found = await getKey(key);
       if (found === undefined) return undefined;
@@ -236,6 +270,8 @@ export function createRedisStore(
           at,
           key,
           options.keepLastActive === true ? '1' : '0',
+          k.key(''),
+          nowIso(),
         ),
       );
       if (outcome === -1) throw new GatewayError('conflict');

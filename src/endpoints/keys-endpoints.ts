@@ -5,6 +5,7 @@ import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import { parseExpiryRequest } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView } from '../credentials/key-view.js';
 import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
@@ -52,12 +53,17 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   const list = async ({ res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
     const records = await store.listKeys(caller.subject);
-    writeJson(res, 200, listEnvelope(records.map(keyView)), requestId);
+    const nowMs = options.now();
+    writeJson(res, 200, listEnvelope(records.map((r) => keyView(r, nowMs))), requestId);
   };
 
   const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
-    const label = parseLabel(await readJsonBody(req, res, options.maxBodyBytes));
+    const nowMs = options.now();
+    const { label, expiresAt } = parseCreateBody(
+      await readJsonBody(req, res, options.maxBodyBytes),
+      nowMs,
+    );
     // Look before paying for bcrypt, on the pool every Basic check shares: a subject at its
     // cap must not be able to keep it busy. createKey still decides, atomically.
     if ((await store.countActiveKeys(caller.subject)) >= options.maxActivePerSubject)
@@ -69,11 +75,12 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       secretHash: await options.verifier.hash(secret),
       label,
       status: 'active',
-      createdAt: new Date(options.now()).toISOString(),
+      createdAt: new Date(nowMs).toISOString(),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
     };
     if (!(await store.createKey(record, options.maxActivePerSubject)))
       throw new GatewayError('limit_exceeded');
-    writeJson(res, 201, listEnvelope([{ ...keyView(record), secret }], 201), requestId, {
+    writeJson(res, 201, listEnvelope([{ ...keyView(record, nowMs), secret }], 201), requestId, {
       pragma: 'no-cache',
     });
   };
@@ -99,7 +106,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
     // Evict here at once; the store's announcement reaches the other gateways.
     options.onRevoked(record.key);
-    writeJson(res, 200, listEnvelope([keyView(revoked)]), requestId);
+    writeJson(res, 200, listEnvelope([keyView(revoked, options.now())]), requestId);
   };
 
   return {
@@ -122,12 +129,20 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   };
 }
 
-function parseLabel(body: unknown): string {
-  if (body === undefined) return '';
+interface CreateRequest {
+  readonly label: string;
+  readonly expiresAt: string | undefined;
+}
+
+/** `POST /keys` body: `{label?, expires_in? | expires_at?}`; absent body: all defaults. */
+function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
+  if (body === undefined) return { label: '', expiresAt: undefined };
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw new GatewayError('bad_request');
-  const { label } = body as { label?: unknown };
-  if (label === undefined) return '';
+  const fields = body as { label?: unknown; expires_in?: unknown; expires_at?: unknown };
+  const label = fields.label === undefined ? '' : fields.label;
   if (typeof label !== 'string' || !isValidLabel(label)) throw new GatewayError('bad_request');
-  return label;
+  const expiry = parseExpiryRequest(fields.expires_in, fields.expires_at, nowMs);
+  if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
+  return { label, expiresAt: expiry.expiresAt };
 }

@@ -1,4 +1,5 @@
 import bcrypt from 'bcrypt';
+import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
@@ -217,9 +218,54 @@ describe('keys create | list | revoke', () => {
       status: 'active',
       subject: 'subject-keys-2',
       created_at: expect.stringMatching(ISO) as unknown,
+      expires_at: null,
     });
     const stored = await store.getKey(created.key ?? '');
     expect(await bcrypt.compare(created.secret ?? '', stored?.secretHash ?? '')).toBe(true);
+  });
+
+  it('makes a pair that expires with --expires, a duration or an RFC 3339 time', async () => {
+    const before = Date.now();
+    const inDays = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-exp',
+      '--expires',
+      '90d',
+      '--json',
+    ]);
+    expect(inDays.code).toBe(0);
+    const created = JSON.parse(inDays.stdout) as { key: string; expires_at: string };
+    const lifetimeMs = Date.parse(created.expires_at) - before;
+    expect(lifetimeMs).toBeGreaterThanOrEqual(90 * 86_400_000);
+    expect(lifetimeMs).toBeLessThan(90 * 86_400_000 + 60_000);
+    await expect(store.getKey(created.key)).resolves.toMatchObject({
+      expiresAt: created.expires_at,
+    });
+    const at = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-exp',
+      '--expires',
+      '2035-01-31T13:00:00+01:00',
+      '--json',
+    ]);
+    expect(JSON.parse(at.stdout)).toMatchObject({ expires_at: '2035-01-31T12:00:00.000Z' });
+  });
+
+  it('refuses an --expires it cannot read, or in the past, with exit 2 and no pair', async () => {
+    for (const expires of ['5w', '2001-01-01T00:00:00Z']) {
+      expect(
+        await cli(['keys', 'create', '--subject', 'subject-keys-badexp', '--expires', expires]),
+      ).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `accounts-gateway: ${EXPIRY_MESSAGES.option}\n`,
+      });
+    }
+    await expect(store.listKeys('subject-keys-badexp')).resolves.toEqual([]);
   });
 
   it('lists a subject’s pairs without their secrets, in human form and with --json', async () => {
@@ -240,6 +286,7 @@ describe('keys create | list | revoke', () => {
         label: 'listed',
         status: 'active',
         created_at: expect.stringMatching(ISO) as unknown,
+        expires_at: null,
       },
     ]);
     expect(json.stdout).not.toContain(created.secret);

@@ -26,6 +26,10 @@ interface StoreUnderTest {
   close(): Promise<void>;
 }
 
+/** Expiries far from any test's clock: one long gone, one years ahead. */
+const PAST = '2001-01-01T00:00:00.000Z';
+const FUTURE = '2099-01-01T00:00:00.000Z';
+
 const HASH = '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq';
 
 function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
@@ -147,6 +151,47 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
       await expect(store.getKey('ak_two')).resolves.toMatchObject({ status: 'active' });
       await expect(store.revokeKey('ak_two', at)).resolves.toMatchObject({ status: 'revoked' });
+    });
+
+    it('returns the expiry a pair was created with', async () => {
+      const expiring = keyRecord('ak_expiring', 'alice', { expiresAt: FUTURE });
+      await store.createKey(expiring, 10);
+      await expect(store.getKey('ak_expiring')).resolves.toEqual(expiring);
+      await expect(store.listKeys('alice')).resolves.toEqual([expiring]);
+    });
+
+    it('does not count expired pairs as active, under the cap or in the count', async () => {
+      await store.createKey(keyRecord('ak_gone1', 'alice', { expiresAt: PAST }), 5);
+      await store.createKey(keyRecord('ak_gone2', 'alice', { expiresAt: PAST }), 5);
+      await expect(store.countActiveKeys('alice')).resolves.toBe(0);
+      await expect(
+        store.createKey(keyRecord('ak_live1', 'alice', { expiresAt: FUTURE }), 2),
+      ).resolves.toBe(true);
+      await expect(store.createKey(keyRecord('ak_live2', 'alice'), 2)).resolves.toBe(true);
+      await expect(store.countActiveKeys('alice')).resolves.toBe(2);
+      await expect(store.createKey(keyRecord('ak_live3', 'alice'), 2)).resolves.toBe(false);
+      // Expired pairs are still listed (the holder sees them), and still refuse their key id.
+      expect((await store.listKeys('alice')).map((r) => r.key).sort()).toEqual([
+        'ak_gone1',
+        'ak_gone2',
+        'ak_live1',
+        'ak_live2',
+      ]);
+      await expect(store.createKey(keyRecord('ak_gone1', 'alice'), 5)).resolves.toBe(false);
+    });
+
+    it('counts only unexpired pairs when keeping the last active one', async () => {
+      await store.createKey(keyRecord('ak_live', 'alice'), 5);
+      await store.createKey(keyRecord('ak_stale', 'alice', { expiresAt: PAST }), 5);
+      const at = '2024-06-01T12:00:00.000Z';
+      await expect(store.revokeKey('ak_live', at, { keepLastActive: true })).rejects.toMatchObject({
+        code: 'conflict',
+      });
+      // Revoking an expired pair takes nothing away: it is allowed.
+      await expect(
+        store.revokeKey('ak_stale', at, { keepLastActive: true }),
+      ).resolves.toMatchObject({ status: 'revoked' });
+      await expect(store.getKey('ak_live')).resolves.toMatchObject({ status: 'active' });
     });
 
     it('keeps the first revocation time when a pair is revoked twice', async () => {

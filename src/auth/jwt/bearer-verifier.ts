@@ -101,10 +101,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
             source: source.name,
             username: typeof username === 'string' ? username : undefined,
           };
-          const remainingMs = payload.exp * 1000 - now();
-          if (caching && remainingMs > 0) {
-            cache.set(token, identity, Math.min(remainingMs, options.cacheTtlSec * 1000));
-          }
+          if (caching) cache.set(token, identity, payload.exp * 1000);
           return identity;
         } catch (error) {
           failure = pick(failure, mapVerificationError(error));

@@ -407,3 +407,60 @@ describe('createBasicAuthenticator: failures', () => {
     });
   });
 });
+
+describe('createBasicAuthenticator: expiry', () => {
+  const EXPIRING = 'ak_expiringEEEEEEEEEEEEEEEE';
+  const ENDS_AT = Date.parse('2031-01-01T00:00:00.000Z');
+
+  async function withExpiringPair(clock: { ms: number }, cacheTtlSec = 60) {
+    const store = createMemoryStore({
+      keys: [
+        {
+          key: EXPIRING,
+          subject: 'erin',
+          secretHash: await hasher.hash('erinSecret'),
+          label: '',
+          status: 'active',
+          createdAt: '2030-01-01T00:00:00.000Z',
+          expiresAt: new Date(ENDS_AT).toISOString(),
+        },
+      ],
+    });
+    const counted = countingHasher(hasher);
+    const basic = createBasicAuthenticator({
+      store,
+      hasher: counted,
+      dummyHash,
+      cacheTtlSec,
+      cacheMaxEntries: 100,
+      maxConcurrentHashes: 4,
+      maxQueuedHashes: 16,
+      now: () => clock.ms,
+    });
+    return { basic, hasher: counted };
+  }
+
+  it('accepts a pair before its expiry', async () => {
+    const clock = { ms: ENDS_AT - 1 };
+    const { basic } = await withExpiringPair(clock);
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toMatchObject({ subject: 'erin' });
+  });
+
+  it('answers an expired pair with its right secret like a revoked one, after one compare against the dummy hash', async () => {
+    const clock = { ms: ENDS_AT };
+    const { basic, hasher: counted } = await withExpiringPair(clock);
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toBe(DENIED.invalid_credentials);
+    expect(counted.compares()).toEqual([{ secret: 'erinSecret', hash: dummyHash }]);
+  });
+
+  it('drops a cached pair exactly at its expiry, though the cache TTL is longer', async () => {
+    const clock = { ms: ENDS_AT - 10_000 };
+    const { basic } = await withExpiringPair(clock, 60);
+    await basic.verify(EXPIRING, 'erinSecret');
+    clock.ms = ENDS_AT - 1;
+    expect(basic.cached(encoded(EXPIRING, 'erinSecret'))).toMatchObject({ subject: 'erin' });
+    clock.ms = ENDS_AT;
+    expect(basic.cached(encoded(EXPIRING, 'erinSecret'))).toBeUndefined();
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toBe(DENIED.invalid_credentials);
+  });
+});
