@@ -271,6 +271,7 @@ async function makeBootstrapPair(
     label: 'bootstrap',
     status: 'active',
     createdAt: new Date(now()).toISOString(),
+    scopes: config.credentials.bootstrap.scopes,
   };
   await store.createKey(record, Number.MAX_SAFE_INTEGER);
   return { key, secret, subject };

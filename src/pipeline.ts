@@ -107,6 +107,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       methods: new Set(route.methods),
       allow: route.methods,
       schemes: route.auth,
+      scopes: route.scopes,
       forwarder,
       pathPrefix: forwarder.upstream.basePath + route.upstreamPath,
     };
@@ -124,6 +125,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     schemes: ['basic', 'bearer'],
     refuse: authenticator.refuse,
     maxActivePerSubject: config.keys.maxActivePerSubject,
+    requiredScopes: config.keys.requiredScopes,
     maxBodyBytes: config.server.maxBodyBytes,
     gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
     onRevoked: (key) => basic.evictKey(key),

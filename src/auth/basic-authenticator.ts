@@ -79,7 +79,12 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
     const endsAt = record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt);
     if (endsAt !== undefined && !(endsAt > now())) return DENIED.invalid_credentials;
-    const identity: Identity = { subject: record.subject, method: 'basic', key };
+    const identity: Identity = {
+      subject: record.subject,
+      method: 'basic',
+      key,
+      scopes: record.scopes,
+    };
     // The entry ends with the pair: min(cache TTL, expiry - now).
     if (caching && readAt === generation) cache.set(id, identity, endsAt);
     return identity;

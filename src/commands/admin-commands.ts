@@ -6,7 +6,8 @@ import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { SUBJECT, USERNAME } from '../identity/identity-formats.js';
+import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
+import { MAX_SCOPES } from '../identity/scopes.js';
 import { CliError, EXIT } from './cli-error.js';
 
 /** Where a command writes what it has to say: a human line, or the JSON form with --json. */
@@ -61,6 +62,23 @@ function checkSubject(subject: string): void {
     throw new CliError(`--subject must be ${SUBJECT.rule}`, EXIT.usage);
 }
 
+/** `--scopes a,b`: comma-separated scope tokens (RFC 6749 §3.3), each once. */
+export function parseScopesOption(text: string | undefined): readonly string[] {
+  if (text === undefined || text === '') return [];
+  const scopes = text.split(',');
+  if (
+    scopes.length > MAX_SCOPES ||
+    new Set(scopes).size !== scopes.length ||
+    !scopes.every((scope) => SCOPE.pattern.test(scope))
+  ) {
+    throw new CliError(
+      `--scopes must be at most ${MAX_SCOPES} different comma-separated scopes, each ${SCOPE.rule}`,
+      EXIT.usage,
+    );
+  }
+  return scopes;
+}
+
 function checkUsername(username: string): void {
   if (!USERNAME.pattern.test(username))
     throw new CliError(`USERNAME must be ${USERNAME.rule}`, EXIT.usage);
@@ -73,6 +91,7 @@ export async function createKeyCommand(
   subject: string,
   label: string,
   expires?: string,
+  scopes: readonly string[] = [],
 ): Promise<void> {
   checkSubject(subject);
   if (!isValidLabel(label))
@@ -93,6 +112,7 @@ export async function createKeyCommand(
     status: 'active',
     createdAt: new Date(nowMs).toISOString(),
     ...(expiresAt === undefined ? {} : { expiresAt }),
+    scopes,
   };
   if (!(await store.createKey(record, config.keys.maxActivePerSubject))) {
     throw new CliError(
@@ -142,14 +162,25 @@ export async function addUserCommand(
   username: string,
   subject: string,
   password: string,
+  scopes: readonly string[] = [],
 ): Promise<void> {
   checkUsername(username);
   checkSubject(subject);
   const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
-  const record = { username, subject, passwordHash, createdAt: new Date().toISOString() };
+  const record = {
+    username,
+    subject,
+    passwordHash,
+    createdAt: new Date().toISOString(),
+    scopes,
+  };
   if (!(await store.addUser(record)))
     throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
-  print(output, { username, subject }, `added ${username} (subject ${subject})`);
+  print(
+    output,
+    { username, subject, scopes },
+    `added ${username} (subject ${subject}${scopes.length === 0 ? '' : `, scopes ${scopes.join(' ')}`})`,
+  );
 }
 
 export async function changePasswordCommand(

@@ -14,6 +14,8 @@ export interface KeyRecord {
    * From that instant it answers exactly like a revoked pair, and no longer counts as active.
    */
   readonly expiresAt?: string | undefined;
+  /** What the pair may do (RFC 6749 §3.3 scope tokens); empty: no scope. */
+  readonly scopes: readonly string[];
 }
 
 export interface UserRecord {
@@ -21,6 +23,8 @@ export interface UserRecord {
   readonly subject: string;
   readonly passwordHash: string;
   readonly createdAt: string;
+  /** What the user's tokens may do: issued in their `scope` claim. */
+  readonly scopes: readonly string[];
 }
 
 /** What a revocation event names: one pair, or every credential of a subject. */

@@ -25,6 +25,7 @@ export function keyView(record: KeyRecord, nowMs: number): Record<string, unknow
     created_at: record.createdAt,
     ...(record.revokedAt === undefined ? {} : { revoked_at: record.revokedAt }),
     expires_at: record.expiresAt ?? null,
+    scopes: record.scopes,
   };
 }
 

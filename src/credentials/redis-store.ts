@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
+import { parseScopeList } from '../identity/scopes.js';
 import type { RedisConfig } from '../config/config-schema.js';
 import {
   newestFirst,
@@ -18,10 +19,11 @@ import {
  * them live in one slot and the multi-key scripts below stay atomic on Redis Cluster.
  *
  *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at,
- *                                    expires_at (optional, ISO 8601 UTC like created_at)
+ *                                    expires_at (optional, ISO 8601 UTC like created_at),
+ *                                    scopes (optional, space-separated scope tokens)
  *   <p>subject:<subject>:keys   SET  every key id of the subject
  *   <p>subject:<subject>:active SET  the active key ids of the subject
- *   <p>user:<username>          HASH password_hash, subject, created_at
+ *   <p>user:<username>          HASH password_hash, subject, created_at, scopes
  *   <p>revocations              pub/sub channel: "key:<key>" or "subject:<subject>"
  */
 export function redisKeys(prefix: string) {
@@ -54,6 +56,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if usable(KEYS[3], ARGV[7], ARGV[8]) >= tonumber(ARGV[1]) then return -1 end
 redis.call('HSET', KEYS[1], 'secret_hash', ARGV[2], 'subject', ARGV[3], 'label', ARGV[4], 'status', 'active', 'created_at', ARGV[5])
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'expires_at', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'scopes', ARGV[10]) end
 redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[6])
 return 1`;
@@ -79,6 +82,7 @@ return 1`;
 const ADD_USER = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'password_hash', ARGV[1], 'subject', ARGV[2], 'created_at', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'scopes', ARGV[4]) end
 return 1`;
 
 const SET_USER_PASSWORD = `
@@ -180,6 +184,7 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
     createdAt: fields.created_at ?? '',
     revokedAt: fields.revoked_at,
     expiresAt: fields.expires_at,
+    scopes: parseScopeList(fields.scopes),
   };
 }
 
@@ -250,6 +255,7 @@ export function createRedisStore(
           k.key(''),
           nowIso(),
           record.expiresAt ?? '',
+          record.scopes.join(' '),
         );
         return created === 1;
       }),
@@ -289,6 +295,7 @@ export function createRedisStore(
           subject,
           passwordHash,
           createdAt: fields.created_at ?? '',
+          scopes: parseScopeList(fields.scopes),
         } satisfies UserRecord;
       }),
     addUser: (record) =>
@@ -301,6 +308,7 @@ export function createRedisStore(
             record.passwordHash,
             record.subject,
             record.createdAt,
+            record.scopes.join(' '),
           )) === 1,
       ),
     setUserPassword: (username, passwordHash) =>

@@ -68,7 +68,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
     attempt.settle('success');
-    const token = await options.signer.issue(user.subject, user.username);
+    const token = await options.signer.issue(user.subject, user.username, user.scopes);
     const body = listEnvelope([
       {
         access_token: token.accessToken,
@@ -85,6 +85,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     methods: new Set(['POST']),
     allow: ['POST'],
     schemes: null,
+    scopes: [],
     handle,
   };
 }

@@ -26,6 +26,13 @@ export interface GatewayErrorOptions {
  */
 export const KEY_NOT_FOUND_MESSAGE = 'No key pair with this id belongs to the caller.';
 
+/** `POST /keys` 403 forbidden: the body asked for a scope the caller does not hold. */
+export const SCOPE_ESCALATION_MESSAGE = 'A new key pair can only carry scopes the caller holds.';
+
+/** `POST /keys` 400 bad_request: `scopes` is not a list of different scope tokens. */
+export const SCOPES_MESSAGE =
+  'scopes must be an array of at most 64 different scope tokens (RFC 6749 §3.3).';
+
 /**
  * A refused expiry of a new pair (`POST /keys` 400 bad_request; `keys create --expires`).
  * Ten years is credentials/key-expiry's MAX_KEY_LIFETIME_SEC (a unit test keeps them equal).

@@ -110,6 +110,7 @@ interface KeyView {
   created_at: string;
   revoked_at?: string;
   expires_at: string | null;
+  scopes: string[];
   secret?: string;
 }
 
@@ -127,7 +128,7 @@ async function createdPair(owner: Pair, label?: string): Promise<Pair> {
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const VIEW_FIELDS = ['created_at', 'expires_at', 'id', 'key', 'label', 'status'];
+const VIEW_FIELDS = ['created_at', 'expires_at', 'id', 'key', 'label', 'scopes', 'status'];
 
 describe('GET /keys', () => {
   it("lists the caller's pairs newest first, without a secret or any hash", async () => {
@@ -154,6 +155,7 @@ describe('GET /keys', () => {
         status: 'active',
         created_at: expect.stringMatching(ISO) as unknown,
         expires_at: null,
+        scopes: [],
       });
     }
     // Newest first: the seeded pair is the oldest; creation times never increase down the list.
@@ -179,6 +181,7 @@ describe('GET /keys', () => {
       created_at: expect.stringMatching(ISO) as unknown,
       revoked_at: expect.stringMatching(ISO) as unknown,
       expires_at: null,
+      scopes: [],
     });
     expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
   });
@@ -209,6 +212,7 @@ describe('POST /keys', () => {
           status: 'active',
           created_at: expect.stringMatching(ISO) as unknown,
           expires_at: null,
+          scopes: [],
         },
       ],
     });
@@ -462,6 +466,7 @@ describe('DELETE /keys/{key}', () => {
           created_at: expect.stringMatching(ISO) as unknown,
           revoked_at: expect.stringMatching(ISO) as unknown,
           expires_at: null,
+          scopes: [],
         },
       ],
     });

@@ -95,6 +95,8 @@ describe('a gateway on the memory store seeded from YAML', () => {
           label: 'from YAML',
           status: 'active',
           created_at: expect.stringMatching(ISO) as unknown,
+          expires_at: null,
+          scopes: [],
         },
       ],
     });

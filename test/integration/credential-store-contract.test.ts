@@ -7,7 +7,8 @@ import type {
   UserRecord,
 } from '../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { Redis } from 'ioredis';
+import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
@@ -40,6 +41,7 @@ function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> =
     label: `label of ${key}`,
     status: 'active',
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
     ...overrides,
   };
 }
@@ -50,6 +52,7 @@ function userRecord(username: string, subject: string): UserRecord {
     subject,
     passwordHash: HASH,
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
   };
 }
 
@@ -151,6 +154,15 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
       await expect(store.getKey('ak_two')).resolves.toMatchObject({ status: 'active' });
       await expect(store.revokeKey('ak_two', at)).resolves.toMatchObject({ status: 'revoked' });
+    });
+
+    it('returns the scopes a pair and a user were created with', async () => {
+      const scoped = keyRecord('ak_scoped', 'alice', { scopes: ['accounts:read', 'keys'] });
+      await store.createKey(scoped, 10);
+      await expect(store.getKey('ak_scoped')).resolves.toEqual(scoped);
+      const user = { ...userRecord('sam@example.com', 'sam'), scopes: ['accounts:read'] };
+      await store.addUser(user);
+      await expect(store.getUser('sam@example.com')).resolves.toEqual(user);
     });
 
     it('returns the expiry a pair was created with', async () => {
@@ -340,6 +352,7 @@ describe('the Redis credential store reading what another service wrote', () => 
       label: 'made by the web app',
       status: 'active',
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) as unknown,
+      scopes: [],
     });
     if (record === undefined) throw new Error('unreachable');
     expect(Date.parse(record.createdAt)).toBeGreaterThanOrEqual(before - 1000);
@@ -347,6 +360,37 @@ describe('the Redis credential store reading what another service wrote', () => 
       bcrypt.compare('written-by-the-web-app-0123456789', record.secretHash),
     ).resolves.toBe(true);
     await expect(store.listKeys('dora')).resolves.toEqual([record]);
+  });
+
+  it('reads scopes, expires_at and a user written with the documented layout', async () => {
+    const redis = new Redis(url);
+    const k = redisKeys(prefix);
+    try {
+      await redis.hset(k.key('ak_webapp9'), {
+        secret_hash: HASH,
+        subject: 'gus',
+        label: '',
+        status: 'active',
+        created_at: '2024-05-01T10:00:00.000Z',
+        expires_at: '2099-01-01T00:00:00.000Z',
+        scopes: 'accounts:read keys',
+      });
+      await redis.hset(k.user('gus@example.com'), {
+        password_hash: HASH,
+        subject: 'gus',
+        created_at: '2024-05-01T10:00:00.000Z',
+        scopes: 'accounts:read',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    await expect(store.getKey('ak_webapp9')).resolves.toMatchObject({
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      scopes: ['accounts:read', 'keys'],
+    });
+    await expect(store.getUser('gus@example.com')).resolves.toMatchObject({
+      scopes: ['accounts:read'],
+    });
   });
 
   it('counts a pair written by another service against the active cap', async () => {

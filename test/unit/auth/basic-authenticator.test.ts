@@ -35,6 +35,7 @@ beforeAll(async () => {
       label: 'laptop',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
@@ -43,6 +44,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
@@ -51,6 +53,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_revokedRRRRRRRRRRRRRRRRRR',
@@ -59,6 +62,7 @@ beforeAll(async () => {
       label: '',
       status: 'revoked',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
       revokedAt: '2030-01-02T00:00:00.000Z',
     },
     {
@@ -68,6 +72,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
   ];
 });
@@ -114,6 +119,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 
@@ -144,6 +150,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
     await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
     await expect(basic.verify(KEY, SECRET)).resolves.toBe(DENIED.invalid_credentials);
@@ -155,6 +162,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'dave',
       method: 'basic',
       key: LONG_KEY,
+      scopes: [],
     });
   });
 
@@ -209,6 +217,7 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
     expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
   });
@@ -241,13 +250,16 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'bob',
       method: 'basic',
       key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
+      scopes: [],
     });
   });
 
   it('runs bcrypt and the store lookup once for concurrent identical verifies', async () => {
     const { basic, store, hasher: counted } = setup();
     const results = await Promise.all(Array.from({ length: 5 }, () => basic.verify(KEY, SECRET)));
-    expect(results).toEqual(Array(5).fill({ subject: 'alice', method: 'basic', key: KEY }));
+    expect(results).toEqual(
+      Array(5).fill({ subject: 'alice', method: 'basic', key: KEY, scopes: [] }),
+    );
     expect([store.lookups(), counted.compares().length]).toEqual([1, 1]);
   });
 
@@ -268,6 +280,7 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'alice',
       method: 'basic',
       key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
+      scopes: [],
     });
   });
 
@@ -292,7 +305,7 @@ describe('createBasicAuthenticator: cache', () => {
     ]).toEqual([
       undefined,
       undefined,
-      { subject: 'bob', method: 'basic', key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB' },
+      { subject: 'bob', method: 'basic', key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB', scopes: [] },
     ]);
   });
 
@@ -331,7 +344,12 @@ describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
     evict(basic);
     release();
     // The request itself began before the revocation, so its answer stands.
-    await expect(checking).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    await expect(checking).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+      scopes: [],
+    });
     expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
   });
 
@@ -361,6 +379,7 @@ describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 });
@@ -380,7 +399,12 @@ describe('createBasicAuthenticator: failures', () => {
       expect([e.code, e.status, e.retryAfterSec]).toEqual(['overloaded', 503, 1]);
     });
     release();
-    await expect(running).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    await expect(running).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+      scopes: [],
+    });
     await expect(queued).resolves.toBe(DENIED.invalid_credentials);
   });
 
@@ -404,6 +428,7 @@ describe('createBasicAuthenticator: failures', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 });
@@ -422,6 +447,7 @@ describe('createBasicAuthenticator: expiry', () => {
           label: '',
           status: 'active',
           createdAt: '2030-01-01T00:00:00.000Z',
+          scopes: [],
           expiresAt: new Date(ENDS_AT).toISOString(),
         },
       ],

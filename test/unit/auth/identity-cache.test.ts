@@ -2,8 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { createIdentityCache } from '../../../src/auth/identity-cache.js';
 import type { Identity } from '../../../src/identity/identity.js';
 
-const basic = (key: string, subject: string): Identity => ({ subject, method: 'basic', key });
-const bearer = (subject: string): Identity => ({ subject, method: 'bearer', source: 'gw' });
+const basic = (key: string, subject: string): Identity => ({
+  subject,
+  method: 'basic',
+  key,
+  scopes: [],
+});
+const bearer = (subject: string): Identity => ({
+  subject,
+  method: 'bearer',
+  source: 'gw',
+  scopes: [],
+});
 
 describe('createIdentityCache', () => {
   it('evicts every entry of a key and nothing else', () => {

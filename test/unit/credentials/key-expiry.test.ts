@@ -132,6 +132,7 @@ describe('a pair view at a time', () => {
     label: '',
     status: 'active',
     createdAt: '2030-01-01T00:00:00.000Z',
+    scopes: [],
     expiresAt: '2030-06-01T12:00:00.000Z',
   };
 
