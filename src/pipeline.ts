@@ -5,6 +5,7 @@ import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createLoginThrottle } from './protection/login-throttle.js';
+import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
@@ -56,6 +57,17 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
   };
   const verifier = createSecretVerifier(hashing);
+  // Last use of each pair, written in batches (keys.lastUsedIntervalSec; 0: not kept).
+  const lastUse =
+    config.keys.lastUsedIntervalSec === 0
+      ? undefined
+      : createLastUseRecorder({
+          write: (uses) => store.recordLastUse(uses),
+          intervalMs: config.keys.lastUsedIntervalSec * 1000,
+          now,
+          onError: (err: unknown) =>
+            deps.logger.warn({ err }, 'last use of key pairs not recorded; retried next batch'),
+        });
   const basic = createBasicAuthenticator({
     store,
     ...hashing,
@@ -63,6 +75,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
     now,
+    ...(lastUse === undefined ? {} : { lastUse }),
   });
   const bearer = createBearerVerifier({
     sources: [
@@ -165,6 +178,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     basic,
     bearer,
     async close() {
+      // Once more, so that uses since the last batch are not lost on shutdown or reload.
+      await lastUse?.close();
       await Promise.all(helpers.map(closeServer));
       for (const forwarder of upstreams.values()) forwarder.close();
     },

@@ -1,6 +1,7 @@
 import { hash, randomInt } from 'node:crypto';
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
+import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
 import { DENIED, type AuthOutcome } from './denial.js';
@@ -20,6 +21,8 @@ export interface BasicAuthenticatorOptions {
   verifier?: SecretVerifier;
   /** Milliseconds since the epoch: decides expiry, and when cached pairs end. */
   now?: () => number;
+  /** Told of every successful check, cache hits included; absent: last use is not kept. */
+  lastUse?: LastUseRecorder;
 }
 
 export interface BasicAuthenticator {
@@ -55,6 +58,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     now,
   });
   const caching = options.cacheTtlSec > 0;
+  const { lastUse } = options;
   const singleFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
 
@@ -87,12 +91,17 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     };
     // The entry ends with the pair: min(cache TTL, expiry - now).
     if (caching && readAt === generation) cache.set(id, identity, endsAt);
+    options.lastUse?.touch(key);
     return identity;
   };
 
   return {
     cached(encoded) {
-      return caching ? cache.get(cacheKey(encoded)) : undefined;
+      if (!caching) return undefined;
+      const hit = cache.get(cacheKey(encoded));
+      // A Basic identity always has its key; the check keeps the types honest.
+      if (hit?.key !== undefined) lastUse?.touch(hit.key);
+      return hit;
     },
     verify(key, secret, encoded = Buffer.from(`${key}:${secret}`).toString('base64')) {
       if (

@@ -353,6 +353,11 @@ export const configSchema = z.strictObject({
       maxActivePerSubject: int(z.number().int().min(1).max(1000)).default(10),
       /** Scopes a caller needs for GET/POST /keys and DELETE /keys/{key} (403 forbidden). */
       requiredScopes: scopes,
+      /**
+       * last_used_at is written at most once per pair per this many seconds per instance, in
+       * batches (never a store write per request); 0 keeps no last use.
+       */
+      lastUsedIntervalSec: int(z.number().int().min(0).max(86_400)).default(60),
     })
     .prefault({}),
   /** Failed `POST /auth/token` attempts, per username and per client address. */

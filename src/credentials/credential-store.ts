@@ -16,6 +16,8 @@ export interface KeyRecord {
   readonly expiresAt?: string | undefined;
   /** What the pair may do (RFC 6749 §3.3 scope tokens); empty: no scope. */
   readonly scopes: readonly string[];
+  /** When a gateway last let the pair in (ISO 8601 UTC), written in batches; none: never. */
+  readonly lastUsedAt?: string | undefined;
 }
 
 export interface UserRecord {
@@ -79,6 +81,11 @@ export interface CredentialStore {
     at: string,
     options?: { keepLastActive?: boolean },
   ): Promise<KeyRecord | undefined>;
+  /**
+   * Records when pairs were last used (key id -> ISO 8601 UTC time), in one batch: never
+   * recreates a pair deleted meanwhile, and never moves a pair's time backwards.
+   */
+  recordLastUse(uses: ReadonlyMap<string, string>): Promise<void>;
   getUser(username: string): Promise<UserRecord | undefined>;
   /** Adds a user; false (and nothing written) when the username is taken. Atomic. */
   addUser(record: UserRecord): Promise<boolean>;

@@ -26,6 +26,7 @@ export function keyView(record: KeyRecord, nowMs: number): Record<string, unknow
     ...(record.revokedAt === undefined ? {} : { revoked_at: record.revokedAt }),
     expires_at: record.expiresAt ?? null,
     scopes: record.scopes,
+    last_used_at: record.lastUsedAt ?? null,
   };
 }
 

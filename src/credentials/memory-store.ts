@@ -52,6 +52,14 @@ export function createMemoryStore(
       announce({ kind: 'key', key });
       return Promise.resolve(revoked);
     },
+    recordLastUse(uses) {
+      for (const [key, at] of uses) {
+        const found = keys.get(key);
+        if (found !== undefined && (found.lastUsedAt === undefined || found.lastUsedAt < at))
+          keys.set(key, { ...found, lastUsedAt: at });
+      }
+      return Promise.resolve();
+    },
     getUser: (username) => Promise.resolve(users.get(username)),
     addUser(record) {
       if (users.has(record.username)) return Promise.resolve(false);

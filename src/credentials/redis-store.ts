@@ -20,7 +20,8 @@ import {
  *
  *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at,
  *                                    expires_at (optional, ISO 8601 UTC like created_at),
- *                                    scopes (optional, space-separated scope tokens)
+ *                                    scopes (optional, space-separated scope tokens),
+ *                                    last_used_at (written by the gateways, ISO 8601 UTC)
  *   <p>subject:<subject>:keys   SET  every key id of the subject
  *   <p>subject:<subject>:active SET  the active key ids of the subject
  *   <p>user:<username>          HASH password_hash, subject, created_at, scopes
@@ -78,6 +79,23 @@ end
 redis.call('SREM', KEYS[2], ARGV[2])
 redis.call('PUBLISH', KEYS[3], 'key:' .. ARGV[2])
 return 1`;
+
+/**
+ * One batch of last uses: KEYS the key hashes, ARGV their times. HSET only on a hash that
+ * exists (a pair deleted meanwhile stays deleted), and only forward in time (another
+ * instance may have written a later use); fixed-width ISO strings compare as text.
+ */
+const RECORD_LAST_USE = `
+for i, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then
+    local previous = redis.call('HGET', key, 'last_used_at')
+    if not previous or previous < ARGV[i] then redis.call('HSET', key, 'last_used_at', ARGV[i]) end
+  end
+end
+return 0`;
+
+/** Pairs per script run: each batch stays a short script, whatever the number of pairs. */
+const LAST_USE_BATCH = 500;
 
 const ADD_USER = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -185,6 +203,7 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
     revokedAt: fields.revoked_at,
     expiresAt: fields.expires_at,
     scopes: parseScopeList(fields.scopes),
+    lastUsedAt: fields.last_used_at,
   };
 }
 
@@ -284,6 +303,17 @@ export function createRedisStore(
       return found.status === 'revoked'
         ? found
         : { ...found, status: 'revoked' as const, revokedAt: at };
+    },
+    async recordLastUse(uses) {
+      const entries = [...uses];
+      for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {
+        const batch = entries.slice(i, i + LAST_USE_BATCH);
+        await scripts.run(
+          RECORD_LAST_USE,
+          batch.map(([key]) => k.key(key)),
+          batch.map(([, at]) => at),
+        );
+      }
     },
     getUser: (username) =>
       guarded(async () => {

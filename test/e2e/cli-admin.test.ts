@@ -242,6 +242,7 @@ describe('keys create | list | revoke', () => {
       created_at: expect.stringMatching(ISO) as unknown,
       expires_at: null,
       scopes: [],
+      last_used_at: null,
     });
     const stored = await store.getKey(created.key ?? '');
     expect(await bcrypt.compare(created.secret ?? '', stored?.secretHash ?? '')).toBe(true);
@@ -336,6 +337,7 @@ describe('keys create | list | revoke', () => {
         created_at: expect.stringMatching(ISO) as unknown,
         expires_at: null,
         scopes: [],
+        last_used_at: null,
       },
     ]);
     expect(json.stdout).not.toContain(created.secret);

@@ -44,7 +44,8 @@ beforeAll(async () => {
       signingKeyPem: signing.pem,
       config: {
         server: { maxBodyBytes: MAX_BODY_BYTES },
-        keys: { maxActivePerSubject: MAX_ACTIVE },
+        // Last use is not kept here: the views must not change under a timer (see last-use tests).
+        keys: { maxActivePerSubject: MAX_ACTIVE, lastUsedIntervalSec: 0 },
         logging: { level: 'info', requests: false },
       },
     }),
@@ -128,7 +129,16 @@ async function createdPair(owner: Pair, label?: string): Promise<Pair> {
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const VIEW_FIELDS = ['created_at', 'expires_at', 'id', 'key', 'label', 'scopes', 'status'];
+const VIEW_FIELDS = [
+  'created_at',
+  'expires_at',
+  'id',
+  'key',
+  'label',
+  'last_used_at',
+  'scopes',
+  'status',
+];
 
 describe('GET /keys', () => {
   it("lists the caller's pairs newest first, without a secret or any hash", async () => {
@@ -156,6 +166,7 @@ describe('GET /keys', () => {
         created_at: expect.stringMatching(ISO) as unknown,
         expires_at: null,
         scopes: [],
+        last_used_at: null,
       });
     }
     // Newest first: the seeded pair is the oldest; creation times never increase down the list.
@@ -182,6 +193,7 @@ describe('GET /keys', () => {
       revoked_at: expect.stringMatching(ISO) as unknown,
       expires_at: null,
       scopes: [],
+      last_used_at: null,
     });
     expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
   });
@@ -213,6 +225,7 @@ describe('POST /keys', () => {
           created_at: expect.stringMatching(ISO) as unknown,
           expires_at: null,
           scopes: [],
+          last_used_at: null,
         },
       ],
     });
@@ -467,6 +480,7 @@ describe('DELETE /keys/{key}', () => {
           revoked_at: expect.stringMatching(ISO) as unknown,
           expires_at: null,
           scopes: [],
+          last_used_at: null,
         },
       ],
     });

@@ -51,6 +51,7 @@ beforeAll(async () => {
             ],
           },
         },
+        keys: { lastUsedIntervalSec: 0 },
         logging: { level: 'info' },
       },
     }),
@@ -97,6 +98,7 @@ describe('a gateway on the memory store seeded from YAML', () => {
           created_at: expect.stringMatching(ISO) as unknown,
           expires_at: null,
           scopes: [],
+          last_used_at: null,
         },
       ],
     });

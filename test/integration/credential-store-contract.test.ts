@@ -165,6 +165,28 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(store.getUser('sam@example.com')).resolves.toEqual(user);
     });
 
+    it('records the last use of pairs in a batch, only forward in time, never for an unknown pair', async () => {
+      await store.createKey(keyRecord('ak_used1', 'alice'), 10);
+      await store.createKey(keyRecord('ak_used2', 'alice'), 10);
+      await store.recordLastUse(
+        new Map([
+          ['ak_used1', '2024-06-01T12:00:00.000Z'],
+          ['ak_used2', '2024-06-01T12:00:05.000Z'],
+          ['ak_never_made', '2024-06-01T12:00:00.000Z'],
+        ]),
+      );
+      await expect(store.getKey('ak_used1')).resolves.toMatchObject({
+        lastUsedAt: '2024-06-01T12:00:00.000Z',
+      });
+      // An older time (another instance's late batch) does not move it back.
+      await store.recordLastUse(new Map([['ak_used2', '2024-06-01T11:00:00.000Z']]));
+      await expect(store.getKey('ak_used2')).resolves.toMatchObject({
+        lastUsedAt: '2024-06-01T12:00:05.000Z',
+      });
+      await expect(store.getKey('ak_never_made')).resolves.toBeUndefined();
+      await expect(store.listKeys('alice')).resolves.toHaveLength(2);
+    });
+
     it('returns the expiry a pair was created with', async () => {
       const expiring = keyRecord('ak_expiring', 'alice', { expiresAt: FUTURE });
       await store.createKey(expiring, 10);
@@ -391,6 +413,22 @@ describe('the Redis credential store reading what another service wrote', () => 
     await expect(store.getUser('gus@example.com')).resolves.toMatchObject({
       scopes: ['accounts:read'],
     });
+  });
+
+  it('does not recreate the hash of a pair deleted before its last use is written', async () => {
+    await seedKey(url, prefix, {
+      key: 'ak_deleted',
+      secret: 'a-secret-0123456789',
+      subject: 'hal',
+    });
+    const redis = new Redis(url);
+    try {
+      await redis.del(redisKeys(prefix).key('ak_deleted'));
+      await store.recordLastUse(new Map([['ak_deleted', '2024-06-01T12:00:00.000Z']]));
+      expect(await redis.exists(redisKeys(prefix).key('ak_deleted'))).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('counts a pair written by another service against the active cap', async () => {

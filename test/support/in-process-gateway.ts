@@ -12,6 +12,8 @@ export interface GatewayOptions {
   cacheTtlSec?: number;
   /** Also the cost of the gateway's dummy hash for unknown keys. */
   bcryptCost?: number;
+  /** keys.lastUsedIntervalSec (default 60). */
+  lastUsedIntervalSec?: number;
 }
 
 export interface RunningGateway {
@@ -32,6 +34,9 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
       credentials: { bcryptCost: options.bcryptCost ?? TEST_BCRYPT_COST },
       auth: { basic: { cache: { ttlSec: options.cacheTtlSec ?? 60 } } },
       logging: { level: 'silent' },
+      ...(options.lastUsedIntervalSec === undefined
+        ? {}
+        : { keys: { lastUsedIntervalSec: options.lastUsedIntervalSec } }),
     },
   });
   const config = parseConfig(yaml, 'integration-test.yaml');

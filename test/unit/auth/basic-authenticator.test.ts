@@ -490,3 +490,18 @@ describe('createBasicAuthenticator: expiry', () => {
     await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toBe(DENIED.invalid_credentials);
   });
 });
+
+describe('createBasicAuthenticator: last use', () => {
+  it('notes every successful check, cache hits included, and no failure', async () => {
+    const touched: string[] = [];
+    const { basic } = setup({
+      lastUse: { touch: (key) => touched.push(key), flush: async () => {}, close: async () => {} },
+    });
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(encoded(KEY, SECRET))).toMatchObject({ key: KEY });
+    expect(basic.cached(encoded(KEY, SECRET))).toMatchObject({ key: KEY });
+    await basic.verify(KEY, `${SECRET}x`);
+    expect(basic.cached(encoded(KEY, `${SECRET}x`))).toBeUndefined();
+    expect(touched).toEqual([KEY, KEY, KEY]);
+  });
+});
