@@ -70,7 +70,7 @@ const RESTART_ONLY = [
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const store = deps.store ?? createCredentialStore(initial);
+  const store = deps.store ?? createCredentialStore(initial, now);
   const hasher = createSecretHasher(initial.credentials.bcryptCost);
   const bootstrap = await makeBootstrapPair(initial, store, hasher, now);
   const dummyHash = await hasher.hash(randomBase62(48));
@@ -237,14 +237,21 @@ async function makeSigner(
 }
 
 /** The store the configuration names: Redis, or the in-memory one seeded from YAML. */
-export function createCredentialStore(config: GatewayConfig): CredentialStore {
-  if (config.credentials.store === 'redis') return createRedisStore(config.credentials.redis);
+export function createCredentialStore(
+  config: GatewayConfig,
+  now: () => number = Date.now,
+): CredentialStore {
+  if (config.credentials.store === 'redis')
+    return createRedisStore(config.credentials.redis, undefined, now);
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
-  return createMemoryStore({
-    keys: seed.keys.map((k) => ({ ...k, status: 'active', createdAt: epoch })),
-    users: seed.users.map((u) => ({ ...u, createdAt: epoch })),
-  });
+  return createMemoryStore(
+    {
+      keys: seed.keys.map((k) => ({ ...k, status: 'active', createdAt: epoch })),
+      users: seed.users.map((u) => ({ ...u, createdAt: epoch })),
+    },
+    now,
+  );
 }
 
 async function makeBootstrapPair(
@@ -264,6 +271,7 @@ async function makeBootstrapPair(
     label: 'bootstrap',
     status: 'active',
     createdAt: new Date(now()).toISOString(),
+    scopes: config.credentials.bootstrap.scopes,
   };
   await store.createKey(record, Number.MAX_SAFE_INTEGER);
   return { key, secret, subject };

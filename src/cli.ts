@@ -6,6 +6,7 @@ import {
   changePasswordCommand,
   createKeyCommand,
   listKeysCommand,
+  parseScopesOption,
   removeUserCommand,
   revokeKeyCommand,
   withStore,
@@ -117,10 +118,23 @@ async function main(argv: string[]): Promise<number> {
           (c) =>
             withJson(c)
               .option('subject', { type: 'string', demandOption: true })
-              .option('label', { type: 'string', default: '' }),
+              .option('label', { type: 'string', default: '' })
+              .option('expires', {
+                type: 'string',
+                describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
+              })
+              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' }),
           (args) =>
             runAdmin(args, (config, store, out) =>
-              createKeyCommand(config, store, out, args.subject, args.label),
+              createKeyCommand(
+                config,
+                store,
+                out,
+                args.subject,
+                args.label,
+                args.expires,
+                parseScopesOption(args.scopes),
+              ),
             ),
         )
         .command(
@@ -146,11 +160,16 @@ async function main(argv: string[]): Promise<number> {
           (c) =>
             withJson(c)
               .positional('username', { type: 'string', demandOption: true })
-              .option('subject', { type: 'string', demandOption: true }),
+              .option('subject', { type: 'string', demandOption: true })
+              .option('scopes', {
+                type: 'string',
+                describe: 'scopes of the user’s tokens, comma-separated',
+              }),
           async (args) => {
+            const scopes = parseScopesOption(args.scopes);
             const password = await readPassword();
             await runAdmin(args, (config, store, out) =>
-              addUserCommand(config, store, out, args.username, args.subject, password),
+              addUserCommand(config, store, out, args.username, args.subject, password, scopes),
             );
           },
         )

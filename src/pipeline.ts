@@ -9,6 +9,7 @@ import type { LockoutEvents } from './protection/guard-attempt.js';
 import type { Lockout } from './protection/lockout.js';
 import { createMemoryLockout } from './protection/memory-lockout.js';
 import { createRedisLockout } from './protection/redis-lockout.js';
+import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
@@ -70,6 +71,17 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
   };
   const verifier = createSecretVerifier(hashing);
+  // Last use of each pair, written in batches (keys.lastUsedIntervalSec; 0: not kept).
+  const lastUse =
+    config.keys.lastUsedIntervalSec === 0
+      ? undefined
+      : createLastUseRecorder({
+          write: (uses) => store.recordLastUse(uses),
+          intervalMs: config.keys.lastUsedIntervalSec * 1000,
+          now,
+          onError: (err: unknown) =>
+            deps.logger.warn({ err }, 'last use of key pairs not recorded; retried next batch'),
+        });
   const basic = createBasicAuthenticator({
     store,
     ...hashing,
@@ -77,6 +89,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     lockout: { lockout, events },
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
+    now,
+    ...(lastUse === undefined ? {} : { lastUse }),
   });
   const bearer = createBearerVerifier({
     sources: [
@@ -121,6 +135,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       methods: new Set(route.methods),
       allow: route.methods,
       schemes: route.auth,
+      scopes: route.scopes,
       forwarder,
       pathPrefix: forwarder.upstream.basePath + route.upstreamPath,
       rateLimit: toRatePolicy(route.rateLimit),
@@ -139,6 +154,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     schemes: ['basic', 'bearer'],
     refuse: authenticator.refuse,
     maxActivePerSubject: config.keys.maxActivePerSubject,
+    requiredScopes: config.keys.requiredScopes,
     maxBodyBytes: config.server.maxBodyBytes,
     gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
     onRevoked: (key) => basic.evictKey(key),
@@ -189,6 +205,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     basic,
     bearer,
     async close() {
+      // Once more, so that uses since the last batch are not lost on shutdown or reload.
+      await lastUse?.close();
       await Promise.all(helpers.map(closeServer));
       for (const forwarder of upstreams.values()) forwarder.close();
     },

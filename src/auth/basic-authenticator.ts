@@ -1,6 +1,7 @@
 import { hash, randomInt } from 'node:crypto';
 import { createSingleFlight } from '../concurrency/single-flight.js';
-import type { CredentialStore } from '../credentials/credential-store.js';
+import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
+import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
@@ -22,6 +23,10 @@ export interface BasicAuthenticatorOptions {
   verifier?: SecretVerifier;
   /** Failed checks per address, per (key, address) and per key; none without it. */
   lockout?: { readonly lockout: Lockout; readonly events: LockoutEvents };
+  /** Milliseconds since the epoch: decides expiry, and when cached pairs end. */
+  now?: () => number;
+  /** Told of every successful check, cache hits included; absent: last use is not kept. */
+  lastUse?: LastUseRecorder;
 }
 
 /** The client address, computed only when a check needs it (never on a cache hit). */
@@ -60,11 +65,15 @@ export interface BasicAuthenticator {
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
   const cacheKey = createCacheKeyFunction();
+  const now = options.now ?? Date.now;
   const cache = createIdentityCache({
     maxEntries: options.cacheMaxEntries,
     ttlMs: options.cacheTtlSec * 1000,
+    // Read on every lookup: a cached pair must stop working at its expiry, not after.
+    now,
   });
   const caching = options.cacheTtlSec > 0;
+  const { lastUse } = options;
   const singleFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
 
@@ -81,18 +90,33 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     readAt: number,
   ): Promise<AuthOutcome> => {
     const record = await options.store.getKey(key);
-    const hash = record?.status === 'active' ? record.secretHash : undefined;
-    // An unknown or revoked key still pays one compare, so timing does not tell it apart.
+    const hash = record !== undefined && isUsable(record, now()) ? record.secretHash : undefined;
+    // An unknown, revoked or expired key still pays one compare against the dummy hash, so
+    // neither the answer nor its timing tells them apart.
     const matches = await verifier.verify(secret, hash);
     if (!matches || record === undefined) return DENIED.invalid_credentials;
-    const identity: Identity = { subject: record.subject, method: 'basic', key };
-    if (caching && readAt === generation) cache.set(id, identity);
+    // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
+    const endsAt = record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt);
+    if (endsAt !== undefined && !(endsAt > now())) return DENIED.invalid_credentials;
+    const identity: Identity = {
+      subject: record.subject,
+      method: 'basic',
+      key,
+      scopes: record.scopes,
+    };
+    // The entry ends with the pair: min(cache TTL, expiry - now).
+    if (caching && readAt === generation) cache.set(id, identity, endsAt);
+    options.lastUse?.touch(key);
     return identity;
   };
 
   return {
     cached(encoded) {
-      return caching ? cache.get(cacheKey(encoded)) : undefined;
+      if (!caching) return undefined;
+      const hit = cache.get(cacheKey(encoded));
+      // A Basic identity always has its key; the check keeps the types honest.
+      if (hit?.key !== undefined) lastUse?.touch(hit.key);
+      return hit;
     },
     verify(key, secret, encoded = Buffer.from(`${key}:${secret}`).toString('base64'), from) {
       const guard = options.lockout;

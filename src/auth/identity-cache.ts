@@ -18,7 +18,12 @@ export interface IdentityCacheOptions {
  */
 export interface IdentityCache {
   get(id: string): Identity | undefined;
-  set(id: string, identity: Identity, ttlMs?: number): void;
+  /**
+   * Caches `identity` for the cache's TTL, or less: never past `untilMs` (milliseconds since
+   * the epoch, by the cache's clock), when the credential itself ends then (a token's `exp`,
+   * a pair's expiry). Nothing is cached when that time has come.
+   */
+  set(id: string, identity: Identity, untilMs?: number): void;
   evictKey(key: string): void;
   evictSubject(subject: string): void;
   clear(): void;
@@ -63,6 +68,8 @@ class Index {
 }
 
 export function createIdentityCache(options: IdentityCacheOptions): IdentityCache {
+  const now = options.now ?? Date.now;
+  const ttlMs = Math.max(options.ttlMs, 1);
   const byKey = new Index();
   const bySubject = new Index();
   const sizing =
@@ -74,7 +81,7 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
         };
   const cache = new LRUCache<string, Identity>({
     max: options.maxEntries,
-    ttl: Math.max(options.ttlMs, 1),
+    ttl: ttlMs,
     ttlAutopurge: false,
     ...sizing,
     ...(options.now === undefined
@@ -92,8 +99,17 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
   };
   return {
     get: (id) => cache.get(id),
-    set(id, identity, ttlMs) {
-      cache.set(id, identity, ttlMs === undefined ? undefined : { ttl: ttlMs });
+    set(id, identity, untilMs) {
+      if (untilMs === undefined) cache.set(id, identity);
+      else {
+        // An entry never outlives its credential: min(cache TTL, what the credential has left).
+        // lru-cache keeps an entry while `elapsed <= ttl`, and the credential is over once
+        // `now >= untilMs`: the entry's last live millisecond is untilMs - 1. A TTL of 0
+        // would mean "forever", so a credential with one millisecond left is not cached.
+        const leftMs = untilMs - now() - 1;
+        if (leftMs <= 0) return;
+        cache.set(id, identity, { ttl: Math.min(ttlMs, leftMs) });
+      }
       // Filed only once it is in: set() disposes of an entry with this id first, and may
       // refuse one over maxSize.
       if (!cache.has(id)) return;

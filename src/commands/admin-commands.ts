@@ -3,9 +3,11 @@ import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
-import { isValidLabel, keyView } from '../credentials/key-view.js';
+import { parseExpiresOption } from '../credentials/key-expiry.js';
+import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { SUBJECT, USERNAME } from '../identity/identity-formats.js';
+import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
+import { MAX_SCOPES } from '../identity/scopes.js';
 import { CliError, EXIT } from './cli-error.js';
 
 /** Where a command writes what it has to say: a human line, or the JSON form with --json. */
@@ -60,6 +62,23 @@ function checkSubject(subject: string): void {
     throw new CliError(`--subject must be ${SUBJECT.rule}`, EXIT.usage);
 }
 
+/** `--scopes a,b`: comma-separated scope tokens (RFC 6749 §3.3), each once. */
+export function parseScopesOption(text: string | undefined): readonly string[] {
+  if (text === undefined || text === '') return [];
+  const scopes = text.split(',');
+  if (
+    scopes.length > MAX_SCOPES ||
+    new Set(scopes).size !== scopes.length ||
+    !scopes.every((scope) => SCOPE.pattern.test(scope))
+  ) {
+    throw new CliError(
+      `--scopes must be at most ${MAX_SCOPES} different comma-separated scopes, each ${SCOPE.rule}`,
+      EXIT.usage,
+    );
+  }
+  return scopes;
+}
+
 function checkUsername(username: string): void {
   if (!USERNAME.pattern.test(username))
     throw new CliError(`USERNAME must be ${USERNAME.rule}`, EXIT.usage);
@@ -71,6 +90,8 @@ export async function createKeyCommand(
   output: Output,
   subject: string,
   label: string,
+  expires?: string,
+  scopes: readonly string[] = [],
 ): Promise<void> {
   checkSubject(subject);
   if (!isValidLabel(label))
@@ -78,6 +99,10 @@ export async function createKeyCommand(
       '--label must be at most 200 characters, without control characters',
       EXIT.usage,
     );
+  const nowMs = Date.now();
+  const expiry = expires === undefined ? undefined : parseExpiresOption(expires, nowMs);
+  if (expiry?.ok === false) throw new CliError(expiry.message, EXIT.usage);
+  const expiresAt = expiry?.expiresAt;
   const { key, secret } = generateKeyPair();
   const record: KeyRecord = {
     key,
@@ -85,7 +110,9 @@ export async function createKeyCommand(
     secretHash: await createSecretHasher(config.credentials.bcryptCost).hash(secret),
     label,
     status: 'active',
-    createdAt: new Date().toISOString(),
+    createdAt: new Date(nowMs).toISOString(),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+    scopes,
   };
   if (!(await store.createKey(record, config.keys.maxActivePerSubject))) {
     throw new CliError(
@@ -95,8 +122,8 @@ export async function createKeyCommand(
   }
   print(
     output,
-    { ...keyView(record), subject, secret },
-    `key:    ${key}\nsecret: ${secret}\n(the secret is shown this once)`,
+    { ...keyView(record, nowMs), subject, secret },
+    `key:    ${key}\nsecret: ${secret}\n${expiresAt === undefined ? '' : `expires: ${expiresAt}\n`}(the secret is shown this once)`,
   );
 }
 
@@ -107,10 +134,13 @@ export async function listKeysCommand(
 ): Promise<void> {
   checkSubject(subject);
   const records = await store.listKeys(subject);
-  const lines = records.map((r) => `${r.key}  ${r.status.padEnd(7)}  ${r.createdAt}  ${r.label}`);
+  const nowMs = Date.now();
+  const lines = records.map(
+    (r) => `${r.key}  ${viewStatus(r, nowMs).padEnd(7)}  ${r.createdAt}  ${r.label}`,
+  );
   print(
     output,
-    records.map(keyView),
+    records.map((r) => keyView(r, nowMs)),
     lines.length === 0 ? `no pairs for ${subject}` : lines.join('\n'),
   );
 }
@@ -122,7 +152,7 @@ export async function revokeKeyCommand(
 ): Promise<void> {
   const revoked = await store.revokeKey(key, new Date().toISOString());
   if (revoked === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
-  print(output, keyView(revoked), `revoked ${key}`);
+  print(output, keyView(revoked, Date.now()), `revoked ${key}`);
 }
 
 export async function addUserCommand(
@@ -132,14 +162,25 @@ export async function addUserCommand(
   username: string,
   subject: string,
   password: string,
+  scopes: readonly string[] = [],
 ): Promise<void> {
   checkUsername(username);
   checkSubject(subject);
   const passwordHash = await createSecretHasher(config.credentials.bcryptCost).hash(password);
-  const record = { username, subject, passwordHash, createdAt: new Date().toISOString() };
+  const record = {
+    username,
+    subject,
+    passwordHash,
+    createdAt: new Date().toISOString(),
+    scopes,
+  };
   if (!(await store.addUser(record)))
     throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
-  print(output, { username, subject }, `added ${username} (subject ${subject})`);
+  print(
+    output,
+    { username, subject, scopes },
+    `added ${username} (subject ${subject}${scopes.length === 0 ? '' : `, scopes ${scopes.join(' ')}`})`,
+  );
 }
 
 export async function changePasswordCommand(

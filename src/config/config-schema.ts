@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   BCRYPT_HASH,
   KEY_ID,
+  SCOPE,
   SUBJECT,
   USERNAME,
   type Format,
@@ -30,6 +31,12 @@ const formatted = (format: Format) => z.string().regex(format.pattern, `must be 
 const subject = formatted(SUBJECT);
 const bcryptHash = formatted(BCRYPT_HASH);
 const keyId = formatted(KEY_ID);
+/** Scope tokens (RFC 6749 §3.3), each once; `[]` requires or grants none. */
+const scopes = z
+  .array(formatted(SCOPE))
+  .max(64)
+  .refine((list) => new Set(list).size === list.length, 'must not repeat a scope')
+  .default([]);
 
 /**
  * A configured path: origin-form characters only (no `?`, `#`, backslash, space or control
@@ -104,6 +111,8 @@ export const routeSchema = z.strictObject({
     .default(['basic', 'bearer']),
   /** Counted per credential on this route, beside `rateLimits.credential`. */
   rateLimit: ratePolicySchema.optional(),
+  /** Every one of these scopes is required of an authenticated caller (403 forbidden). */
+  scopes,
 });
 
 const cacheSchema = z.strictObject({
@@ -208,12 +217,14 @@ const seedKeySchema = z.strictObject({
   secretHash: bcryptHash,
   subject,
   label: z.string().max(200).default(''),
+  scopes,
 });
 
 const seedUserSchema = z.strictObject({
   username: formatted(USERNAME),
   passwordHash: bcryptHash,
   subject,
+  scopes,
 });
 
 const accountSchema = z.looseObject({ id: int(z.number().int()) });
@@ -314,6 +325,7 @@ export const configSchema = z.strictObject({
         upstream: 'accounts',
         upstreamPath: '/accounts',
         auth: ['basic', 'bearer'],
+        scopes: [],
       },
     ]),
   forwarding: z
@@ -363,7 +375,7 @@ export const configSchema = z.strictObject({
         .prefault({}),
       /** Memory store only: make one pair at start and print it once (the zero-setup demo). */
       bootstrap: z
-        .strictObject({ enabled: bool().default(false), subject: subject.default('demo') })
+        .strictObject({ enabled: bool().default(false), subject: subject.default('demo'), scopes })
         .prefault({}),
     })
     .prefault({}),
@@ -388,6 +400,13 @@ export const configSchema = z.strictObject({
   keys: z
     .strictObject({
       maxActivePerSubject: int(z.number().int().min(1).max(1000)).default(10),
+      /** Scopes a caller needs for GET/POST /keys and DELETE /keys/{key} (403 forbidden). */
+      requiredScopes: scopes,
+      /**
+       * last_used_at is written at most once per pair per this many seconds per instance, in
+       * batches (never a store write per request); 0 keeps no last use.
+       */
+      lastUsedIntervalSec: int(z.number().int().min(0).max(86_400)).default(60),
     })
     .prefault({}),
   /**

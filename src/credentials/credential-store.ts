@@ -9,6 +9,15 @@ export interface KeyRecord {
   readonly status: KeyStatus;
   readonly createdAt: string;
   readonly revokedAt?: string | undefined;
+  /**
+   * When the pair stops working (ISO 8601 UTC, as `toISOString()` writes it); none: never.
+   * From that instant it answers exactly like a revoked pair, and no longer counts as active.
+   */
+  readonly expiresAt?: string | undefined;
+  /** What the pair may do (RFC 6749 §3.3 scope tokens); empty: no scope. */
+  readonly scopes: readonly string[];
+  /** When a gateway last let the pair in (ISO 8601 UTC), written in batches; none: never. */
+  readonly lastUsedAt?: string | undefined;
 }
 
 export interface UserRecord {
@@ -16,6 +25,8 @@ export interface UserRecord {
   readonly subject: string;
   readonly passwordHash: string;
   readonly createdAt: string;
+  /** What the user's tokens may do: issued in their `scope` claim. */
+  readonly scopes: readonly string[];
 }
 
 /** What a revocation event names: one pair, or every credential of a subject. */
@@ -50,23 +61,31 @@ export interface CredentialStore {
   getKey(key: string): Promise<KeyRecord | undefined>;
   /** Newest first (see newestFirst), as the listing envelope's `order: "desc"` says. */
   listKeys(subject: string): Promise<KeyRecord[]>;
-  /** Adds a pair unless the subject already has `maxActive` active pairs; false when capped. */
+  /**
+   * Adds a pair unless the subject already has `maxActive` usable (active, unexpired) pairs;
+   * false when capped. Expired pairs leave the active set here, atomically with the check.
+   */
   createKey(record: KeyRecord, maxActive: number): Promise<boolean>;
   /**
-   * How many active pairs the subject has: a cheap look before paying for bcrypt. The cap
+   * How many usable (active, unexpired) pairs the subject has: a cheap look before paying for bcrypt. The cap
    * itself is enforced by createKey, atomically.
    */
   countActiveKeys(subject: string): Promise<number>;
   /**
    * Marks a pair revoked and announces it to every gateway; undefined when unknown. With
-   * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last active
-   * pair, checked atomically with the revocation.
+   * `keepLastActive`, refuses (GatewayError `conflict`) to revoke a subject's last usable
+   * pair (expired ones do not count), checked atomically with the revocation.
    */
   revokeKey(
     key: string,
     at: string,
     options?: { keepLastActive?: boolean },
   ): Promise<KeyRecord | undefined>;
+  /**
+   * Records when pairs were last used (key id -> ISO 8601 UTC time), in one batch: never
+   * recreates a pair deleted meanwhile, and never moves a pair's time backwards.
+   */
+  recordLastUse(uses: ReadonlyMap<string, string>): Promise<void>;
   getUser(username: string): Promise<UserRecord | undefined>;
   /** Adds a user; false (and nothing written) when the username is taken. Atomic. */
   addUser(record: UserRecord): Promise<boolean>;
@@ -88,6 +107,21 @@ export interface CredentialStore {
   /** Present when the store is shared by instances (Redis); absent for the in-process store. */
   readonly scripts?: ScriptRunner;
   close(): Promise<void>;
+}
+
+/**
+ * True once `nowMs` has reached the pair's expiry. An expiry that does not parse counts as
+ * past: a pair whose end cannot be read must not work forever.
+ */
+export function isExpired(record: KeyRecord, nowMs: number): boolean {
+  if (record.expiresAt === undefined) return false;
+  const endsAt = Date.parse(record.expiresAt);
+  return Number.isNaN(endsAt) || endsAt <= nowMs;
+}
+
+/** A pair that authenticates at `nowMs`: active and not expired. */
+export function isUsable(record: KeyRecord, nowMs: number): boolean {
+  return record.status === 'active' && !isExpired(record, nowMs);
 }
 
 /** Orders pairs newest first; ties (same timestamp) by key id, so the order is stable. */

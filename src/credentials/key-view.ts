@@ -1,17 +1,32 @@
 import { hasControlCharacter } from '../identity/identity-formats.js';
-import type { KeyRecord } from './credential-store.js';
+import { isExpired, type KeyRecord } from './credential-store.js';
 
 const MAX_LABEL_CHARS = 200;
 
-/** What a client may see of a pair: never the secret, never its hash. */
-export function keyView(record: KeyRecord): Record<string, unknown> {
+/**
+ * What a pair's holder sees of its state at `nowMs`: `revoked` wins (an act, for good), then
+ * `expired` once its time has come, else `active`. Stores keep only active/revoked: expiry
+ * needs no write at the instant it happens.
+ */
+export type KeyViewStatus = 'active' | 'revoked' | 'expired';
+
+export function viewStatus(record: KeyRecord, nowMs: number): KeyViewStatus {
+  if (record.status === 'revoked') return 'revoked';
+  return isExpired(record, nowMs) ? 'expired' : 'active';
+}
+
+/** What a client may see of a pair at `nowMs`: never the secret, never its hash. */
+export function keyView(record: KeyRecord, nowMs: number): Record<string, unknown> {
   return {
     id: record.key,
     key: record.key,
     label: record.label,
-    status: record.status,
+    status: viewStatus(record, nowMs),
     created_at: record.createdAt,
     ...(record.revokedAt === undefined ? {} : { revoked_at: record.revokedAt }),
+    expires_at: record.expiresAt ?? null,
+    scopes: record.scopes,
+    last_used_at: record.lastUsedAt ?? null,
   };
 }
 

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import {
+  isUsable,
   newestFirst,
   type CredentialStore,
   type KeyRecord,
@@ -13,12 +14,14 @@ import {
  */
 export function createMemoryStore(
   seed: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] } = {},
+  /** Milliseconds since the epoch: what decides whether a pair has expired. */
+  now: () => number = Date.now,
 ): CredentialStore {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
   const listeners: ((revocation: Revocation) => void)[] = [];
   const activeCount = (subject: string): number =>
-    [...keys.values()].filter((k) => k.subject === subject && k.status === 'active').length;
+    [...keys.values()].filter((k) => k.subject === subject && isUsable(k, now())).length;
   const announce = (revocation: Revocation): void => {
     for (const listener of listeners) listener(revocation);
   };
@@ -37,7 +40,7 @@ export function createMemoryStore(
       const found = keys.get(key);
       if (found === undefined) return Promise.resolve(undefined);
       if (
-        found.status === 'active' &&
+        isUsable(found, now()) &&
         options.keepLastActive === true &&
         activeCount(found.subject) <= 1
       ) {
@@ -48,6 +51,14 @@ export function createMemoryStore(
       keys.set(key, revoked);
       announce({ kind: 'key', key });
       return Promise.resolve(revoked);
+    },
+    recordLastUse(uses) {
+      for (const [key, at] of uses) {
+        const found = keys.get(key);
+        if (found !== undefined && (found.lastUsedAt === undefined || found.lastUsedAt < at))
+          keys.set(key, { ...found, lastUsedAt: at });
+      }
+      return Promise.resolve();
     },
     getUser: (username) => Promise.resolve(users.get(username)),
     addUser(record) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
+import { parseScopeList } from '../identity/scopes.js';
 import type { RedisConfig } from '../config/config-schema.js';
 import {
   newestFirst,
@@ -18,11 +19,14 @@ import {
  * them live in one slot and the multi-key scripts below stay atomic on Redis Cluster.
  *
  *   <p>key:<key>                HASH secret_hash, subject, label, status, created_at, revoked_at,
- *                                    rate_limit (read by the rate limiter's script)
+ *                                    expires_at (optional, ISO 8601 UTC like created_at),
+ *                                    scopes (optional, space-separated scope tokens),
+ *                                    last_used_at (written by the gateways, ISO 8601 UTC),
+ *                                    rate_limit (optional, read by the rate limiter's script)
  *   <p>subject:<subject>        HASH rate_limit (read by the rate limiter's script)
  *   <p>subject:<subject>:keys   SET  every key id of the subject
  *   <p>subject:<subject>:active SET  the active key ids of the subject
- *   <p>user:<username>          HASH password_hash, subject, created_at
+ *   <p>user:<username>          HASH password_hash, subject, created_at, scopes
  *   <p>revocations              pub/sub channel: "key:<key>" or "subject:<subject>"
  */
 export function redisKeys(prefix: string) {
@@ -37,18 +41,42 @@ export function redisKeys(prefix: string) {
   };
 }
 
-const CREATE_KEY = `
+/**
+ * Takes the expired members out of an active set (ARGV: the key hash prefix, then now as an
+ * ISO 8601 UTC string: the same fixed-width format compares correctly as text) and returns
+ * how many are left. The hashes share the set's hash tag, so Cluster keeps them in its slot.
+ */
+const PRUNE_EXPIRED = `
+local function usable(set, keyPrefix, now)
+  local left = 0
+  for _, id in ipairs(redis.call('SMEMBERS', set)) do
+    local expires = redis.call('HGET', keyPrefix .. id, 'expires_at')
+    if expires and expires <= now then redis.call('SREM', set, id) else left = left + 1 end
+  end
+  return left
+end`;
+
+const CREATE_KEY = `${PRUNE_EXPIRED}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[1]) then return -1 end
+if usable(KEYS[3], ARGV[7], ARGV[8]) >= tonumber(ARGV[1]) then return -1 end
 redis.call('HSET', KEYS[1], 'secret_hash', ARGV[2], 'subject', ARGV[3], 'label', ARGV[4], 'status', 'active', 'created_at', ARGV[5])
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'expires_at', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'scopes', ARGV[10]) end
 redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[6])
 return 1`;
 
-const REVOKE_KEY = `
+const COUNT_USABLE = `${PRUNE_EXPIRED}
+return usable(KEYS[1], ARGV[1], ARGV[2])`;
+
+const REVOKE_KEY = `${PRUNE_EXPIRED}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local active = redis.call('HGET', KEYS[1], 'status') ~= 'revoked'
-if active and ARGV[3] == '1' and redis.call('SCARD', KEYS[2]) <= 1 then return -1 end
+if active and ARGV[3] == '1' then
+  local expires = redis.call('HGET', KEYS[1], 'expires_at')
+  local expired = expires and expires <= ARGV[5]
+  if not expired and usable(KEYS[2], ARGV[4], ARGV[5]) <= 1 then return -1 end
+end
 if active then
   redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
 end
@@ -56,9 +84,27 @@ redis.call('SREM', KEYS[2], ARGV[2])
 redis.call('PUBLISH', KEYS[3], 'key:' .. ARGV[2])
 return 1`;
 
+/**
+ * One batch of last uses: KEYS the key hashes, ARGV their times. HSET only on a hash that
+ * exists (a pair deleted meanwhile stays deleted), and only forward in time (another
+ * instance may have written a later use); fixed-width ISO strings compare as text.
+ */
+const RECORD_LAST_USE = `
+for i, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then
+    local previous = redis.call('HGET', key, 'last_used_at')
+    if not previous or previous < ARGV[i] then redis.call('HSET', key, 'last_used_at', ARGV[i]) end
+  end
+end
+return 0`;
+
+/** Pairs per script run: each batch stays a short script, whatever the number of pairs. */
+const LAST_USE_BATCH = 500;
+
 const ADD_USER = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'password_hash', ARGV[1], 'subject', ARGV[2], 'created_at', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'scopes', ARGV[4]) end
 return 1`;
 
 const SET_USER_PASSWORD = `
@@ -159,13 +205,19 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
     status: (status === 'active' ? 'active' : 'revoked') satisfies KeyStatus,
     createdAt: fields.created_at ?? '',
     revokedAt: fields.revoked_at,
+    expiresAt: fields.expires_at,
+    scopes: parseScopeList(fields.scopes),
+    lastUsedAt: fields.last_used_at,
   };
 }
 
 export function createRedisStore(
   config: RedisConfig,
   client: Client = createRedisClient(config),
+  /** Milliseconds since the epoch: what decides whether a pair has expired. */
+  now: () => number = Date.now,
 ): CredentialStore {
+  const nowIso = (): string => new Date(now()).toISOString();
   const k = redisKeys(config.keyPrefix);
   const guarded = createGuard(client, config.commandTimeoutMs);
   let subscriber: Client | undefined;
@@ -223,10 +275,17 @@ export function createRedisStore(
           record.label,
           record.createdAt,
           record.key,
+          k.key(''),
+          nowIso(),
+          record.expiresAt ?? '',
+          record.scopes.join(' '),
         );
         return created === 1;
       }),
-    countActiveKeys: (subject) => guarded(() => client.scard(k.subjectActive(subject))),
+    countActiveKeys: (subject) =>
+      guarded(async () =>
+        Number(await client.eval(COUNT_USABLE, 1, k.subjectActive(subject), k.key(''), nowIso())),
+      ),
     revokeKey: async (key, at, options = {}) => {
       const found = await getKey(key);
       if (found === undefined) return undefined;
@@ -240,12 +299,25 @@ export function createRedisStore(
           at,
           key,
           options.keepLastActive === true ? '1' : '0',
+          k.key(''),
+          nowIso(),
         ),
       );
       if (outcome === -1) throw new GatewayError('conflict');
       return found.status === 'revoked'
         ? found
         : { ...found, status: 'revoked' as const, revokedAt: at };
+    },
+    async recordLastUse(uses) {
+      const entries = [...uses];
+      for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {
+        const batch = entries.slice(i, i + LAST_USE_BATCH);
+        await scripts.run(
+          RECORD_LAST_USE,
+          batch.map(([key]) => k.key(key)),
+          batch.map(([, at]) => at),
+        );
+      }
     },
     getUser: (username) =>
       guarded(async () => {
@@ -257,6 +329,7 @@ export function createRedisStore(
           subject,
           passwordHash,
           createdAt: fields.created_at ?? '',
+          scopes: parseScopeList(fields.scopes),
         } satisfies UserRecord;
       }),
     addUser: (record) =>
@@ -269,6 +342,7 @@ export function createRedisStore(
             record.passwordHash,
             record.subject,
             record.createdAt,
+            record.scopes.join(' '),
           )) === 1,
       ),
     setUserPassword: (username, passwordHash) =>

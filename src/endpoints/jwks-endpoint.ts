@@ -15,6 +15,7 @@ export function createJwksEndpoint(jwks: JSONWebKeySet): EndpointRoute {
     methods: new Set(['GET', 'HEAD']),
     allow: ['GET', 'HEAD'],
     schemes: null,
+    scopes: [],
     handle: ({ res, requestId }) => {
       writeJson(res, 200, body, requestId, { 'cache-control': 'public, max-age=300' });
       return Promise.resolve();

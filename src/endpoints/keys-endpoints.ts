@@ -5,8 +5,15 @@ import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import { parseExpiryRequest } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView } from '../credentials/key-view.js';
-import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
+import {
+  GatewayError,
+  KEY_NOT_FOUND_MESSAGE,
+  SCOPE_ESCALATION_MESSAGE,
+  SCOPES_MESSAGE,
+} from '../errors/gateway-error.js';
+import { hasScopes, MAX_SCOPES, uniqueScopes } from '../identity/scopes.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
@@ -18,6 +25,8 @@ export interface KeysEndpointsOptions {
   /** Turns a denial into the route's 401, with its challenges. */
   refuse: Refuse;
   maxActivePerSubject: number;
+  /** Scopes every caller of these endpoints needs (keys.requiredScopes). */
+  requiredScopes: readonly string[];
   maxBodyBytes: number;
   /** Called once a pair is revoked, to drop it from this gateway's cache without delay. */
   onRevoked: (key: string) => void;
@@ -43,8 +52,11 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
     if (identity.source === options.gatewayTokenSource && identity.username !== undefined) {
       const user = await store.getUser(identity.username);
       // The refused credential is the token: only the Bearer challenge speaks of it.
-      if (user?.subject !== identity.subject)
+      if (user?.subject !== identity.subject || user === undefined)
         throw options.refuse(DENIED.invalid_token, ['bearer']);
+      // A token's scopes are the user's when it was issued; scopes taken from the user since
+      // must not still be handed on to new pairs.
+      return { ...identity, scopes: identity.scopes.filter((s) => user.scopes.includes(s)) };
     }
     return identity;
   };
@@ -52,12 +64,22 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   const list = async ({ res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
     const records = await store.listKeys(caller.subject);
-    writeJson(res, 200, listEnvelope(records.map(keyView)), requestId);
+    const nowMs = options.now();
+    writeJson(res, 200, listEnvelope(records.map((r) => keyView(r, nowMs))), requestId);
   };
 
   const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
-    const label = parseLabel(await readJsonBody(req, res, options.maxBodyBytes));
+    const nowMs = options.now();
+    const { label, expiresAt, scopes } = parseCreateBody(
+      await readJsonBody(req, res, options.maxBodyBytes),
+      nowMs,
+    );
+    // No privilege escalation: a pair may carry only scopes its creator holds; without
+    // `scopes` it gets all of them.
+    const granted = scopes ?? caller.scopes;
+    if (!hasScopes(caller.scopes, granted))
+      throw new GatewayError('forbidden', { message: SCOPE_ESCALATION_MESSAGE });
     // Look before paying for bcrypt, on the pool every Basic check shares: a subject at its
     // cap must not be able to keep it busy. createKey still decides, atomically.
     if ((await store.countActiveKeys(caller.subject)) >= options.maxActivePerSubject)
@@ -69,11 +91,13 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       secretHash: await options.verifier.hash(secret),
       label,
       status: 'active',
-      createdAt: new Date(options.now()).toISOString(),
+      createdAt: new Date(nowMs).toISOString(),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+      scopes: granted,
     };
     if (!(await store.createKey(record, options.maxActivePerSubject)))
       throw new GatewayError('limit_exceeded');
-    writeJson(res, 201, listEnvelope([{ ...keyView(record), secret }], 201), requestId, {
+    writeJson(res, 201, listEnvelope([{ ...keyView(record, nowMs), secret }], 201), requestId, {
       pragma: 'no-cache',
     });
   };
@@ -99,7 +123,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
     // Evict here at once; the store's announcement reaches the other gateways.
     options.onRevoked(record.key);
-    writeJson(res, 200, listEnvelope([keyView(revoked)]), requestId);
+    writeJson(res, 200, listEnvelope([keyView(revoked, options.now())]), requestId);
   };
 
   return {
@@ -109,6 +133,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       methods: new Set(['GET', 'HEAD', 'POST']),
       allow: ['GET', 'HEAD', 'POST'],
       schemes: options.schemes,
+      scopes: options.requiredScopes,
       handle: (context) => (context.req.method === 'POST' ? create(context) : list(context)),
     },
     item: {
@@ -117,17 +142,46 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       methods: new Set(['DELETE']),
       allow: ['DELETE'],
       schemes: options.schemes,
+      scopes: options.requiredScopes,
       handle: revoke,
     },
   };
 }
 
-function parseLabel(body: unknown): string {
-  if (body === undefined) return '';
+interface CreateRequest {
+  readonly label: string;
+  readonly expiresAt: string | undefined;
+  /** Undefined: the caller's own. */
+  readonly scopes: readonly string[] | undefined;
+}
+
+/** `POST /keys` body: `{label?, expires_in? | expires_at?, scopes?}`; absent: all defaults. */
+function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
+  if (body === undefined) return { label: '', expiresAt: undefined, scopes: undefined };
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw new GatewayError('bad_request');
-  const { label } = body as { label?: unknown };
-  if (label === undefined) return '';
+  const fields = body as {
+    label?: unknown;
+    expires_in?: unknown;
+    expires_at?: unknown;
+    scopes?: unknown;
+  };
+  const label = fields.label === undefined ? '' : fields.label;
   if (typeof label !== 'string' || !isValidLabel(label)) throw new GatewayError('bad_request');
-  return label;
+  const expiry = parseExpiryRequest(fields.expires_in, fields.expires_at, nowMs);
+  if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
+  return { label, expiresAt: expiry.expiresAt, scopes: parseScopes(fields.scopes) };
+}
+
+/** `scopes`: an array of different scope tokens (RFC 6749 §3.3), at most MAX_SCOPES. */
+function parseScopes(value: unknown): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (
+    !Array.isArray(value) ||
+    value.length > MAX_SCOPES ||
+    uniqueScopes(value).length !== value.length
+  ) {
+    throw new GatewayError('bad_request', { message: SCOPES_MESSAGE });
+  }
+  return value as string[];
 }

@@ -66,7 +66,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       // what this endpoint issues; a Basic one would make browsers prompt for a password.
       throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
-    const token = await options.signer.issue(user.subject, user.username);
+    const token = await options.signer.issue(user.subject, user.username, user.scopes);
     const body = listEnvelope([
       {
         access_token: token.accessToken,
@@ -83,6 +83,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     methods: new Set(['POST']),
     allow: ['POST'],
     schemes: null,
+    scopes: [],
     handle,
   };
 }

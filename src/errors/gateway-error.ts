@@ -26,6 +26,26 @@ export interface GatewayErrorOptions {
  */
 export const KEY_NOT_FOUND_MESSAGE = 'No key pair with this id belongs to the caller.';
 
+/** `POST /keys` 403 forbidden: the body asked for a scope the caller does not hold. */
+export const SCOPE_ESCALATION_MESSAGE = 'A new key pair can only carry scopes the caller holds.';
+
+/** `POST /keys` 400 bad_request: `scopes` is not a list of different scope tokens. */
+export const SCOPES_MESSAGE =
+  'scopes must be an array of at most 64 different scope tokens (RFC 6749 §3.3).';
+
+/**
+ * A refused expiry of a new pair (`POST /keys` 400 bad_request; `keys create --expires`).
+ * Ten years is credentials/key-expiry's MAX_KEY_LIFETIME_SEC (a unit test keeps them equal).
+ */
+export const EXPIRY_MESSAGES = {
+  both: 'Give expires_in or expires_at, not both.',
+  expiresIn: 'expires_in must be a whole number of seconds from 1 to 315360000 (ten years).',
+  expiresAt:
+    'expires_at must be an RFC 3339 date-time with an offset (e.g. 2030-01-31T12:00:00Z), in the future and at most ten years ahead.',
+  option:
+    '--expires must be a duration (90d, 12h, 30m, 3600s) or an RFC 3339 date-time with an offset, in the future and at most ten years ahead.',
+} as const;
+
 /**
  * The one error family of the gateway. Foreign errors (jose, ioredis, sockets) are turned
  * into a GatewayError where they enter, keeping the original as `cause` for the logs.

@@ -3,6 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
 import { isDenial, type AuthOutcome } from '../auth/denial.js';
 import type { Identity } from '../identity/identity.js';
+import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
@@ -123,6 +124,10 @@ class RequestContext implements Exchange {
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
     }
     this.identity = outcome;
+    // Authenticated, and now authorized: the route's scopes, all of them (RFC 6750 §3.1's
+    // insufficient_scope is a 403 too; the envelope says `forbidden`).
+    if (!hasScopes(outcome.scopes, route.scopes))
+      return this.onError(new GatewayError('forbidden'));
     if (this.limit(route, param, query)) return;
     this.dispatch(route, param, query);
   }

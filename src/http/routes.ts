@@ -9,6 +9,8 @@ interface RouteBase {
   readonly methods: ReadonlySet<string>;
   /** For the `Allow` header of a 405. */
   readonly allow: readonly string[];
+  /** Scopes an authenticated caller must hold, all of them (403 forbidden); [] for none. */
+  readonly scopes: readonly string[];
 }
 
 /** A configured route: authenticated, then forwarded by its upstream's engine. */

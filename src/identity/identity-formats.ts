@@ -39,3 +39,12 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function hasControlCharacter(text: string): boolean {
   return CONTROL.test(text);
 }
+
+/**
+ * One scope token, as RFC 6749 §3.3 defines it: `1*( %x21 / %x23-5B / %x5D-7E )`, printable
+ * ASCII but space, `"` and `\`. Bounded to 128 characters here so a stored list stays small.
+ */
+export const SCOPE: Format = {
+  pattern: /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/,
+  rule: '1-128 printable ASCII characters but space, " and \\ (RFC 6749 §3.3)',
+};

@@ -8,4 +8,9 @@ export interface Identity {
   readonly source?: string | undefined;
   /** Bearer, tokens the gateway issued: the web-app user the token was exchanged for. */
   readonly username?: string | undefined;
+  /**
+   * What the credential may do: a pair's or user's scopes (Basic; tokens the gateway issues
+   * carry the user's), or a token's `scope`/`scp` claim. Empty when it carries none.
+   */
+  readonly scopes: readonly string[];
 }

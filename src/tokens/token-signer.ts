@@ -24,7 +24,8 @@ export interface IssuedToken {
 }
 
 export interface TokenSigner {
-  issue(subject: string, username: string): Promise<IssuedToken>;
+  /** `scopes` go in the `scope` claim (RFC 9068 §2.2.3), left out when there are none. */
+  issue(subject: string, username: string, scopes?: readonly string[]): Promise<IssuedToken>;
   /** Public keys of the current and previous signing keys (RFC 7517 JWK Set). */
   readonly jwks: JSONWebKeySet;
   /** What the Bearer verifier needs to accept the tokens issued here, with no extra config. */
@@ -67,10 +68,14 @@ export async function createTokenSigner(
       audience: config.audience,
       key: createLocalJWKSet(jwks),
     },
-    async issue(subject, username) {
+    async issue(subject, username, scopes = []) {
       const issuedAt = Math.floor(now() / 1000);
       const expiresAt = issuedAt + config.lifetimeSec;
-      const accessToken = await new SignJWT({ preferred_username: username })
+      const claims = {
+        preferred_username: username,
+        ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
+      };
+      const accessToken = await new SignJWT(claims)
         .setProtectedHeader({ alg: config.algorithm, kid, typ: 'at+jwt' })
         .setIssuer(config.issuer)
         .setAudience(config.audience)

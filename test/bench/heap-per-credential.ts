@@ -29,6 +29,7 @@ const store = {
       label: '',
       status: 'active',
       createdAt: new Date().toISOString(),
+      scopes: [],
     });
   },
 } as Partial<CredentialStore> as CredentialStore;

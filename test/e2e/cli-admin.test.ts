@@ -1,4 +1,6 @@
 import bcrypt from 'bcrypt';
+import { decodeJwt } from 'jose';
+import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
@@ -11,7 +13,7 @@ import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
 import { uniquePrefix } from '../support/seed-redis.js';
-import { JSON_TYPE, send } from '../support/send.js';
+import { issueToken, JSON_TYPE, send } from '../support/send.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
 // The admin CLI (issue 3, part 3) end to end: the built `accounts-gateway keys|users`
@@ -160,13 +162,34 @@ describe('users add | passwd | remove', () => {
     expect(await store.getUser('erin')).toBeUndefined();
   });
 
+  it("adds a user with --scopes, which the user's tokens then carry", async () => {
+    const result = await cli(
+      ['users', 'add', 'gina', '--subject', 'subject-gina', '--scopes', 'accounts:read,keys'],
+      'gina-password-1\n',
+    );
+    expect(result).toEqual({
+      code: 0,
+      stdout: 'added gina (subject subject-gina, scopes accounts:read keys)\n',
+      stderr: '',
+    });
+    await expect(store.getUser('gina')).resolves.toMatchObject({
+      scopes: ['accounts:read', 'keys'],
+    });
+    const token = await issueToken(gateway.url, 'gina', 'gina-password-1');
+    expect(decodeJwt(token).scope).toBe('accounts:read keys');
+  });
+
   it('prints JSON with --json', async () => {
     const result = await cli(
       ['users', 'add', 'frank', '--subject', 'subject-frank', '--json'],
       'frank-password-1\n',
     );
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ username: 'frank', subject: 'subject-frank' });
+    expect(JSON.parse(result.stdout)).toEqual({
+      username: 'frank',
+      subject: 'subject-frank',
+      scopes: [],
+    });
   });
 });
 
@@ -217,9 +240,81 @@ describe('keys create | list | revoke', () => {
       status: 'active',
       subject: 'subject-keys-2',
       created_at: expect.stringMatching(ISO) as unknown,
+      expires_at: null,
+      scopes: [],
+      last_used_at: null,
     });
     const stored = await store.getKey(created.key ?? '');
     expect(await bcrypt.compare(created.secret ?? '', stored?.secretHash ?? '')).toBe(true);
+  });
+
+  it('makes a pair that expires with --expires, a duration or an RFC 3339 time', async () => {
+    const before = Date.now();
+    const inDays = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-exp',
+      '--expires',
+      '90d',
+      '--json',
+    ]);
+    expect(inDays.code).toBe(0);
+    const created = JSON.parse(inDays.stdout) as { key: string; expires_at: string };
+    const lifetimeMs = Date.parse(created.expires_at) - before;
+    expect(lifetimeMs).toBeGreaterThanOrEqual(90 * 86_400_000);
+    expect(lifetimeMs).toBeLessThan(90 * 86_400_000 + 60_000);
+    await expect(store.getKey(created.key)).resolves.toMatchObject({
+      expiresAt: created.expires_at,
+    });
+    const at = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-exp',
+      '--expires',
+      '2035-01-31T13:00:00+01:00',
+      '--json',
+    ]);
+    expect(JSON.parse(at.stdout)).toMatchObject({ expires_at: '2035-01-31T12:00:00.000Z' });
+  });
+
+  it('makes a pair with --scopes, and refuses scopes that are not scope tokens (exit 2)', async () => {
+    const made = await cli([
+      'keys',
+      'create',
+      '--subject',
+      'subject-keys-scoped',
+      '--scopes',
+      'accounts:read,keys',
+      '--json',
+    ]);
+    expect(made.code).toBe(0);
+    const created = JSON.parse(made.stdout) as { key: string; scopes: string[] };
+    expect(created.scopes).toEqual(['accounts:read', 'keys']);
+    await expect(store.getKey(created.key)).resolves.toMatchObject({
+      scopes: ['accounts:read', 'keys'],
+    });
+    for (const scopes of ['a b', 'a,a', 'a,'])
+      expect(
+        await cli(['keys', 'create', '--subject', 'subject-keys-scoped', '--scopes', scopes]),
+      ).toMatchObject({
+        code: 2,
+        stdout: '',
+      });
+  });
+
+  it('refuses an --expires it cannot read, or in the past, with exit 2 and no pair', async () => {
+    for (const expires of ['5w', '2001-01-01T00:00:00Z']) {
+      expect(
+        await cli(['keys', 'create', '--subject', 'subject-keys-badexp', '--expires', expires]),
+      ).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `accounts-gateway: ${EXPIRY_MESSAGES.option}\n`,
+      });
+    }
+    await expect(store.listKeys('subject-keys-badexp')).resolves.toEqual([]);
   });
 
   it('lists a subject’s pairs without their secrets, in human form and with --json', async () => {
@@ -240,6 +335,9 @@ describe('keys create | list | revoke', () => {
         label: 'listed',
         status: 'active',
         created_at: expect.stringMatching(ISO) as unknown,
+        expires_at: null,
+        scopes: [],
+        last_used_at: null,
       },
     ]);
     expect(json.stdout).not.toContain(created.secret);

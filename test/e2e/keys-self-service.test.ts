@@ -3,13 +3,15 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
+import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import { BEARER_REJECTED, expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { generateSigningKey } from '../support/generate-signing-key.js';
-import { withoutRequestId, type HttpAnswer } from '../support/http-answer.js';
+import { comparableHeaders, withoutRequestId, type HttpAnswer } from '../support/http-answer.js';
+import { pollStatus } from '../support/poll-status.js';
 import { rawRequest } from '../support/raw-request.js';
 import {
   putUser,
@@ -42,7 +44,8 @@ beforeAll(async () => {
       signingKeyPem: signing.pem,
       config: {
         server: { maxBodyBytes: MAX_BODY_BYTES },
-        keys: { maxActivePerSubject: MAX_ACTIVE },
+        // Last use is not kept here: the views must not change under a timer (see last-use tests).
+        keys: { maxActivePerSubject: MAX_ACTIVE, lastUsedIntervalSec: 0 },
         logging: { level: 'info', requests: false },
       },
     }),
@@ -107,6 +110,8 @@ interface KeyView {
   status: string;
   created_at: string;
   revoked_at?: string;
+  expires_at: string | null;
+  scopes: string[];
   secret?: string;
 }
 
@@ -124,7 +129,16 @@ async function createdPair(owner: Pair, label?: string): Promise<Pair> {
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const VIEW_FIELDS = ['created_at', 'id', 'key', 'label', 'status'];
+const VIEW_FIELDS = [
+  'created_at',
+  'expires_at',
+  'id',
+  'key',
+  'label',
+  'last_used_at',
+  'scopes',
+  'status',
+];
 
 describe('GET /keys', () => {
   it("lists the caller's pairs newest first, without a secret or any hash", async () => {
@@ -150,6 +164,9 @@ describe('GET /keys', () => {
         label: view.key === owner.key ? 'seeded' : view.key === first.key ? 'first' : 'second',
         status: 'active',
         created_at: expect.stringMatching(ISO) as unknown,
+        expires_at: null,
+        scopes: [],
+        last_used_at: null,
       });
     }
     // Newest first: the seeded pair is the oldest; creation times never increase down the list.
@@ -174,6 +191,9 @@ describe('GET /keys', () => {
       status: 'revoked',
       created_at: expect.stringMatching(ISO) as unknown,
       revoked_at: expect.stringMatching(ISO) as unknown,
+      expires_at: null,
+      scopes: [],
+      last_used_at: null,
     });
     expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
   });
@@ -203,6 +223,9 @@ describe('POST /keys', () => {
           label: 'ci runner',
           status: 'active',
           created_at: expect.stringMatching(ISO) as unknown,
+          expires_at: null,
+          scopes: [],
+          last_used_at: null,
         },
       ],
     });
@@ -350,6 +373,89 @@ describe('POST /keys', () => {
   });
 });
 
+describe('key expiry', () => {
+  it('answers an expired pair exactly like a revoked one, also once it was cached', async () => {
+    const owner = await freshSubject('expiry');
+    const res = await createKey(auth(owner), { expires_in: 2 });
+    expect(res.status).toBe(201);
+    const [view] = dataOf(res);
+    if (view?.secret === undefined) throw new Error(`no secret in ${res.body}`);
+    const expiring = { key: view.key, secret: view.secret, subject: owner.subject };
+    expect(view.status).toBe('active');
+    expect(Date.parse(view.expires_at ?? '') - Date.parse(view.created_at)).toBe(2000);
+    // Verified once, so the gateway's cache holds it (TTL 60 s here) until it expires.
+    expect((await getAccounts(auth(expiring))).status).toBe(200);
+    const revoked = await createdPair(owner);
+    expect((await revokeKey(auth(owner), revoked.key)).status).toBe(200);
+
+    // The pair's end is a point in time: poll for it rather than guess a sleep.
+    const { answer } = await pollStatus(
+      () => fetch(`${gateway.url}/accounts`, { headers: auth(expiring) }),
+      401,
+      { deadlineMs: 5_000, intervalMs: 50 },
+    );
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(view.expires_at ?? ''));
+    expectGatewayError(answer, 'invalid_credentials');
+    const asRevoked = await getAccounts(auth(revoked));
+    const asExpired = await getAccounts(auth(expiring));
+    expect({
+      status: asExpired.status,
+      headers: comparableHeaders(asExpired.headers),
+      body: withoutRequestId(asExpired.json),
+    }).toEqual({
+      status: asRevoked.status,
+      headers: comparableHeaders(asRevoked.headers),
+      body: withoutRequestId(asRevoked.json),
+    });
+
+    const listed = dataOf(await listKeys(auth(owner))).find((v) => v.key === expiring.key);
+    expect(listed).toMatchObject({ status: 'expired', expires_at: view.expires_at });
+  });
+
+  it('lists expires_at as null for a pair without one, and keeps an expires_at given in UTC', async () => {
+    const owner = await freshSubject('expiryat');
+    const res = await createKey(auth(owner), { expires_at: '2035-01-31T13:00:00+01:00' });
+    expect(res.status).toBe(201);
+    expect(dataOf(res)[0]).toMatchObject({
+      status: 'active',
+      expires_at: '2035-01-31T12:00:00.000Z',
+    });
+    const seeded = dataOf(await listKeys(auth(owner))).find((v) => v.key === owner.key);
+    expect(seeded?.expires_at).toBeNull();
+  });
+
+  it('answers 400 saying why to both expiry members, a bad expires_in or a past expires_at', async () => {
+    const owner = await freshSubject('expirybad');
+    const cases: [unknown, string][] = [
+      [{ expires_in: 60, expires_at: '2035-01-01T00:00:00Z' }, EXPIRY_MESSAGES.both],
+      [{ expires_in: 0 }, EXPIRY_MESSAGES.expiresIn],
+      [{ expires_in: '60' }, EXPIRY_MESSAGES.expiresIn],
+      [{ expires_at: '2001-01-01T00:00:00Z' }, EXPIRY_MESSAGES.expiresAt],
+      [{ expires_at: '2035-01-01T00:00:00' }, EXPIRY_MESSAGES.expiresAt],
+    ];
+    for (const [body, message] of cases)
+      expectGatewayError(await createKey(auth(owner), body), 'bad_request', { message });
+    // Nothing was made.
+    expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
+  });
+
+  it('does not count an expired pair against the cap', async () => {
+    const owner = await freshSubject('expirycap');
+    await createdPair(owner);
+    const res = await createKey(auth(owner), { expires_in: 1 });
+    expect(res.status).toBe(201);
+    const [view] = dataOf(res);
+    // At the cap (3) until the short-lived pair expires; then there is room again.
+    expect((await createKey(auth(owner))).status).toBe(422);
+    await pollStatus(
+      () => fetch(`${gateway.url}/keys`, { method: 'POST', headers: auth(owner) }),
+      201,
+      { deadlineMs: 5_000, intervalMs: 100 },
+    );
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(view?.expires_at ?? ''));
+  });
+});
+
 describe('DELETE /keys/{key}', () => {
   it('revokes one of the caller’s pairs and the pair stops working at once', async () => {
     const owner = await freshSubject('revoke');
@@ -372,6 +478,9 @@ describe('DELETE /keys/{key}', () => {
           status: 'revoked',
           created_at: expect.stringMatching(ISO) as unknown,
           revoked_at: expect.stringMatching(ISO) as unknown,
+          expires_at: null,
+          scopes: [],
+          last_used_at: null,
         },
       ],
     });

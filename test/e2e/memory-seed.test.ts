@@ -51,6 +51,7 @@ beforeAll(async () => {
             ],
           },
         },
+        keys: { lastUsedIntervalSec: 0 },
         logging: { level: 'info' },
       },
     }),
@@ -95,6 +96,9 @@ describe('a gateway on the memory store seeded from YAML', () => {
           label: 'from YAML',
           status: 'active',
           created_at: expect.stringMatching(ISO) as unknown,
+          expires_at: null,
+          scopes: [],
+          last_used_at: null,
         },
       ],
     });

@@ -7,7 +7,8 @@ import type {
   UserRecord,
 } from '../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { Redis } from 'ioredis';
+import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
@@ -26,6 +27,10 @@ interface StoreUnderTest {
   close(): Promise<void>;
 }
 
+/** Expiries far from any test's clock: one long gone, one years ahead. */
+const PAST = '2001-01-01T00:00:00.000Z';
+const FUTURE = '2099-01-01T00:00:00.000Z';
+
 const HASH = '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq';
 
 function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
@@ -36,6 +41,7 @@ function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> =
     label: `label of ${key}`,
     status: 'active',
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
     ...overrides,
   };
 }
@@ -46,6 +52,7 @@ function userRecord(username: string, subject: string): UserRecord {
     subject,
     passwordHash: HASH,
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
   };
 }
 
@@ -147,6 +154,78 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
       await expect(store.getKey('ak_two')).resolves.toMatchObject({ status: 'active' });
       await expect(store.revokeKey('ak_two', at)).resolves.toMatchObject({ status: 'revoked' });
+    });
+
+    it('returns the scopes a pair and a user were created with', async () => {
+      const scoped = keyRecord('ak_scoped', 'alice', { scopes: ['accounts:read', 'keys'] });
+      await store.createKey(scoped, 10);
+      await expect(store.getKey('ak_scoped')).resolves.toEqual(scoped);
+      const user = { ...userRecord('sam@example.com', 'sam'), scopes: ['accounts:read'] };
+      await store.addUser(user);
+      await expect(store.getUser('sam@example.com')).resolves.toEqual(user);
+    });
+
+    it('records the last use of pairs in a batch, only forward in time, never for an unknown pair', async () => {
+      await store.createKey(keyRecord('ak_used1', 'alice'), 10);
+      await store.createKey(keyRecord('ak_used2', 'alice'), 10);
+      await store.recordLastUse(
+        new Map([
+          ['ak_used1', '2024-06-01T12:00:00.000Z'],
+          ['ak_used2', '2024-06-01T12:00:05.000Z'],
+          ['ak_never_made', '2024-06-01T12:00:00.000Z'],
+        ]),
+      );
+      await expect(store.getKey('ak_used1')).resolves.toMatchObject({
+        lastUsedAt: '2024-06-01T12:00:00.000Z',
+      });
+      // An older time (another instance's late batch) does not move it back.
+      await store.recordLastUse(new Map([['ak_used2', '2024-06-01T11:00:00.000Z']]));
+      await expect(store.getKey('ak_used2')).resolves.toMatchObject({
+        lastUsedAt: '2024-06-01T12:00:05.000Z',
+      });
+      await expect(store.getKey('ak_never_made')).resolves.toBeUndefined();
+      await expect(store.listKeys('alice')).resolves.toHaveLength(2);
+    });
+
+    it('returns the expiry a pair was created with', async () => {
+      const expiring = keyRecord('ak_expiring', 'alice', { expiresAt: FUTURE });
+      await store.createKey(expiring, 10);
+      await expect(store.getKey('ak_expiring')).resolves.toEqual(expiring);
+      await expect(store.listKeys('alice')).resolves.toEqual([expiring]);
+    });
+
+    it('does not count expired pairs as active, under the cap or in the count', async () => {
+      await store.createKey(keyRecord('ak_gone1', 'alice', { expiresAt: PAST }), 5);
+      await store.createKey(keyRecord('ak_gone2', 'alice', { expiresAt: PAST }), 5);
+      await expect(store.countActiveKeys('alice')).resolves.toBe(0);
+      await expect(
+        store.createKey(keyRecord('ak_live1', 'alice', { expiresAt: FUTURE }), 2),
+      ).resolves.toBe(true);
+      await expect(store.createKey(keyRecord('ak_live2', 'alice'), 2)).resolves.toBe(true);
+      await expect(store.countActiveKeys('alice')).resolves.toBe(2);
+      await expect(store.createKey(keyRecord('ak_live3', 'alice'), 2)).resolves.toBe(false);
+      // Expired pairs are still listed (the holder sees them), and still refuse their key id.
+      expect((await store.listKeys('alice')).map((r) => r.key).sort()).toEqual([
+        'ak_gone1',
+        'ak_gone2',
+        'ak_live1',
+        'ak_live2',
+      ]);
+      await expect(store.createKey(keyRecord('ak_gone1', 'alice'), 5)).resolves.toBe(false);
+    });
+
+    it('counts only unexpired pairs when keeping the last active one', async () => {
+      await store.createKey(keyRecord('ak_live', 'alice'), 5);
+      await store.createKey(keyRecord('ak_stale', 'alice', { expiresAt: PAST }), 5);
+      const at = '2024-06-01T12:00:00.000Z';
+      await expect(store.revokeKey('ak_live', at, { keepLastActive: true })).rejects.toMatchObject({
+        code: 'conflict',
+      });
+      // Revoking an expired pair takes nothing away: it is allowed.
+      await expect(
+        store.revokeKey('ak_stale', at, { keepLastActive: true }),
+      ).resolves.toMatchObject({ status: 'revoked' });
+      await expect(store.getKey('ak_live')).resolves.toMatchObject({ status: 'active' });
     });
 
     it('keeps the first revocation time when a pair is revoked twice', async () => {
@@ -295,6 +374,7 @@ describe('the Redis credential store reading what another service wrote', () => 
       label: 'made by the web app',
       status: 'active',
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) as unknown,
+      scopes: [],
     });
     if (record === undefined) throw new Error('unreachable');
     expect(Date.parse(record.createdAt)).toBeGreaterThanOrEqual(before - 1000);
@@ -302,6 +382,53 @@ describe('the Redis credential store reading what another service wrote', () => 
       bcrypt.compare('written-by-the-web-app-0123456789', record.secretHash),
     ).resolves.toBe(true);
     await expect(store.listKeys('dora')).resolves.toEqual([record]);
+  });
+
+  it('reads scopes, expires_at and a user written with the documented layout', async () => {
+    const redis = new Redis(url);
+    const k = redisKeys(prefix);
+    try {
+      await redis.hset(k.key('ak_webapp9'), {
+        secret_hash: HASH,
+        subject: 'gus',
+        label: '',
+        status: 'active',
+        created_at: '2024-05-01T10:00:00.000Z',
+        expires_at: '2099-01-01T00:00:00.000Z',
+        scopes: 'accounts:read keys',
+      });
+      await redis.hset(k.user('gus@example.com'), {
+        password_hash: HASH,
+        subject: 'gus',
+        created_at: '2024-05-01T10:00:00.000Z',
+        scopes: 'accounts:read',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    await expect(store.getKey('ak_webapp9')).resolves.toMatchObject({
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      scopes: ['accounts:read', 'keys'],
+    });
+    await expect(store.getUser('gus@example.com')).resolves.toMatchObject({
+      scopes: ['accounts:read'],
+    });
+  });
+
+  it('does not recreate the hash of a pair deleted before its last use is written', async () => {
+    await seedKey(url, prefix, {
+      key: 'ak_deleted',
+      secret: 'a-secret-0123456789',
+      subject: 'hal',
+    });
+    const redis = new Redis(url);
+    try {
+      await redis.del(redisKeys(prefix).key('ak_deleted'));
+      await store.recordLastUse(new Map([['ak_deleted', '2024-06-01T12:00:00.000Z']]));
+      expect(await redis.exists(redisKeys(prefix).key('ak_deleted'))).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('counts a pair written by another service against the active cap', async () => {

@@ -2,7 +2,9 @@ import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
-import type { KeyRecord } from '../../src/credentials/credential-store.js';
+import fc from 'fast-check';
+import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
+import { SCOPE_ESCALATION_MESSAGE, SCOPES_MESSAGE } from '../../src/errors/gateway-error.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
@@ -33,6 +35,7 @@ function pair(key: string, subject: string): KeyRecord {
     label: '',
     status: 'active',
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
   };
 }
 
@@ -52,6 +55,7 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
     schemes: ['basic'],
     refuse: createRefusal('test'),
     maxActivePerSubject: MAX_ACTIVE,
+    requiredScopes: [],
     maxBodyBytes: 1024,
     onRevoked: () => undefined,
     gatewayTokenSource: 'gateway',
@@ -61,6 +65,7 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
     subject,
     method: 'basic',
     key: `ak_${subject}_1`,
+    scopes: [],
   });
   servers.push(server);
   return `${url}/keys`;
@@ -82,5 +87,122 @@ describe('POST /keys and the per-subject cap', () => {
     expect(res.status).toBe(201);
     await res.arrayBuffer();
     expect(counted.hashes()).toBe(1);
+  });
+});
+
+/** POST /keys for a Basic caller whose scopes the test sets before each request. */
+async function startScopedKeys(): Promise<{
+  url: string;
+  store: CredentialStore;
+  callerScopes: { current: readonly string[] };
+}> {
+  const store = createMemoryStore();
+  const { collection } = createKeysEndpoints({
+    store,
+    verifier: createSecretVerifier({
+      hasher,
+      dummyHash: '',
+      maxConcurrentHashes: 1,
+      maxQueuedHashes: 16,
+    }),
+    schemes: ['basic'],
+    refuse: createRefusal('test'),
+    maxActivePerSubject: 1000,
+    requiredScopes: [],
+    maxBodyBytes: 4096,
+    onRevoked: () => undefined,
+    gatewayTokenSource: 'gateway',
+    now: Date.now,
+  });
+  const callerScopes = { current: [] as readonly string[] };
+  const { url, server } = await serveEndpoint(collection, {
+    subject: 'scoped',
+    method: 'basic',
+    key: 'ak_scoped_1',
+    get scopes() {
+      return callerScopes.current;
+    },
+  });
+  servers.push(server);
+  return { url: `${url}/keys`, store, callerScopes };
+}
+
+const postKeys = async (url: string, body: unknown) =>
+  fromFetch(
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  );
+
+describe('POST /keys and scopes', () => {
+  it("gives a new pair the caller's own scopes when the body names none", async () => {
+    const { url, store, callerScopes } = await startScopedKeys();
+    callerScopes.current = ['accounts:read', 'keys'];
+    const res = await postKeys(url, { label: 'x' });
+    expect(res.status).toBe(201);
+    const [view] = (res.json as { data: { key: string; scopes: string[] }[] }).data;
+    expect(view?.scopes).toEqual(['accounts:read', 'keys']);
+    await expect(store.getKey(view?.key ?? '')).resolves.toMatchObject({
+      scopes: ['accounts:read', 'keys'],
+    });
+  });
+
+  it('makes a pair with fewer scopes than the caller, or none', async () => {
+    const { url, callerScopes } = await startScopedKeys();
+    callerScopes.current = ['accounts:read', 'keys'];
+    for (const scopes of [['keys'], []]) {
+      const res = await postKeys(url, { scopes });
+      expect(res.status).toBe(201);
+      expect((res.json as { data: { scopes: string[] }[] }).data[0]?.scopes).toEqual(scopes);
+    }
+  });
+
+  it('answers 403 forbidden to a scope the caller does not hold, making nothing', async () => {
+    const { url, store, callerScopes } = await startScopedKeys();
+    callerScopes.current = ['accounts:read'];
+    const res = await postKeys(url, { scopes: ['accounts:read', 'admin'] });
+    expectGatewayError(res, 'forbidden', {
+      requestId: 'test-request',
+      message: SCOPE_ESCALATION_MESSAGE,
+    });
+    await expect(store.listKeys('scoped')).resolves.toEqual([]);
+  });
+
+  it('answers 400 to scopes that are not an array of different scope tokens', async () => {
+    const { url, callerScopes } = await startScopedKeys();
+    callerScopes.current = ['a'];
+    for (const scopes of ['a', ['a', 'a'], ['a b'], [1], [''], null])
+      expectGatewayError(await postKeys(url, { scopes }), 'bad_request', {
+        requestId: 'test-request',
+        message: SCOPES_MESSAGE,
+      });
+  });
+
+  it("never yields a pair with a scope outside the caller's, whatever the body asks", async () => {
+    const { url, store, callerScopes } = await startScopedKeys();
+    const pool = ['a', 'b', 'c', 'd:e', 'x y', '', 7];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 'd:e')),
+        fc.option(fc.array(fc.constantFrom(...pool), { maxLength: 5 }), { nil: undefined }),
+        async (held, asked) => {
+          callerScopes.current = held;
+          const res = await postKeys(url, asked === undefined ? {} : { scopes: asked });
+          expect([201, 400, 403]).toContain(res.status);
+          if (res.status === 201) {
+            const [view] = (res.json as { data: { key: string; scopes: string[] }[] }).data;
+            const stored = await store.getKey(view?.key ?? '');
+            for (const scope of [...(view?.scopes ?? []), ...(stored?.scopes ?? [])])
+              expect(held).toContain(scope);
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+    // And across every run: nothing the caller could not hold was ever stored.
+    for (const record of await store.listKeys('scoped'))
+      for (const scope of record.scopes) expect(['a', 'b', 'c', 'd:e']).toContain(scope);
   });
 });

@@ -131,12 +131,14 @@ function everyOperation(store: CredentialStore): [string, () => Promise<unknown>
     label: '',
     status: 'active' as const,
     createdAt: '2024-05-01T10:00:00.000Z',
+    scopes: [],
   };
   const user = {
     username: 'alice',
     subject: 'alice',
     passwordHash: record.secretHash,
     createdAt: '',
+    scopes: [],
   };
   return [
     ['getKey', () => store.getKey('ak_timeout')],

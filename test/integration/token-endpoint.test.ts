@@ -42,6 +42,7 @@ beforeAll(async () => {
     subject: ALICE.subject,
     passwordHash: aliceHash,
     createdAt: new Date().toISOString(),
+    scopes: [],
   });
   const config = parseConfig(gatewayYaml({ upstreamUrl: 'builtin' }), 'token-test.yaml');
   signer = await createTokenSigner(config.tokens);

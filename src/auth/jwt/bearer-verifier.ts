@@ -2,6 +2,7 @@ import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
+import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
 import { createIdentityCache } from '../identity-cache.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
@@ -100,11 +101,9 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
             method: 'bearer',
             source: source.name,
             username: typeof username === 'string' ? username : undefined,
+            scopes: scopesOf(payload),
           };
-          const remainingMs = payload.exp * 1000 - now();
-          if (caching && remainingMs > 0) {
-            cache.set(token, identity, Math.min(remainingMs, options.cacheTtlSec * 1000));
-          }
+          if (caching) cache.set(token, identity, payload.exp * 1000);
           return identity;
         } catch (error) {
           failure = pick(failure, mapVerificationError(error));
@@ -115,6 +114,15 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     },
     evictSubject: (subject) => cache.evictSubject(subject),
   };
+}
+
+/**
+ * A token's scopes, from any issuer: `scope`, a space-delimited string (RFC 9068 §2.2.3,
+ * RFC 8693 §4.2), or else `scp`, an array of strings (Azure AD, Okta). Anything else: none.
+ */
+export function scopesOf(payload: JWTPayload): readonly string[] {
+  if (typeof payload.scope === 'string') return parseScopeList(payload.scope);
+  return Array.isArray(payload.scp) ? uniqueScopes(payload.scp) : [];
 }
 
 /** jose's and the key sources' errors, mapped where they enter: a denial, or a 503. */

@@ -40,6 +40,7 @@ beforeAll(async () => {
         label: '',
         status: 'active',
         createdAt: '2030-01-01T00:00:00.000Z',
+        scopes: [],
       },
     ],
   });
@@ -116,6 +117,7 @@ describe('createAuthenticator: Basic', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 
@@ -125,7 +127,7 @@ describe('createAuthenticator: Basic', () => {
     await auth.authenticate(header, BOTH);
     const second = auth.authenticate(header, BOTH);
     expect(second).not.toBeInstanceOf(Promise);
-    expect(second).toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    expect(second).toEqual({ subject: 'alice', method: 'basic', key: KEY, scopes: [] });
   });
 
   it('returns the malformed_authorization denial synchronously for undecodable Basic', async () => {
@@ -285,10 +287,11 @@ describe('createAuthenticator: Bearer', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
     const second = auth.authenticate(`Bearer ${jwt}`, BOTH);
     expect(second).not.toBeInstanceOf(Promise);
-    expect(second).toEqual({ subject: 'alice', method: 'bearer', source: 'hs' });
+    expect(second).toEqual({ subject: 'alice', method: 'bearer', source: 'hs', scopes: [] });
   });
 
   it('returns 401 invalid_token with error="invalid_token" for a bad signature', async () => {

@@ -39,6 +39,7 @@ beforeAll(async () => {
       label: 'laptop',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
@@ -47,6 +48,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
@@ -55,6 +57,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
     {
       key: 'ak_revokedRRRRRRRRRRRRRRRRRR',
@@ -63,6 +66,7 @@ beforeAll(async () => {
       label: '',
       status: 'revoked',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
       revokedAt: '2030-01-02T00:00:00.000Z',
     },
     {
@@ -72,6 +76,7 @@ beforeAll(async () => {
       label: '',
       status: 'active',
       createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
     },
   ];
 });
@@ -118,6 +123,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 
@@ -148,6 +154,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
     await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
     await expect(basic.verify(KEY, SECRET)).resolves.toBe(DENIED.invalid_credentials);
@@ -159,6 +166,7 @@ describe('createBasicAuthenticator: verify', () => {
       subject: 'dave',
       method: 'basic',
       key: LONG_KEY,
+      scopes: [],
     });
   });
 
@@ -213,6 +221,7 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
     expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
   });
@@ -245,13 +254,16 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'bob',
       method: 'basic',
       key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB',
+      scopes: [],
     });
   });
 
   it('runs bcrypt and the store lookup once for concurrent identical verifies', async () => {
     const { basic, store, hasher: counted } = setup();
     const results = await Promise.all(Array.from({ length: 5 }, () => basic.verify(KEY, SECRET)));
-    expect(results).toEqual(Array(5).fill({ subject: 'alice', method: 'basic', key: KEY }));
+    expect(results).toEqual(
+      Array(5).fill({ subject: 'alice', method: 'basic', key: KEY, scopes: [] }),
+    );
     expect([store.lookups(), counted.compares().length]).toEqual([1, 1]);
   });
 
@@ -272,6 +284,7 @@ describe('createBasicAuthenticator: cache', () => {
       subject: 'alice',
       method: 'basic',
       key: 'ak_alice2AAAAAAAAAAAAAAAAAAA',
+      scopes: [],
     });
   });
 
@@ -296,7 +309,7 @@ describe('createBasicAuthenticator: cache', () => {
     ]).toEqual([
       undefined,
       undefined,
-      { subject: 'bob', method: 'basic', key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB' },
+      { subject: 'bob', method: 'basic', key: 'ak_bobBBBBBBBBBBBBBBBBBBBBBB', scopes: [] },
     ]);
   });
 
@@ -335,7 +348,12 @@ describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
     evict(basic);
     release();
     // The request itself began before the revocation, so its answer stands.
-    await expect(checking).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    await expect(checking).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+      scopes: [],
+    });
     expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
   });
 
@@ -365,6 +383,7 @@ describe('createBasicAuthenticator: a revocation while bcrypt runs', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 });
@@ -384,7 +403,12 @@ describe('createBasicAuthenticator: failures', () => {
       expect([e.code, e.status, e.retryAfterSec]).toEqual(['overloaded', 503, 1]);
     });
     release();
-    await expect(running).resolves.toEqual({ subject: 'alice', method: 'basic', key: KEY });
+    await expect(running).resolves.toEqual({
+      subject: 'alice',
+      method: 'basic',
+      key: KEY,
+      scopes: [],
+    });
     await expect(queued).resolves.toBe(DENIED.invalid_credentials);
   });
 
@@ -408,6 +432,7 @@ describe('createBasicAuthenticator: failures', () => {
       subject: 'alice',
       method: 'basic',
       key: KEY,
+      scopes: [],
     });
   });
 });
@@ -471,5 +496,78 @@ describe('createBasicAuthenticator: lockout', () => {
     await expect(basic.verify(KEY, SECRET, undefined, from('10.1.3.1'))).resolves.toMatchObject({
       subject: 'alice',
     });
+  });
+});
+
+describe('createBasicAuthenticator: expiry', () => {
+  const EXPIRING = 'ak_expiringEEEEEEEEEEEEEEEE';
+  const ENDS_AT = Date.parse('2031-01-01T00:00:00.000Z');
+
+  async function withExpiringPair(clock: { ms: number }, cacheTtlSec = 60) {
+    const store = createMemoryStore({
+      keys: [
+        {
+          key: EXPIRING,
+          subject: 'erin',
+          secretHash: await hasher.hash('erinSecret'),
+          label: '',
+          status: 'active',
+          createdAt: '2030-01-01T00:00:00.000Z',
+          scopes: [],
+          expiresAt: new Date(ENDS_AT).toISOString(),
+        },
+      ],
+    });
+    const counted = countingHasher(hasher);
+    const basic = createBasicAuthenticator({
+      store,
+      hasher: counted,
+      dummyHash,
+      cacheTtlSec,
+      cacheMaxEntries: 100,
+      maxConcurrentHashes: 4,
+      maxQueuedHashes: 16,
+      now: () => clock.ms,
+    });
+    return { basic, hasher: counted };
+  }
+
+  it('accepts a pair before its expiry', async () => {
+    const clock = { ms: ENDS_AT - 1 };
+    const { basic } = await withExpiringPair(clock);
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toMatchObject({ subject: 'erin' });
+  });
+
+  it('answers an expired pair with its right secret like a revoked one, after one compare against the dummy hash', async () => {
+    const clock = { ms: ENDS_AT };
+    const { basic, hasher: counted } = await withExpiringPair(clock);
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toBe(DENIED.invalid_credentials);
+    expect(counted.compares()).toEqual([{ secret: 'erinSecret', hash: dummyHash }]);
+  });
+
+  it('drops a cached pair exactly at its expiry, though the cache TTL is longer', async () => {
+    const clock = { ms: ENDS_AT - 10_000 };
+    const { basic } = await withExpiringPair(clock, 60);
+    await basic.verify(EXPIRING, 'erinSecret');
+    clock.ms = ENDS_AT - 1;
+    expect(basic.cached(encoded(EXPIRING, 'erinSecret'))).toMatchObject({ subject: 'erin' });
+    clock.ms = ENDS_AT;
+    expect(basic.cached(encoded(EXPIRING, 'erinSecret'))).toBeUndefined();
+    await expect(basic.verify(EXPIRING, 'erinSecret')).resolves.toBe(DENIED.invalid_credentials);
+  });
+});
+
+describe('createBasicAuthenticator: last use', () => {
+  it('notes every successful check, cache hits included, and no failure', async () => {
+    const touched: string[] = [];
+    const { basic } = setup({
+      lastUse: { touch: (key) => touched.push(key), flush: async () => {}, close: async () => {} },
+    });
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(encoded(KEY, SECRET))).toMatchObject({ key: KEY });
+    expect(basic.cached(encoded(KEY, SECRET))).toMatchObject({ key: KEY });
+    await basic.verify(KEY, `${SECRET}x`);
+    expect(basic.cached(encoded(KEY, `${SECRET}x`))).toBeUndefined();
+    expect(touched).toEqual([KEY, KEY, KEY]);
   });
 });

@@ -2,8 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { createIdentityCache } from '../../../src/auth/identity-cache.js';
 import type { Identity } from '../../../src/identity/identity.js';
 
-const basic = (key: string, subject: string): Identity => ({ subject, method: 'basic', key });
-const bearer = (subject: string): Identity => ({ subject, method: 'bearer', source: 'gw' });
+const basic = (key: string, subject: string): Identity => ({
+  subject,
+  method: 'basic',
+  key,
+  scopes: [],
+});
+const bearer = (subject: string): Identity => ({
+  subject,
+  method: 'bearer',
+  source: 'gw',
+  scopes: [],
+});
 
 describe('createIdentityCache', () => {
   it('evicts every entry of a key and nothing else', () => {
@@ -59,11 +69,29 @@ describe('createIdentityCache', () => {
   it('ends an entry at its own time by the injected clock', () => {
     const clock = { ms: 1_000 };
     const cache = createIdentityCache({ maxEntries: 10, ttlMs: 60_000, now: () => clock.ms });
-    cache.set('t1', bearer('alice'), 500);
+    cache.set('t1', bearer('alice'), 1_500);
     clock.ms += 499;
     expect(cache.get('t1')).toEqual(bearer('alice'));
     clock.ms += 2;
     expect(cache.get('t1')).toBeUndefined();
+  });
+
+  it('keeps an entry no longer than the cache TTL when its credential ends later', () => {
+    const clock = { ms: 1_000 };
+    const cache = createIdentityCache({ maxEntries: 10, ttlMs: 1_000, now: () => clock.ms });
+    cache.set('a1', basic('ak_a', 'alice'), 1_000_000);
+    clock.ms += 999;
+    expect(cache.get('a1')).toEqual(basic('ak_a', 'alice'));
+    clock.ms += 2;
+    expect(cache.get('a1')).toBeUndefined();
+  });
+
+  it('caches nothing for a credential whose end has come', () => {
+    const clock = { ms: 5_000 };
+    const cache = createIdentityCache({ maxEntries: 10, ttlMs: 60_000, now: () => clock.ms });
+    cache.set('a1', basic('ak_a', 'alice'), 5_000);
+    expect(cache.get('a1')).toBeUndefined();
+    expect(cache.size).toBe(0);
   });
 
   it('does not file an entry the byte bound refused', () => {

@@ -1,3 +1,4 @@
+import { stringify } from 'yaml';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,37 @@ function isDeepFrozen(value: unknown): boolean {
   return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
 }
 
+describe('parseConfig: scopes', () => {
+  const withRouteScopes = (scopes: unknown): string =>
+    stringify({
+      routes: [
+        {
+          name: 'r',
+          paths: ['/r'],
+          upstream: 'accounts',
+          upstreamPath: '/r',
+          scopes,
+        },
+      ],
+    });
+
+  it('takes route scopes and keys.requiredScopes made of RFC 6749 scope tokens', () => {
+    const config = parseConfig(
+      `${withRouteScopes(['accounts:read', 'x!#[]~'])}\nkeys:\n  requiredScopes: [keys]\n`,
+      'scopes.yaml',
+    );
+    expect(config.routes[0]?.scopes).toEqual(['accounts:read', 'x!#[]~']);
+    expect(config.keys.requiredScopes).toEqual(['keys']);
+  });
+
+  it('refuses a scope with a space, a quote or a backslash, an empty one and a repeated one, naming the path', () => {
+    for (const scopes of [['a b'], ['a"'], ['a\\b'], [''], ['a', 'a']])
+      expect(() => parseConfig(withRouteScopes(scopes), 'scopes.yaml')).toThrow(
+        /routes\[0\]\.scopes/,
+      );
+  });
+});
+
 describe('parseConfig: defaults', () => {
   it('turns an empty document into the documented defaults', () => {
     const config = parseConfig('', 'test.yaml');
@@ -65,8 +97,10 @@ describe('parseConfig: defaults', () => {
         upstream: 'accounts',
         upstreamPath: '/accounts',
         auth: ['basic', 'bearer'],
+        scopes: [],
       },
     ]);
+    expect(config.keys.requiredScopes).toEqual([]);
     expect(config.forwarding.forwardAuthorization).toBe(false);
     expect(config.forwarding.allowHeaders).not.toContain('authorization');
     expect(config.auth.realm).toBe('accounts-gateway');
@@ -132,6 +166,7 @@ auth:
         upstream: 'backend',
         upstreamPath: '/v1/accounts',
         auth: ['basic'],
+        scopes: [],
       },
     ]);
     expect(config.auth.bearer.issuers).toEqual([

@@ -12,8 +12,8 @@ import {
   type RateVerdict,
 } from '../../../src/protection/rate-limiter.js';
 
-const basic: Identity = { subject: 'alice', method: 'basic', key: 'ak_alice1' };
-const bearer: Identity = { subject: 'alice', method: 'bearer', source: 'gateway' };
+const basic: Identity = { subject: 'alice', method: 'basic', key: 'ak_alice1', scopes: [] };
+const bearer: Identity = { subject: 'alice', method: 'bearer', source: 'gateway', scopes: [] };
 const settings: RateLimitSettings = {
   credential: { requests: 2, periodSec: 60, burst: 2 },
   address: { requests: 1, periodSec: 10, burst: 1 },

@@ -27,7 +27,7 @@ const facts = (
   more: Partial<UpstreamRequestFacts> = {},
 ): UpstreamRequestFacts => ({
   headers,
-  identity: { subject: 'alice', method: 'basic', key: 'ak_alice' },
+  identity: { subject: 'alice', method: 'basic', key: 'ak_alice', scopes: [] },
   requestId: 'req-1',
   peer: '203.0.113.9',
   peerTrusted: false,
@@ -140,7 +140,7 @@ describe('buildUpstreamHeaders', () => {
     expect(p.allow.has('x-auth-roles')).toBe(false);
     const out = buildUpstreamHeaders(
       p,
-      facts(spoofed, { identity: { subject: 'bob', method: 'bearer' } }),
+      facts(spoofed, { identity: { subject: 'bob', method: 'bearer', scopes: [] } }),
     );
     expect(out).toEqual({
       host: 'upstream.internal:9000',
@@ -284,7 +284,7 @@ describe('buildUpstreamHeaders', () => {
   it('sets X-Auth-Key only for Basic identities', () => {
     const out = buildUpstreamHeaders(
       policy(),
-      facts({}, { identity: { subject: 'carol', method: 'bearer' } }),
+      facts({}, { identity: { subject: 'carol', method: 'bearer', scopes: [] } }),
     );
     expect(out['x-auth-key']).toBeUndefined();
     expect([out['x-auth-subject'], out['x-auth-method']]).toEqual(['carol', 'bearer']);

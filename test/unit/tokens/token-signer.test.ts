@@ -80,6 +80,16 @@ describe('token signer', () => {
     expect(again.jti).not.toBe(claims.jti);
   });
 
+  it("carries the user's scopes in a space-delimited scope claim (RFC 9068 §2.2.3), none without", async () => {
+    const signer = await createTokenSigner({ ...BASE, signingKey: pkcs8(ecKey()) }, () => NOW_MS);
+    const scoped = decodeJwt(
+      (await signer.issue('subject-1', 'alice', ['accounts:read', 'keys'])).accessToken,
+    );
+    expect(scoped.scope).toBe('accounts:read keys');
+    const plain = decodeJwt((await signer.issue('subject-1', 'alice')).accessToken);
+    expect(plain).not.toHaveProperty('scope');
+  });
+
   it('signs EdDSA with an Ed25519 key', async () => {
     const key = edKey();
     const signer = await createTokenSigner(
@@ -99,6 +109,7 @@ describe('token signer', () => {
       method: 'bearer',
       source: GATEWAY_TOKEN_SOURCE,
       username: 'bob',
+      scopes: [],
     });
   });
 
@@ -116,6 +127,7 @@ describe('token signer', () => {
       method: 'bearer',
       source: GATEWAY_TOKEN_SOURCE,
       username: 'alice',
+      scopes: [],
     });
   });
 
@@ -199,6 +211,7 @@ describe('token signer', () => {
       method: 'bearer',
       source: GATEWAY_TOKEN_SOURCE,
       username: 'alice',
+      scopes: [],
     });
     // And the current key keeps signing with its own kid.
     const current = await signer.issue('subject-1', 'alice');

@@ -36,6 +36,8 @@ interface Claims {
   nbf?: number;
   iss?: string;
   aud?: string;
+  scope?: unknown;
+  scp?: unknown;
 }
 
 async function hsToken(
@@ -119,6 +121,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
   });
 
@@ -135,6 +138,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'es',
+      scopes: [],
     });
   });
 
@@ -151,6 +155,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'es-jwk',
+      scopes: [],
     });
   });
 
@@ -160,6 +165,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
   });
 
@@ -169,6 +175,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
   });
 
@@ -179,6 +186,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
   });
 
@@ -189,7 +197,29 @@ describe('createBearerVerifier: accepted tokens', () => {
       method: 'bearer',
       source: 'hs',
       username: 'alice@example.com',
+      scopes: [],
     });
+  });
+
+  it('reads the scopes of a space-delimited scope claim (RFC 9068), each once', async () => {
+    const token = await hsToken(valid({ scope: 'accounts:read  keys accounts:read' }));
+    await expect(verifier([hsSource()]).verify(token)).resolves.toMatchObject({
+      scopes: ['accounts:read', 'keys'],
+    });
+  });
+
+  it('reads the scopes of an scp array of strings when there is no scope claim', async () => {
+    const token = await hsToken(valid({ scp: ['accounts:read', 42, 'has space', 'keys'] }));
+    await expect(verifier([hsSource()]).verify(token)).resolves.toMatchObject({
+      scopes: ['accounts:read', 'keys'],
+    });
+  });
+
+  it('grants no scope for a scope claim that is not a string, or an scp that is not an array', async () => {
+    for (const claims of [{ scope: ['keys'] }, { scp: 'keys' }, {}]) {
+      const token = await hsToken(valid(claims));
+      await expect(verifier([hsSource()]).verify(token)).resolves.toMatchObject({ scopes: [] });
+    }
   });
 
   it('tries every source and names the one whose key verified', async () => {
@@ -202,6 +232,7 @@ describe('createBearerVerifier: accepted tokens', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'hs',
+      scopes: [],
     });
   });
 });
@@ -364,7 +395,12 @@ describe('createBearerVerifier: cache', () => {
     const v = verifier([hsSource()]);
     const token = await hsToken(valid());
     await v.verify(token);
-    expect(v.cached(token)).toEqual({ subject: 'alice', method: 'bearer', source: 'hs' });
+    expect(v.cached(token)).toEqual({
+      subject: 'alice',
+      method: 'bearer',
+      source: 'hs',
+      scopes: [],
+    });
   });
 
   it('does not cache a refused token', async () => {
@@ -383,7 +419,12 @@ describe('createBearerVerifier: cache', () => {
     const token = await hsToken(valid({ exp: NOW_SEC + 30 }));
     await v.verify(token);
     clock.ms = NOW_MS + 29_000;
-    expect(v.cached(token)).toEqual({ subject: 'alice', method: 'bearer', source: 'hs' });
+    expect(v.cached(token)).toEqual({
+      subject: 'alice',
+      method: 'bearer',
+      source: 'hs',
+      scopes: [],
+    });
     clock.ms = NOW_MS + 31_000;
     expect(v.cached(token)).toBeUndefined();
   });
@@ -413,7 +454,7 @@ describe('createBearerVerifier: cache', () => {
     v.evictSubject('alice');
     expect([v.cached(alice), v.cached(bob)]).toEqual([
       undefined,
-      { subject: 'bob', method: 'bearer', source: 'hs' },
+      { subject: 'bob', method: 'bearer', source: 'hs', scopes: [] },
     ]);
   });
 });
@@ -527,6 +568,7 @@ describe('remote JWKS key sources', () => {
         subject: 'alice',
         method: 'bearer',
         source: 'jwks',
+        scopes: [],
       });
       expect(jwks.hits()).toBe(1);
     } finally {
@@ -569,6 +611,7 @@ describe('remote JWKS key sources', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'jwks',
+      scopes: [],
     });
     await jwks.close();
 
@@ -578,12 +621,14 @@ describe('remote JWKS key sources', () => {
       subject: 'alice',
       method: 'bearer',
       source: 'jwks',
+      scopes: [],
     });
     // Within the backoff the endpoint is not retried, and the stale set still answers.
     await expect(v.verify(token)).resolves.toEqual({
       subject: 'alice',
       method: 'bearer',
       source: 'jwks',
+      scopes: [],
     });
     expect(jwks.hits()).toBe(1);
   });
@@ -621,6 +666,7 @@ describe('remote JWKS key sources', () => {
           subject: 'alice',
           method: 'bearer',
           source: 'jwks',
+          scopes: [],
         });
       }
       expect(jwks.hits()).toBe(2);
@@ -630,6 +676,7 @@ describe('remote JWKS key sources', () => {
         subject: 'alice',
         method: 'bearer',
         source: 'jwks',
+        scopes: [],
       });
       expect(jwks.hits()).toBe(3);
     } finally {
@@ -670,7 +717,7 @@ describe('remote JWKS key sources', () => {
         now: () => Date.now(),
       });
       const token = await esToken(realNowClaims());
-      const alice = { subject: 'alice', method: 'bearer', source: 'jwks' };
+      const alice = { subject: 'alice', method: 'bearer', source: 'jwks', scopes: [] };
       const hitsAt = async (elapsedMs: number): Promise<number> => {
         vi.setSystemTime(start + elapsedMs);
         await expect(v.verify(token)).resolves.toEqual(alice);
@@ -726,7 +773,7 @@ describe('remote JWKS key sources', () => {
           ? { status: 503, body: 'down' }
           : { status: 200, body: JSON.stringify({ keys }) },
       );
-      const identity = { subject: 'alice', method: 'bearer', source: 'jwks' };
+      const identity = { subject: 'alice', method: 'bearer', source: 'jwks', scopes: [] };
       try {
         const v = jwksVerifier(jwks.url);
         const known = await esToken(realNowClaims());
@@ -786,6 +833,7 @@ describe('remote JWKS key sources', () => {
         subject: 'alice',
         method: 'bearer',
         source: 'jwks',
+        scopes: [],
       });
       for (let i = 0; i < 100; i += 1) {
         expect(await codeOf(v.verify(await esToken(realNowClaims(), randomUUID())))).toEqual([

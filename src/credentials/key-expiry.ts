@@ -1,0 +1,107 @@
+import { EXPIRY_MESSAGES } from '../errors/gateway-error.js';
+
+/**
+ * When a new pair expires, as asked by `POST /keys` (`expires_in` or `expires_at`) or by
+ * `keys create --expires`. Pure: the caller passes the clock.
+ *
+ * A lifetime is at most ten years: far beyond any rotation policy, and it keeps every
+ * expiry a four-digit year, so the stored ISO strings stay fixed-width and compare as text
+ * in the Redis scripts (a year past 9999 would be written `+010000-…`).
+ */
+export const MAX_KEY_LIFETIME_SEC = 10 * 365 * 86_400;
+
+export type ExpiryOutcome =
+  | { readonly ok: true; readonly expiresAt: string | undefined }
+  | { readonly ok: false; readonly message: string };
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * Milliseconds since the epoch of an RFC 3339 `date-time` (§5.6: an offset is required),
+ * or undefined when the text is not one, including impossible dates (February 30th).
+ * A leap second (`:60`) is refused: JavaScript time has none.
+ */
+export function parseRfc3339(text: string): number | undefined {
+  const match = RFC3339.exec(text);
+  if (match === null) return undefined;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const fraction = Number((match[7] ?? '').padEnd(3, '0').slice(0, 3));
+  const offsetHours = Number(match[10] ?? 0);
+  const offsetMinutes = Number(match[11] ?? 0);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59 ||
+    offsetHours > 23 ||
+    offsetMinutes > 59
+  ) {
+    return undefined;
+  }
+  const utc = Date.UTC(year, month - 1, day, hour, minute, second, fraction);
+  const offsetMs = (offsetHours * 60 + offsetMinutes) * 60_000 * (match[9] === '-' ? -1 : 1);
+  // Date.UTC maps years 0-99 to 1900-1999; such a date is in the past either way.
+  return utc - offsetMs;
+}
+
+function within(endsAtMs: number, nowMs: number): boolean {
+  return endsAtMs > nowMs && endsAtMs <= nowMs + MAX_KEY_LIFETIME_SEC * 1000;
+}
+
+/** The `expires_in` / `expires_at` members of a `POST /keys` body (absent: undefined). */
+export function parseExpiryRequest(
+  expiresIn: unknown,
+  expiresAt: unknown,
+  nowMs: number,
+): ExpiryOutcome {
+  if (expiresIn !== undefined && expiresAt !== undefined)
+    return { ok: false, message: EXPIRY_MESSAGES.both };
+  if (expiresIn !== undefined) {
+    if (
+      typeof expiresIn !== 'number' ||
+      !Number.isInteger(expiresIn) ||
+      expiresIn < 1 ||
+      expiresIn > MAX_KEY_LIFETIME_SEC
+    ) {
+      return { ok: false, message: EXPIRY_MESSAGES.expiresIn };
+    }
+    return { ok: true, expiresAt: new Date(nowMs + expiresIn * 1000).toISOString() };
+  }
+  if (expiresAt !== undefined) {
+    const endsAt = typeof expiresAt === 'string' ? parseRfc3339(expiresAt) : undefined;
+    if (endsAt === undefined || !within(endsAt, nowMs))
+      return { ok: false, message: EXPIRY_MESSAGES.expiresAt };
+    return { ok: true, expiresAt: new Date(endsAt).toISOString() };
+  }
+  return { ok: true, expiresAt: undefined };
+}
+
+const DURATION = /^(\d{1,10})([smhd])$/;
+const UNIT_SEC = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** `keys create --expires`: a duration (`90d`, `12h`, `30m`, `3600s`) or an RFC 3339 time. */
+export function parseExpiresOption(text: string, nowMs: number): ExpiryOutcome {
+  const duration = DURATION.exec(text);
+  if (duration !== null) {
+    const seconds = Number(duration[1]) * UNIT_SEC[duration[2] as keyof typeof UNIT_SEC];
+    if (seconds < 1 || seconds > MAX_KEY_LIFETIME_SEC)
+      return { ok: false, message: EXPIRY_MESSAGES.option };
+    return { ok: true, expiresAt: new Date(nowMs + seconds * 1000).toISOString() };
+  }
+  const endsAt = parseRfc3339(text);
+  if (endsAt === undefined || !within(endsAt, nowMs))
+    return { ok: false, message: EXPIRY_MESSAGES.option };
+  return { ok: true, expiresAt: new Date(endsAt).toISOString() };
+}
