@@ -9,6 +9,7 @@ import type { LockoutEvents } from './protection/guard-attempt.js';
 import type { Lockout } from './protection/lockout.js';
 import { createMemoryLockout } from './protection/memory-lockout.js';
 import { createRedisLockout } from './protection/redis-lockout.js';
+import { withLocalLocks } from './protection/local-locks.js';
 import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import type { GatewayConfig } from './config/config-schema.js';
@@ -225,7 +226,7 @@ function createLockout(
   if (!config.lockout.enabled) return undefined;
   return store.scripts === undefined
     ? createMemoryLockout(config.lockout, now)
-    : createRedisLockout(config.lockout, store.scripts);
+    : withLocalLocks(createRedisLockout(config.lockout, store.scripts), now);
 }
 
 /** `lockout.enabled: false`: every attempt allowed, nothing counted. */

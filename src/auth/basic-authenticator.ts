@@ -75,6 +75,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   const caching = options.cacheTtlSec > 0;
   const { lastUse } = options;
   const singleFlight = createSingleFlight<AuthOutcome>();
+  const guardedFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
 
   // Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
@@ -137,10 +138,16 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       // which reads the store again, instead of joining one that read it before.
       const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
       if (guard === undefined) return run();
-      // Each caller is checked and counted on its own address, before it may join a check.
-      const target = { kind: 'basic', id: key, address: from?.clientAddress() ?? '' } as const;
-      return guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
-        isDenial(outcome) ? 'invalid_credentials' : 'success',
+      // Checked and counted per address before it may join a check. Callers sending the same
+      // pair from the same address at once share one attempt: it is one guess, and a busy
+      // client whose cached pair has just expired must not spend its (key, address) threshold
+      // on its own parallel connections.
+      const address = from?.clientAddress() ?? '';
+      const target = { kind: 'basic', id: key, address } as const;
+      return guardedFlight.run(`${readAt}:${id}:${address}`, () =>
+        guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
+          isDenial(outcome) ? 'invalid_credentials' : 'success',
+        ),
       );
     },
     evictKey(key) {

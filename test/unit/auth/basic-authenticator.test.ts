@@ -475,6 +475,19 @@ describe('createBasicAuthenticator: lockout', () => {
     });
   });
 
+  it('lets a busy client re-verify its pair on many connections at once: one attempt, not one each', async () => {
+    const { basic, hasher: counted } = withLockout();
+    const answers = await Promise.allSettled(
+      Array.from({ length: 20 }, () => basic.verify(KEY, SECRET, undefined, from('10.1.4.1'))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 'fulfilled'));
+    expect(counted.compares()).toHaveLength(1);
+    // A different address is its own attempt, and so is a different secret.
+    await expect(basic.verify(KEY, SECRET, undefined, from('10.1.4.2'))).resolves.toMatchObject({
+      subject: 'alice',
+    });
+  });
+
   it('reports each failure with the address, the key as sent and the reason', async () => {
     const { basic, failed } = withLockout();
     await basic.verify('ak_unknown', 'wrong', undefined, from('10.1.2.1'));

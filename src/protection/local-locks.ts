@@ -1,0 +1,65 @@
+import { LRUCache } from 'lru-cache';
+import {
+  counterIds,
+  LOCKOUT_SCOPES,
+  toRetryAfterSec,
+  type Lockout,
+  type LockoutRefusal,
+  type LockoutTarget,
+} from './lockout.js';
+
+/**
+ * Remembers in this process the refusals a shared lockout gave, until their Retry-After: while
+ * an address or a key is locked, a flood against it is refused here, with no Redis round trip
+ * and no script run, so it costs the event loop (and Redis) little beside the requests that
+ * count. A lock only ever grows while it holds (no attempt runs to clear it), so the answer
+ * given here is the one the store would give; a refusal for attempts still in flight is
+ * remembered for at most its own Retry-After, which the client was told anyway.
+ */
+export function withLocalLocks(
+  lockout: Lockout,
+  now: () => number = Date.now,
+  maxEntries = 100_000,
+): Lockout {
+  const until = new LRUCache<string, number>({ max: maxEntries });
+
+  const known = (target: LockoutTarget, ids: readonly string[]): LockoutRefusal | undefined => {
+    const at = now();
+    for (const [index, id] of ids.entries()) {
+      const end = until.get(id);
+      if (end === undefined) continue;
+      if (end <= at) {
+        until.delete(id);
+        continue;
+      }
+      const scope = LOCKOUT_SCOPES[target.kind][index] ?? LOCKOUT_SCOPES[target.kind][0];
+      return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at) };
+    }
+    return undefined;
+  };
+  const remember = (target: LockoutTarget, ids: readonly string[], refusal: LockoutRefusal) => {
+    const index = (LOCKOUT_SCOPES[target.kind] as readonly string[]).indexOf(refusal.scope);
+    const id = ids[index];
+    if (id !== undefined) until.set(id, now() + refusal.retryAfterSec * 1000);
+  };
+
+  return {
+    async begin(target) {
+      const ids = counterIds(target);
+      const local = known(target, ids);
+      if (local !== undefined) return local;
+      const decision = await lockout.begin(target);
+      if (decision.kind === 'refuse') remember(target, ids, decision);
+      return decision;
+    },
+    async checkAddress(kind, address) {
+      const target: LockoutTarget = { kind, id: '', address };
+      const ids = counterIds(target).slice(0, 1);
+      const local = known(target, ids);
+      if (local !== undefined) return local;
+      const refusal = await lockout.checkAddress(kind, address);
+      if (refusal !== undefined) remember(target, ids, refusal);
+      return refusal;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { withLocalLocks } from '../../../src/protection/local-locks.js';
+import type {
+  Lockout,
+  LockoutDecision,
+  LockoutRefusal,
+  LockoutTarget,
+} from '../../../src/protection/lockout.js';
+
+const ALLOW: LockoutDecision = {
+  kind: 'allow',
+  attempt: { settle: () => Promise.resolve([]) },
+};
+
+/** A shared lockout that answers what it is told to, and counts its round trips. */
+function sharedLockout() {
+  let answer: LockoutDecision = ALLOW;
+  const calls: string[] = [];
+  const lockout: Lockout = {
+    begin: (target) => {
+      calls.push(`begin ${target.id}@${target.address}`);
+      return Promise.resolve(answer);
+    },
+    checkAddress: (kind, address) => {
+      calls.push(`check ${kind}@${address}`);
+      return Promise.resolve(answer.kind === 'refuse' ? answer : undefined);
+    },
+  };
+  return { lockout, calls, answer: (next: LockoutDecision) => (answer = next) };
+}
+
+const basic = (id: string, address: string): LockoutTarget => ({ kind: 'basic', id, address });
+const refuse = (scope: LockoutRefusal['scope'], retryAfterSec: number): LockoutRefusal => ({
+  kind: 'refuse',
+  scope,
+  retryAfterSec,
+});
+
+describe('withLocalLocks', () => {
+  it("refuses a locked address's further attempts here until the lock ends, then asks again", async () => {
+    const clock = { ms: 1_000_000 };
+    const shared = sharedLockout();
+    const lockout = withLocalLocks(shared.lockout, () => clock.ms);
+    shared.answer(refuse('basic_address', 30));
+    expect(await lockout.begin(basic('ak_one', '10.0.0.1'))).toEqual(refuse('basic_address', 30));
+    shared.answer(ALLOW);
+    clock.ms += 10_000;
+    // Another key from the same address: the address's lock, with the time left.
+    expect(await lockout.begin(basic('ak_two', '10.0.0.1'))).toEqual(refuse('basic_address', 20));
+    expect(await lockout.checkAddress('basic', '10.0.0.1')).toEqual(refuse('basic_address', 20));
+    // Another address is not locked: asked.
+    expect((await lockout.begin(basic('ak_two', '10.0.0.2'))).kind).toBe('allow');
+    clock.ms += 20_000;
+    expect((await lockout.begin(basic('ak_two', '10.0.0.1'))).kind).toBe('allow');
+    expect(shared.calls).toEqual([
+      'begin ak_one@10.0.0.1',
+      'begin ak_two@10.0.0.2',
+      'begin ak_two@10.0.0.1',
+    ]);
+  });
+
+  it('keeps a key-wide lock for that key from every address, and never remembers an allow', async () => {
+    const clock = { ms: 0 };
+    const shared = sharedLockout();
+    const lockout = withLocalLocks(shared.lockout, () => clock.ms);
+    await lockout.begin(basic('ak_free', '10.0.0.1'));
+    await lockout.begin(basic('ak_free', '10.0.0.1'));
+    shared.answer(refuse('basic_key', 5));
+    await lockout.begin(basic('ak_hot', '10.0.0.1'));
+    shared.answer(ALLOW);
+    expect(await lockout.begin(basic('ak_hot', '10.0.0.9'))).toEqual(refuse('basic_key', 5));
+    expect((await lockout.begin(basic('ak_cold', '10.0.0.9'))).kind).toBe('allow');
+    expect(shared.calls).toHaveLength(4);
+  });
+
+  it('remembers what the address check refused, for the attempts that follow', async () => {
+    const clock = { ms: 0 };
+    const shared = sharedLockout();
+    const lockout = withLocalLocks(shared.lockout, () => clock.ms);
+    shared.answer(refuse('token_address', 7));
+    expect(await lockout.checkAddress('token', '10.0.0.3')).toEqual(refuse('token_address', 7));
+    shared.answer(ALLOW);
+    expect(await lockout.begin({ kind: 'token', id: 'alice', address: '10.0.0.3' })).toEqual(
+      refuse('token_address', 7),
+    );
+    expect(shared.calls).toEqual(['check token@10.0.0.3']);
+  });
+});
