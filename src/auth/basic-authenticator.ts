@@ -4,6 +4,7 @@ import { isUsable, type CredentialStore } from '../credentials/credential-store.
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
+import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
@@ -103,7 +104,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       subject: record.subject,
       method: 'basic',
       key,
-      scopes: record.scopes,
+      scopes: record.scopes.length === 0 ? NO_SCOPES : record.scopes,
     };
     // The entry ends with the pair: min(cache TTL, expiry - now).
     if (caching && readAt === generation) cache.set(id, identity, endsAt);

@@ -3,6 +3,9 @@ import { SCOPE } from './identity-formats.js';
 /** At most this many scopes on one credential: a list checked per request stays short. */
 export const MAX_SCOPES = 64;
 
+/** The one empty list: every credential without scopes shares it (the cache holds many). */
+export const NO_SCOPES: readonly string[] = Object.freeze([]);
+
 /**
  * The scopes of a space-delimited list (RFC 6749 §3.3; a token's `scope` claim, RFC 9068
  * §2.2.3; the `scopes` field of the Redis hashes), each once, in their first order. Entries
@@ -10,7 +13,7 @@ export const MAX_SCOPES = 64;
  * config validation holds to the same rule.
  */
 export function parseScopeList(text: string | undefined): readonly string[] {
-  if (text === undefined || text === '') return [];
+  if (text === undefined || text === '') return NO_SCOPES;
   return uniqueScopes(text.split(' '));
 }
 
@@ -19,7 +22,7 @@ export function uniqueScopes(scopes: readonly unknown[]): readonly string[] {
   const seen = new Set<string>();
   for (const scope of scopes)
     if (typeof scope === 'string' && SCOPE.pattern.test(scope)) seen.add(scope);
-  return [...seen];
+  return seen.size === 0 ? NO_SCOPES : [...seen];
 }
 
 /**
