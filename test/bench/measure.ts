@@ -90,8 +90,8 @@ function done(summary, latency, requests)
 end
 `;
 
-// Arguments (after --): prefix, digits, count, start, base64 of ":" .. secret.
-const PAIRS = `
+// base64 in wrk's Lua, for strings whose length is a multiple of 3 (no padding).
+const BASE64_LUA = `
 local ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 local function sextet(n) return ALPHABET:sub(n + 1, n + 1) end
 local function base64(s)
@@ -104,6 +104,10 @@ local function base64(s)
   end
   return table.concat(out)
 end
+`;
+
+// Arguments (after --): prefix, digits, count, start, base64 of ":" .. secret.
+const PAIRS = `${BASE64_LUA}
 function init(args)
   format = args[1] .. "%0" .. args[2] .. "d"
   count = tonumber(args[3])
@@ -124,19 +128,7 @@ end
 
 // Arguments (after --): key count, address count, base64 of ":" .. secret. The key is 15
 // characters, so its base64 ends on a group boundary and the tail can be appended as is.
-const FLOOD = `
-local ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function sextet(n) return ALPHABET:sub(n + 1, n + 1) end
-local function base64(s)
-  local out = {}
-  for i = 1, #s, 3 do
-    local a, b, c = s:byte(i, i + 2)
-    local n = a * 65536 + b * 256 + c
-    out[#out + 1] = sextet(math.floor(n / 262144)) .. sextet(math.floor(n / 4096) % 64) ..
-      sextet(math.floor(n / 64) % 64) .. sextet(n % 64)
-  end
-  return table.concat(out)
-end
+const FLOOD = `${BASE64_LUA}
 function init(args)
   keys = tonumber(args[1])
   addresses = tonumber(args[2])
