@@ -104,7 +104,10 @@ class RequestContext implements Exchange {
     } else this.proceed(route, outcome, match.param, match.query);
   }
 
-  /** For the lockout of a Basic check that runs bcrypt; never asked on a cache hit. */
+  /**
+   * The client address the lockout and the address rate limit count: asked only by a check
+   * that runs bcrypt or by an address policy, never on a cache hit.
+   */
   clientAddress(): string {
     const { req } = this;
     return clientAddress(
@@ -144,18 +147,12 @@ class RequestContext implements Exchange {
    * refused, or goes on (dispatch) once the store has answered.
    */
   private limit(route: RouteEntry, param: string | undefined, query: string): boolean {
-    const { rateLimiter: limiter, trustedProxies } = this.shared.options;
+    const limiter = this.shared.options.rateLimiter;
     if (limiter === undefined) return false;
-    const { req, identity } = this;
+    const { identity } = this;
     const check =
       identity === undefined
-        ? limiter.checkAddress(
-            clientAddress(
-              req.socket.remoteAddress ?? '',
-              req.headers['x-forwarded-for'],
-              trustedProxies,
-            ),
-          )
+        ? limiter.checkAddress(this.clientAddress())
         : limiter.checkCredential(
             route.name,
             route.kind === 'proxy' ? route.rateLimit : undefined,
