@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { holdRequests } from '../support/hold-requests.js';
+import { sendHeldRequest } from '../support/hold-requests.js';
+import { within } from '../support/within.js';
 import {
   CLI,
   onJsonLines,
@@ -20,15 +21,6 @@ import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 // free what it opened and exit 1 at once, naming the address), readiness during a SIGTERM
 // drain (503 `draining`, so a load balancer stops sending traffic), and a second signal
 // during the drain (exit at once, logging how many requests that cuts).
-
-/** Rejects when `promise` has not settled within `ms`: a bound on a wait, never a pause. */
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
 
 interface Ended {
   readonly code: number | null;
@@ -172,7 +164,6 @@ describe('during a drain', () => {
     gateway: GatewayProcess;
     inFlight: Promise<Response>;
   }> {
-    const upstreamHasRequest = holdRequests(upstream, held);
     // A drain timeout far longer than any wait below: only a second signal ends it early.
     const started = await startGateway(
       gatewayYaml({
@@ -182,12 +173,12 @@ describe('during a drain', () => {
       }),
     );
     gateway = started;
-    const inFlight = fetch(`${started.url}/accounts`, {
-      headers: { authorization: basicHeader(KEY, SECRET) },
-    });
-    // Observed on error paths too: an exit may cut it.
-    inFlight.catch(() => undefined);
-    await within(5_000, 'the upstream to receive the request', upstreamHasRequest);
+    const { inFlight } = await sendHeldRequest(
+      upstream,
+      held,
+      started.url,
+      basicHeader(KEY, SECRET),
+    );
     return { gateway: started, inFlight };
   }
 

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { redisKeys } from '../../src/credentials/redis-store.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { holdRequests } from '../support/hold-requests.js';
+import { sendHeldRequest } from '../support/hold-requests.js';
+import { within } from '../support/within.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
@@ -23,15 +24,6 @@ import { untilSubscribers } from '../support/until-subscribers.js';
 // lines carry its pid), never from anything the API answers.
 
 type LogLine = Record<string, unknown>;
-
-/** Rejects when `promise` has not settled within `ms`: a bound on a wait, never a pause. */
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
 
 /** Resolves with the log lines matching `match` once there are `count` of them. */
 function untilLogs(
@@ -484,7 +476,6 @@ describe('stopping serve --workers 2', () => {
     gateway: GatewayProcess;
     inFlight: Promise<Response>;
   }> {
-    const upstreamHasRequest = holdRequests(upstream, held);
     const gateway = await startWorkers(
       gatewayYaml({
         upstreamUrl: upstream.url,
@@ -492,11 +483,12 @@ describe('stopping serve --workers 2', () => {
         config: { server: { drainTimeoutMs: 15_000 } },
       }),
     );
-    const inFlight = fetch(`${gateway.url}/accounts`, {
-      headers: { authorization: basicHeader(pair.key, pair.secret) },
-    });
-    inFlight.catch(() => undefined);
-    await within(5_000, 'the upstream to receive the request', upstreamHasRequest);
+    const { inFlight } = await sendHeldRequest(
+      upstream,
+      held,
+      gateway.url,
+      basicHeader(pair.key, pair.secret),
+    );
     return { gateway, inFlight };
   }
 
