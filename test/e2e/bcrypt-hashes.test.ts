@@ -1,14 +1,19 @@
+import bcrypt from 'bcrypt';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { redisKeys } from '../../src/credentials/redis-store.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { htpasswdHash, PHP_WRITTEN } from '../support/foreign-hashes.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
-import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { sample } from '../support/scrape-metric.js';
+import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { JSON_TYPE, send } from '../support/send.js';
 
-// Hashes other writers put in Redis ($2y$ from htpasswd and PHP), through the whole path of
-// a gateway process: the Basic check of a proxied request and the password exchange.
+// Hashes other writers put in Redis ($2y$ at cost 10, from htpasswd and PHP), through the
+// whole path of a gateway process at cost 4: the Basic check of a proxied request and the
+// password exchange, each followed by the rewrite of the hash (rehash on use).
 
 const redisUrl = inject('redisUrl');
 const prefix = uniquePrefix('bcrypthashes');
@@ -43,16 +48,47 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+/** The hash field Redis holds now. */
+async function stored(key: string, field: string): Promise<string | null> {
+  const redis = new Redis(redisUrl);
+  try {
+    return await redis.hget(key, field);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** The log line of the rehash of `who` (a key id or username), once it has been written. */
+const rehashLine = (who: Record<string, string>) => gateway.waitForLog('bcrypt hash rehashed', who);
+
+/** gateway_bcrypt_rehashes_total of `kind` written, from the admin port. */
+async function rehashes(kind: 'key' | 'user'): Promise<number> {
+  const metrics = await (await fetch(`${gateway.adminUrl ?? ''}/metrics`)).text();
+  return sample(metrics, `gateway_bcrypt_rehashes_total{kind="${kind}",outcome="written"}`);
+}
+
 describe('a $2y$ hash written by another tool', () => {
-  it('lets the pair whose hash htpasswd -nbBC 10 wrote through with 200', async () => {
+  it('lets the pair whose hash htpasswd -nbBC 10 wrote through with 200, then rewrites its hash at the configured cost as $2b$ and counts it', async () => {
     const answer = await send(gateway.url, '/accounts', {
       headers: { authorization: basicHeader(HTPASSWD_PAIR.key, HTPASSWD_PAIR.secret) },
     });
     expect(answer.status).toBe(200);
     expect(answer.json).toEqual(ECHO_BODY);
+
+    expect(await rehashLine({ key: HTPASSWD_PAIR.key })).toMatchObject({
+      level: 30,
+      from_variant: '2y',
+      from_cost: 10,
+      outcome: 'written',
+    });
+    const hash = await stored(redisKeys(prefix).key(HTPASSWD_PAIR.key), 'secret_hash');
+    expect(hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
+    await expect(bcrypt.compare(HTPASSWD_PAIR.secret, hash ?? '')).resolves.toBe(true);
+    expect(await rehashes('key')).toBe(1);
+    expect(gateway.output()).not.toContain(HTPASSWD_PAIR.secret);
   });
 
-  it('issues a token to the user whose password hash PHP wrote', async () => {
+  it('issues a token to the user whose password hash PHP wrote, then rewrites it at the configured cost as $2b$ and counts it', async () => {
     const answer = await send(gateway.url, '/auth/token', {
       method: 'POST',
       headers: JSON_TYPE,
@@ -60,5 +96,16 @@ describe('a $2y$ hash written by another tool', () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.json).toMatchObject({ data: [{ token_type: 'Bearer' }] });
+
+    expect(await rehashLine({ username: PHP_USER.username })).toMatchObject({
+      from_variant: '2y',
+      from_cost: 10,
+      outcome: 'written',
+    });
+    const hash = await stored(redisKeys(prefix).user(PHP_USER.username), 'password_hash');
+    expect(hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
+    await expect(bcrypt.compare(PHP_USER.password, hash ?? '')).resolves.toBe(true);
+    expect(await rehashes('user')).toBe(1);
+    expect(gateway.output()).not.toContain(PHP_USER.password);
   });
 });
