@@ -1,6 +1,7 @@
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { HashOwner } from '../../src/credentials/credential-store.js';
 import { redisKeys } from '../../src/credentials/redis-store.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -58,13 +59,34 @@ async function stored(key: string, field: string): Promise<string | null> {
   }
 }
 
-/** The log line of the rehash of `who` (a key id or username), once it has been written. */
-const rehashLine = (who: Record<string, string>) => gateway.waitForLog('bcrypt hash rehashed', who);
-
 /** gateway_bcrypt_rehashes_total of `kind` written, from the admin port. */
 async function rehashes(kind: 'key' | 'user'): Promise<number> {
   const metrics = await (await fetch(`${gateway.adminUrl ?? ''}/metrics`)).text();
   return sample(metrics, `gateway_bcrypt_rehashes_total{kind="${kind}",outcome="written"}`);
+}
+
+/**
+ * Once the success has been answered: the rehash of the $2y$ cost-10 hash is logged (with the
+ * key id or username, never the secret) and counted, and Redis holds a $2b$ hash of the same
+ * secret at the gateway's cost.
+ */
+async function expectRehashed(owner: HashOwner, secret: string): Promise<void> {
+  const k = redisKeys(prefix);
+  const [who, redisKey, field]: [Record<string, string>, string, string] =
+    owner.kind === 'key'
+      ? [{ key: owner.key }, k.key(owner.key), 'secret_hash']
+      : [{ username: owner.username }, k.user(owner.username), 'password_hash'];
+  expect(await gateway.waitForLog('bcrypt hash rehashed', who)).toMatchObject({
+    level: 30,
+    from_variant: '2y',
+    from_cost: 10,
+    outcome: 'written',
+  });
+  const hash = await stored(redisKey, field);
+  expect(hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
+  await expect(bcrypt.compare(secret, hash ?? '')).resolves.toBe(true);
+  expect(await rehashes(owner.kind)).toBe(1);
+  expect(gateway.output()).not.toContain(secret);
 }
 
 describe('a $2y$ hash written by another tool', () => {
@@ -75,17 +97,7 @@ describe('a $2y$ hash written by another tool', () => {
     expect(answer.status).toBe(200);
     expect(answer.json).toEqual(ECHO_BODY);
 
-    expect(await rehashLine({ key: HTPASSWD_PAIR.key })).toMatchObject({
-      level: 30,
-      from_variant: '2y',
-      from_cost: 10,
-      outcome: 'written',
-    });
-    const hash = await stored(redisKeys(prefix).key(HTPASSWD_PAIR.key), 'secret_hash');
-    expect(hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
-    await expect(bcrypt.compare(HTPASSWD_PAIR.secret, hash ?? '')).resolves.toBe(true);
-    expect(await rehashes('key')).toBe(1);
-    expect(gateway.output()).not.toContain(HTPASSWD_PAIR.secret);
+    await expectRehashed({ kind: 'key', key: HTPASSWD_PAIR.key }, HTPASSWD_PAIR.secret);
   });
 
   it('issues a token to the user whose password hash PHP wrote, then rewrites it at the configured cost as $2b$ and counts it', async () => {
@@ -97,15 +109,6 @@ describe('a $2y$ hash written by another tool', () => {
     expect(answer.status).toBe(200);
     expect(answer.json).toMatchObject({ data: [{ token_type: 'Bearer' }] });
 
-    expect(await rehashLine({ username: PHP_USER.username })).toMatchObject({
-      from_variant: '2y',
-      from_cost: 10,
-      outcome: 'written',
-    });
-    const hash = await stored(redisKeys(prefix).user(PHP_USER.username), 'password_hash');
-    expect(hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
-    await expect(bcrypt.compare(PHP_USER.password, hash ?? '')).resolves.toBe(true);
-    expect(await rehashes('user')).toBe(1);
-    expect(gateway.output()).not.toContain(PHP_USER.password);
+    await expectRehashed({ kind: 'user', username: PHP_USER.username }, PHP_USER.password);
   });
 });
