@@ -12,6 +12,7 @@ import { createRedisLockout } from './protection/redis-lockout.js';
 import { withLocalLocks } from './protection/local-locks.js';
 import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
+import { createRehashOnUse, type RehashEvent } from './auth/rehash-on-use.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { CredentialStore } from './credentials/credential-store.js';
 import type { SecretHasher } from './credentials/secret-hasher.js';
@@ -72,6 +73,13 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
   };
   const verifier = createSecretVerifier(hashing);
+  // Hashes of another cost or variant are rewritten on their next success (mixed costs tell
+  // known keys from unknown ones by time), within the same bcrypt bound.
+  const rehash = createRehashOnUse({
+    store,
+    verifier,
+    onRehash: (event) => reportRehash(deps.logger, deps.metrics, event),
+  });
   // Last use of each pair, written in batches (keys.lastUsedIntervalSec; 0: not kept).
   const lastUse =
     config.keys.lastUsedIntervalSec === 0
@@ -87,6 +95,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     store,
     ...hashing,
     verifier,
+    rehash,
     lockout: { lockout, events },
     cacheTtlSec: config.auth.basic.cache.ttlSec,
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
@@ -173,6 +182,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       trustedProxies,
       refuse: authenticator.refuse,
       maxBodyBytes: config.server.maxBodyBytes,
+      rehash,
     }),
   );
   exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
@@ -280,4 +290,24 @@ function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
       );
     },
   };
+}
+
+/**
+ * One line per rehash, naming the key id or username and the cost it had, never the secret:
+ * info when it was written or found changed, warn when it failed (retried on the next use).
+ */
+function reportRehash(logger: Logger, metrics: GatewayMetrics, event: RehashEvent): void {
+  const { owner, outcome, from } = event;
+  metrics.countBcryptRehash(owner.kind, outcome);
+  const fields = {
+    ...(owner.kind === 'key' ? { key: owner.key } : { username: owner.username }),
+    from_variant: from?.variant,
+    from_cost: from?.cost,
+    outcome,
+  };
+  if (outcome === 'failed') {
+    const cause = event.error instanceof Error ? event.error.message : String(event.error);
+    logger.warn({ ...fields, cause }, 'bcrypt hash not rehashed; retried on its next use');
+  } else if (outcome === 'written') logger.info(fields, 'bcrypt hash rehashed');
+  else logger.info(fields, 'bcrypt hash not rehashed: it changed meanwhile');
 }

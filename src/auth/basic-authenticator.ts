@@ -9,6 +9,7 @@ import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js
 import type { Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache } from './identity-cache.js';
+import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
 export interface BasicAuthenticatorOptions {
@@ -28,6 +29,8 @@ export interface BasicAuthenticatorOptions {
   now?: () => number;
   /** Told of every successful check, cache hits included; absent: last use is not kept. */
   lastUse?: LastUseRecorder;
+  /** Brings the hash of a verified pair to the configured cost; absent: hashes stay as stored. */
+  rehash?: RehashOnUse;
 }
 
 /** The client address, computed only when a check needs it (never on a cache hit). */
@@ -109,6 +112,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     // The entry ends with the pair: min(cache TTL, expiry - now).
     if (caching && readAt === generation) cache.set(id, identity, endsAt);
     options.lastUse?.touch(key);
+    options.rehash?.afterSuccess({ kind: 'key', key }, secret, record.secretHash);
     return identity;
   };
 

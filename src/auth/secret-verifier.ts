@@ -1,10 +1,14 @@
 import { createWorkLimiter, WorkRefusedError } from '../concurrency/work-limiter.js';
-import type { SecretHasher } from '../credentials/secret-hasher.js';
+import { readBcryptHash, type SecretHasher } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
 
 export interface SecretVerifierOptions {
   hasher: SecretHasher;
-  /** A hash of a random secret at the store's cost, compared when there is no real hash. */
+  /**
+   * A hash of a random secret made by `hasher`, compared when there is no real hash. Its cost
+   * is the configured one: what an unknown key costs, and what every stored hash is brought
+   * to. (Unreadable, as in tests that never compare: no hash is padded or rehashed.)
+   */
   dummyHash: string;
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
@@ -13,10 +17,14 @@ export interface SecretVerifierOptions {
 export interface SecretVerifier {
   /**
    * Compares against `hash`, or against the dummy hash when there is none, so an unknown
-   * key or user costs the same time as a wrong secret. False for no hash, whatever the input.
+   * key or user costs the same time as a wrong secret. A hash cheaper than the dummy (or one
+   * bcrypt would not run) is compared beside the dummy hash, so it costs no less either.
+   * False for no hash, whatever the input.
    */
   verify(secret: string, hash: string | undefined): Promise<boolean>;
   hash(secret: string): Promise<string>;
+  /** True for a hash as hash() writes it now: `$2b$` at the configured cost. */
+  isCurrent(hash: string): boolean;
 }
 
 /**
@@ -24,6 +32,8 @@ export interface SecretVerifier {
  * queueing without end; past the bound callers get 503 `overloaded` at once.
  */
 export function createSecretVerifier(options: SecretVerifierOptions): SecretVerifier {
+  const { hasher, dummyHash } = options;
+  const configuredCost = readBcryptHash(dummyHash)?.cost ?? 0;
   const limiter = createWorkLimiter(options.maxConcurrentHashes, options.maxQueuedHashes);
   const bounded = async <T>(task: () => Promise<T>): Promise<T> => {
     try {
@@ -34,11 +44,28 @@ export function createSecretVerifier(options: SecretVerifierOptions): SecretVeri
       throw error;
     }
   };
+  const compare = (secret: string, hash: string) => bounded(() => hasher.verify(secret, hash));
   return {
     async verify(secret, hash) {
-      const matches = await bounded(() => options.hasher.verify(secret, hash ?? options.dummyHash));
-      return hash !== undefined && matches;
+      if (hash === undefined) {
+        await compare(secret, dummyHash);
+        return false;
+      }
+      const cost = readBcryptHash(hash)?.cost;
+      if (cost !== undefined && cost >= configuredCost) return compare(secret, hash);
+      // An unknown key costs one compare at the configured cost. A stored hash of a lower
+      // cost (another writer's, or made before the cost was raised) would answer a wrong
+      // secret in a fraction of that, and so tell a known key from an unknown one; a hash
+      // bcrypt does not run at all would answer at once. Compared side by side with the dummy
+      // hash, it takes what the dummy takes, until its first success rehashes it
+      // (rehash-on-use). A hash above the configured cost cannot be made cheaper before then.
+      const [matches] = await Promise.all([compare(secret, hash), compare(secret, dummyHash)]);
+      return matches;
     },
-    hash: (secret) => bounded(() => options.hasher.hash(secret)),
+    hash: (secret) => bounded(() => hasher.hash(secret)),
+    isCurrent(hash) {
+      const read = readBcryptHash(hash);
+      return configuredCost === 0 || (read?.variant === '2b' && read.cost === configuredCost);
+    },
   };
 }

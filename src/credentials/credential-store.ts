@@ -29,6 +29,11 @@ export interface UserRecord {
   readonly scopes: readonly string[];
 }
 
+/** Whose bcrypt hash: a pair's secret hash, or a web-app user's password hash. */
+export type HashOwner =
+  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'user'; readonly username: string };
+
 /** What a revocation event names: one pair, or every credential of a subject. */
 export type Revocation =
   | { readonly kind: 'key'; readonly key: string }
@@ -94,6 +99,14 @@ export interface CredentialStore {
    * user removed meanwhile is not brought back.
    */
   setUserPassword(username: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Replaces the hash of a pair's secret or a user's password with `next`, only while it is
+   * still `expected` (compare-and-set, atomic): a change made meanwhile (a new password,
+   * another instance's rehash) is never overwritten. False, with nothing written, when the
+   * hash differs or the pair or user does not exist (never recreated). Nothing is announced:
+   * the secret is the same, so cached pairs stay valid.
+   */
+  replaceHash(owner: HashOwner, expected: string, next: string): Promise<boolean>;
   /** Removes a user and announces that the subject's cached credentials must go. */
   removeUser(username: string): Promise<boolean>;
   /** Resolves when the store answers; throws when it does not. */

@@ -72,6 +72,18 @@ export function createMemoryStore(
       users.set(username, { ...found, passwordHash });
       return Promise.resolve(true);
     },
+    replaceHash(owner, expected, next) {
+      if (owner.kind === 'key') {
+        const found = keys.get(owner.key);
+        if (found?.secretHash !== expected) return Promise.resolve(false);
+        keys.set(owner.key, { ...found, secretHash: next });
+      } else {
+        const found = users.get(owner.username);
+        if (found?.passwordHash !== expected) return Promise.resolve(false);
+        users.set(owner.username, { ...found, passwordHash: next });
+      }
+      return Promise.resolve(true);
+    },
     removeUser(username) {
       const found = users.get(username);
       if (found === undefined) return Promise.resolve(false);

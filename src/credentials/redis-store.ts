@@ -112,6 +112,15 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'password_hash', ARGV[1])
 return 1`;
 
+/**
+ * Compare-and-set of one hash field (KEYS[1] the key or user hash; ARGV: the field, the hash
+ * expected, the next one). A missing hash reads as false, never equal: nothing is recreated.
+ */
+const REPLACE_HASH = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1`;
+
 const REMOVE_USER = `
 local subject = redis.call('HGET', KEYS[1], 'subject')
 if not subject then return 0 end
@@ -349,6 +358,13 @@ export function createRedisStore(
       guarded(
         async () => (await client.eval(SET_USER_PASSWORD, 1, k.user(username), passwordHash)) === 1,
       ),
+    replaceHash: async (owner, expected, next) => {
+      const [hashKey, field] =
+        owner.kind === 'key'
+          ? [k.key(owner.key), 'secret_hash']
+          : [k.user(owner.username), 'password_hash'];
+      return (await scripts.run(REPLACE_HASH, [hashKey], [field, expected, next])) === 1;
+    },
     removeUser: (username) =>
       guarded(async () => (await client.eval(REMOVE_USER, 2, k.user(username), k.channel)) === 1),
     ping: () =>

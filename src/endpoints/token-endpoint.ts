@@ -2,6 +2,7 @@ import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js
 import type { Lockout } from '../protection/lockout.js';
 import { DENIED } from '../auth/denial.js';
 import type { Refuse } from '../auth/refusal.js';
+import type { RehashOnUse } from '../auth/rehash-on-use.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
@@ -25,6 +26,8 @@ export interface TokenEndpointOptions {
   trustedProxies: ReadonlySet<string>;
   /** Turns the refused password into the 401 with its challenge. */
   refuse: Refuse;
+  /** Brings a verified password's hash to the configured cost; absent: hashes stay as stored. */
+  rehash?: RehashOnUse;
 }
 
 /**
@@ -66,6 +69,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       // what this endpoint issues; a Basic one would make browsers prompt for a password.
       throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
+    options.rehash?.afterSuccess({ kind: 'user', username }, password, user.passwordHash);
     const token = await options.signer.issue(user.subject, user.username, user.scopes);
     const body = listEnvelope([
       {

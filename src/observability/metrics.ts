@@ -39,6 +39,8 @@ export interface GatewayMetrics extends MetricsSource {
   countLockoutRefusal(scope: string): void;
   /** One bcrypt compare run (a secret or password checked against a hash). */
   countBcryptCompare(): void;
+  /** A stored hash rewritten at the configured cost after a successful check, or not, by why. */
+  countBcryptRehash(kind: string, outcome: string): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -101,6 +103,12 @@ export function createMetrics(): GatewayMetrics {
   const bcryptCompares = new Counter({
     name: 'gateway_bcrypt_compares_total',
     help: 'bcrypt compares run (Basic checks and password exchanges).',
+    registers: [registry],
+  });
+  const bcryptRehashes = new Counter({
+    name: 'gateway_bcrypt_rehashes_total',
+    help: 'Stored bcrypt hashes of another cost or variant rehashed after a successful check, by kind (key, user) and outcome (written; superseded: changed meanwhile, left as it was; failed: not written, retried on the next success).',
+    labelNames: ['kind', 'outcome'],
     registers: [registry],
   });
 
@@ -184,6 +192,7 @@ export function createMetrics(): GatewayMetrics {
     countLockout: (scope) => lockouts.inc({ scope }),
     countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
     countBcryptCompare: () => bcryptCompares.inc(),
+    countBcryptRehash: (kind, outcome) => bcryptRehashes.inc({ kind, outcome }),
   };
 }
 

@@ -37,6 +37,7 @@ const store = {
 const verifier: SecretVerifier = {
   verify: () => Promise.resolve(true),
   hash: () => Promise.resolve(''),
+  isCurrent: () => true,
 };
 
 const basic = createBasicAuthenticator({

@@ -32,6 +32,9 @@ const PAST = '2001-01-01T00:00:00.000Z';
 const FUTURE = '2099-01-01T00:00:00.000Z';
 
 const HASH = '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq';
+/** Other well-formed hashes, for replacements. */
+const OTHER_HASH = HASH.replace('C6', 'D7');
+const THIRD_HASH = HASH.replace('C6', 'E8');
 
 function keyRecord(key: string, subject: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
   return {
@@ -290,6 +293,68 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
     it('sets no password for a user that does not exist, and does not create one', async () => {
       await expect(store.setUserPassword('nobody@example.com', HASH)).resolves.toBe(false);
       await expect(store.getUser('nobody@example.com')).resolves.toBeUndefined();
+    });
+
+    it('replaces the hash of a pair only while it still holds the expected one', async () => {
+      const original = keyRecord('ak_rehashed', 'alice');
+      await store.createKey(original, 10);
+
+      await expect(
+        store.replaceHash({ kind: 'key', key: 'ak_rehashed' }, HASH, OTHER_HASH),
+      ).resolves.toBe(true);
+      await expect(store.getKey('ak_rehashed')).resolves.toEqual({
+        ...original,
+        secretHash: OTHER_HASH,
+      });
+      // The old hash is no longer there: a second writer that read it changes nothing.
+      await expect(
+        store.replaceHash({ kind: 'key', key: 'ak_rehashed' }, HASH, THIRD_HASH),
+      ).resolves.toBe(false);
+      await expect(store.getKey('ak_rehashed')).resolves.toMatchObject({ secretHash: OTHER_HASH });
+    });
+
+    it("replaces a user's password hash only while it still holds the expected one", async () => {
+      const user = userRecord('rehashed@example.com', 'alice');
+      await store.addUser(user);
+      const owner = { kind: 'user', username: 'rehashed@example.com' } as const;
+
+      await expect(store.replaceHash(owner, HASH, OTHER_HASH)).resolves.toBe(true);
+      await expect(store.getUser('rehashed@example.com')).resolves.toEqual({
+        ...user,
+        passwordHash: OTHER_HASH,
+      });
+      // A new password set meanwhile (users passwd) is not overwritten by a late rehash.
+      await store.setUserPassword('rehashed@example.com', THIRD_HASH);
+      await expect(store.replaceHash(owner, OTHER_HASH, HASH)).resolves.toBe(false);
+      await expect(store.getUser('rehashed@example.com')).resolves.toMatchObject({
+        passwordHash: THIRD_HASH,
+      });
+    });
+
+    it('lets exactly one of two concurrent replacements of the same hash win', async () => {
+      await store.createKey(keyRecord('ak_raced', 'alice'), 10);
+      const owner = { kind: 'key', key: 'ak_raced' } as const;
+
+      const results = await Promise.all([
+        store.replaceHash(owner, HASH, OTHER_HASH),
+        store.replaceHash(owner, HASH, THIRD_HASH),
+      ]);
+
+      expect(results.filter(Boolean)).toHaveLength(1);
+      await expect(store.getKey('ak_raced')).resolves.toMatchObject({
+        secretHash: results[0] === true ? OTHER_HASH : THIRD_HASH,
+      });
+    });
+
+    it('replaces nothing for a pair or user it does not hold, and creates neither', async () => {
+      await expect(
+        store.replaceHash({ kind: 'key', key: 'ak_none' }, HASH, OTHER_HASH),
+      ).resolves.toBe(false);
+      await expect(
+        store.replaceHash({ kind: 'user', username: 'none@example.com' }, HASH, OTHER_HASH),
+      ).resolves.toBe(false);
+      await expect(store.getKey('ak_none')).resolves.toBeUndefined();
+      await expect(store.getUser('none@example.com')).resolves.toBeUndefined();
     });
 
     it('counts the active pairs of a subject, revoked ones not', async () => {

@@ -149,6 +149,15 @@ function everyOperation(store: CredentialStore): [string, () => Promise<unknown>
     ['getUser', () => store.getUser('alice')],
     ['addUser', () => store.addUser(user)],
     ['setUserPassword', () => store.setUserPassword('alice', user.passwordHash)],
+    [
+      'replaceHash',
+      () =>
+        store.replaceHash(
+          { kind: 'user', username: 'alice' },
+          user.passwordHash,
+          user.passwordHash,
+        ),
+    ],
     ['removeUser', () => store.removeUser('alice')],
     ['ping', () => store.ping()],
   ];

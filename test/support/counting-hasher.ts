@@ -13,6 +13,15 @@ export interface CountingHasher extends SecretHasher {
   hashes(): number;
   /** Holds every compare that has not finished until the returned function is called. */
   hold(): () => void;
+  /** The same for hashes being made (a rehash under way). */
+  holdHashes(): () => void;
+}
+
+/** A gate to hold work at: `wait` resolves once `release` has been called. */
+function gate(): { wait: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const wait = new Promise<void>((resolve) => (release = resolve));
+  return { wait, release };
 }
 
 /** `onCompare` sees the compares so far each time one starts (before any hold). */
@@ -22,25 +31,35 @@ export function countingHasher(
 ): CountingHasher {
   const seen: Compare[] = [];
   let hashes = 0;
-  let gate: Promise<void> | undefined;
+  let compareGate: Promise<void> | undefined;
+  let hashGate: Promise<void> | undefined;
   return {
-    hash(secret) {
+    async hash(secret) {
       hashes += 1;
+      if (hashGate !== undefined) await hashGate;
       return base.hash(secret);
     },
     async verify(secret, hash) {
       seen.push({ secret, hash });
       onCompare(seen);
-      if (gate !== undefined) await gate;
+      if (compareGate !== undefined) await compareGate;
       return base.verify(secret, hash);
     },
     compares: () => seen,
     hashes: () => hashes,
     hold() {
-      let release!: () => void;
-      gate = new Promise<void>((resolve) => (release = resolve));
+      const { wait, release } = gate();
+      compareGate = wait;
       return () => {
-        gate = undefined;
+        compareGate = undefined;
+        release();
+      };
+    },
+    holdHashes() {
+      const { wait, release } = gate();
+      hashGate = wait;
+      return () => {
+        hashGate = undefined;
         release();
       };
     },

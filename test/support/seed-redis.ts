@@ -10,7 +10,10 @@ export function uniquePrefix(name: string): string {
   return `{t${name}${process.pid}${Math.floor(Math.random() * 1e6)}}:`;
 }
 
-/** Writes a pair the way the README tells another service to (HSET + SADD). */
+/**
+ * Writes a pair the way the README tells another service to (HSET + SADD), its secret hashed
+ * at TEST_BCRYPT_COST unless `secretHash` gives the hash another writer made.
+ */
 export async function seedKey(
   redisUrl: string,
   prefix: string,
@@ -20,6 +23,7 @@ export async function seedKey(
     subject: string;
     label?: string;
     status?: 'active' | 'revoked';
+    secretHash?: string;
   },
 ): Promise<void> {
   const k = redisKeys(prefix);
@@ -29,7 +33,7 @@ export async function seedKey(
     await redis
       .multi()
       .hset(k.key(pair.key), {
-        secret_hash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
+        secret_hash: pair.secretHash ?? (await bcrypt.hash(pair.secret, TEST_BCRYPT_COST)),
         subject: pair.subject,
         label: pair.label ?? '',
         status,
@@ -48,17 +52,18 @@ export async function seedKey(
 
 /**
  * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
- * a cost-4 bcrypt hash: tests also use it to move a user to another subject.
+ * a cost-4 bcrypt hash unless `passwordHash` gives another writer's: tests also use it to
+ * move a user to another subject.
  */
 export async function putUser(
   redisUrl: string,
   keyPrefix: string,
-  user: { username: string; subject: string; password: string },
+  user: { username: string; subject: string; password: string; passwordHash?: string },
 ): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
     await redis.hset(redisKeys(keyPrefix).user(user.username), {
-      password_hash: await bcrypt.hash(user.password, TEST_BCRYPT_COST),
+      password_hash: user.passwordHash ?? (await bcrypt.hash(user.password, TEST_BCRYPT_COST)),
       subject: user.subject,
       created_at: new Date().toISOString(),
     });
