@@ -9,12 +9,14 @@ import {
 } from './lockout.js';
 
 /**
- * Remembers in this process the refusals a shared lockout gave, until their Retry-After: while
- * an address or a key is locked, a flood against it is refused here, with no Redis round trip
- * and no script run, so it costs the event loop (and Redis) little beside the requests that
- * count. A lock only ever grows while it holds (no attempt runs to clear it), so the answer
- * given here is the one the store would give; a refusal for attempts still in flight is
- * remembered for at most its own Retry-After, which the client was told anyway.
+ * Remembers in this process the locks a shared lockout refused with, until their Retry-After:
+ * while an address or a key is locked, a flood against it is refused here, with no Redis round
+ * trip and no script run, so it costs the event loop (and Redis) little beside the requests
+ * that count. A lock only ever grows while it holds (no attempt runs to clear it), so the
+ * answer given here is the one the store would give. A refusal for attempts still in flight
+ * is not remembered: the attempt it waits for may succeed a moment later (on this gateway or
+ * another), and every client behind that address would then be refused here, for up to an
+ * hour, while the store admits them.
  */
 export function withLocalLocks(
   lockout: Lockout,
@@ -33,11 +35,12 @@ export function withLocalLocks(
         continue;
       }
       const scope = LOCKOUT_SCOPES[target.kind][index] ?? LOCKOUT_SCOPES[target.kind][0];
-      return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at) };
+      return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at), locked: true };
     }
     return undefined;
   };
   const remember = (target: LockoutTarget, ids: readonly string[], refusal: LockoutRefusal) => {
+    if (!refusal.locked) return;
     const index = (LOCKOUT_SCOPES[target.kind] as readonly string[]).indexOf(refusal.scope);
     const id = ids[index];
     if (id !== undefined) until.set(id, now() + refusal.retryAfterSec * 1000);

@@ -38,6 +38,12 @@ export interface LockoutRefusal {
   /** The counter that refuses longest, and how long. */
   readonly scope: LockoutScope;
   readonly retryAfterSec: number;
+  /**
+   * True when that counter is locked: a lock only grows while it holds, so the refusal may be
+   * remembered until it ends. False when only the attempts in flight refuse (they would reach
+   * the threshold): their outcome, a success say, may free the counter at any moment.
+   */
+  readonly locked: boolean;
 }
 
 /** One attempt, counted against every counter of its target from `begin` until settled. */

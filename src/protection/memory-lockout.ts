@@ -73,6 +73,7 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
             kind: 'refuse',
             scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
             retryAfterSec: toRetryAfterSec(wait),
+            locked: state.lockedUntil > at,
           };
         }
       });
@@ -118,10 +119,16 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
       const at = now();
       const [id] = counterIds({ kind, id: '', address });
       const [limit] = counterLimits(config, kind);
-      const wait = waitMs(read(id, at), at, limit);
+      const state = read(id, at);
+      const wait = waitMs(state, at, limit);
       return Promise.resolve(
         wait > 0
-          ? { kind: 'refuse', scope: LOCKOUT_SCOPES[kind][0], retryAfterSec: toRetryAfterSec(wait) }
+          ? {
+              kind: 'refuse',
+              scope: LOCKOUT_SCOPES[kind][0],
+              retryAfterSec: toRetryAfterSec(wait),
+              locked: state.lockedUntil > at,
+            }
           : undefined,
       );
     },
