@@ -6,7 +6,7 @@ import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-ver
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import type { LockoutEvents } from './protection/guard-attempt.js';
-import type { Lockout } from './protection/lockout.js';
+import type { Lockout, LockoutTarget } from './protection/lockout.js';
 import { createMemoryLockout } from './protection/memory-lockout.js';
 import { createRedisLockout } from './protection/redis-lockout.js';
 import { withLocalLocks } from './protection/local-locks.js';
@@ -19,7 +19,8 @@ import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
 import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
 import { KEY_ID } from './identity/identity-formats.js';
 import { createTokenEndpoint } from './endpoints/token-endpoint.js';
-import { trustedProxySet } from './http/client-address.js';
+import type { ClientAddressing } from './http/client-address.js';
+import { createTrustedProxies } from './http/ip-network.js';
 import { closeServer, listenOn } from './http/listen.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ProxyRoute, RouteEntry } from './http/routes.js';
@@ -124,7 +125,10 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     allowHeaders: config.forwarding.allowHeaders,
     forwardAuthorization: config.forwarding.forwardAuthorization,
   });
-  const trustedProxies = trustedProxySet(config.server.trustedProxies);
+  const addressing: ClientAddressing = {
+    trusted: createTrustedProxies(config.server.trustedProxies),
+    ...config.server.clientNetworks,
+  };
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const forwarder = upstreams.get(route.upstream);
@@ -170,7 +174,6 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       signer,
       lockout,
       lockoutEvents: events,
-      trustedProxies,
       refuse: authenticator.refuse,
       maxBodyBytes: config.server.maxBodyBytes,
     }),
@@ -193,7 +196,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
     authenticator,
     headerPolicy,
-    trustedProxies,
+    addressing,
     maxHeaderCount: config.server.maxHeaderCount,
     logger: deps.logger,
     logRequests: config.logging.requests,
@@ -237,12 +240,14 @@ const OPEN_LOCKOUT: Lockout = {
 
 /**
  * The lines fail2ban-style tools match: one `authentication failed` per refused check and
- * one `locked out` per lock started, each with the client address and the key or username
- * as sent (at most 128 characters), never a secret or password.
+ * one `locked out` per lock started, each with the client address, the network its counters
+ * count, and the key or username as sent (at most 128 characters), never a secret or password.
  */
 function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
-  const who = (target: { kind: 'basic' | 'token'; id: string }) =>
-    target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id };
+  const who = (target: LockoutTarget) => ({
+    client_network: target.network,
+    ...(target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id }),
+  });
   return {
     failed(target, reason) {
       metrics.countAuthFailure(target.kind, reason);

@@ -25,7 +25,8 @@ export function withLocalLocks(
 ): Lockout {
   const until = new LRUCache<string, number>({ max: maxEntries });
 
-  const known = (target: LockoutTarget, ids: readonly string[]): LockoutRefusal | undefined => {
+  type Kind = LockoutTarget['kind'];
+  const known = (kind: Kind, ids: readonly string[]): LockoutRefusal | undefined => {
     const at = now();
     for (const [index, id] of ids.entries()) {
       const end = until.get(id);
@@ -34,14 +35,14 @@ export function withLocalLocks(
         until.delete(id);
         continue;
       }
-      const scope = LOCKOUT_SCOPES[target.kind][index] ?? LOCKOUT_SCOPES[target.kind][0];
+      const scope = LOCKOUT_SCOPES[kind][index] ?? LOCKOUT_SCOPES[kind][0];
       return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at), locked: true };
     }
     return undefined;
   };
-  const remember = (target: LockoutTarget, ids: readonly string[], refusal: LockoutRefusal) => {
+  const remember = (kind: Kind, ids: readonly string[], refusal: LockoutRefusal) => {
     if (!refusal.locked) return;
-    const index = (LOCKOUT_SCOPES[target.kind] as readonly string[]).indexOf(refusal.scope);
+    const index = (LOCKOUT_SCOPES[kind] as readonly string[]).indexOf(refusal.scope);
     const id = ids[index];
     if (id !== undefined) until.set(id, now() + refusal.retryAfterSec * 1000);
   };
@@ -49,19 +50,18 @@ export function withLocalLocks(
   return {
     async begin(target) {
       const ids = counterIds(target);
-      const local = known(target, ids);
+      const local = known(target.kind, ids);
       if (local !== undefined) return local;
       const decision = await lockout.begin(target);
-      if (decision.kind === 'refuse') remember(target, ids, decision);
+      if (decision.kind === 'refuse') remember(target.kind, ids, decision);
       return decision;
     },
-    async checkAddress(kind, address) {
-      const target: LockoutTarget = { kind, id: '', address };
-      const ids = counterIds(target).slice(0, 1);
-      const local = known(target, ids);
+    async checkAddress(kind, network) {
+      const ids = counterIds({ kind, id: '', network }).slice(0, 1);
+      const local = known(kind, ids);
       if (local !== undefined) return local;
-      const refusal = await lockout.checkAddress(kind, address);
-      if (refusal !== undefined) remember(target, ids, refusal);
+      const refusal = await lockout.checkAddress(kind, network);
+      if (refusal !== undefined) remember(kind, ids, refusal);
       return refusal;
     },
   };

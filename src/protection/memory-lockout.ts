@@ -115,9 +115,9 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
         },
       });
     },
-    checkAddress(kind, address) {
+    checkAddress(kind, network) {
       const at = now();
-      const [id] = counterIds({ kind, id: '', address });
+      const [id] = counterIds({ kind, id: '', network });
       const [limit] = counterLimits(config, kind);
       const state = read(id, at);
       const wait = waitMs(state, at, limit);

@@ -41,8 +41,8 @@ export interface RateLimiter {
     routePolicy: RatePolicy | undefined,
     identity: Identity,
   ): RateCheck;
-  /** A request on a route that takes no credentials, by its client address. */
-  checkAddress(address: string): RateCheck;
+  /** A request on a route that takes no credentials, by its client network. */
+  checkAddress(network: string): RateCheck;
 }
 
 export interface RateLimiterDeps {
@@ -122,10 +122,10 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
         own === `subject:${identity.subject}` ? [own] : [own, `subject:${identity.subject}`];
       return take({ buckets, overrides });
     },
-    checkAddress(address) {
+    checkAddress(network) {
       if (settings.address === undefined) return undefined;
       return take({
-        buckets: [{ name: 'address', id: `rl:address:${address}`, policy: settings.address }],
+        buckets: [{ name: 'address', id: `rl:address:${network}`, policy: settings.address }],
         overrides: [],
       });
     },

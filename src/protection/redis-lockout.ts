@@ -106,7 +106,7 @@ export function createRedisLockout(config: LockoutConfig, scripts: ScriptRunner)
     RESERVATION_MS,
     ...limits.flatMap((l) => [l.threshold, l.initialLockMs, l.maxLockMs]),
   ];
-  const keysOf = (target: LockoutTarget): string[] =>
+  const keysOf = (target: Pick<LockoutTarget, 'kind' | 'id' | 'network'>): string[] =>
     counterIds(target).map((id) => scripts.keyPrefix + id);
   const refusal = (kind: LockoutTarget['kind'], reply: unknown) => {
     const [refused, index, wait, locked] = reply as [number, number?, number?, number?];
@@ -148,8 +148,8 @@ export function createRedisLockout(config: LockoutConfig, scripts: ScriptRunner)
         },
       };
     },
-    async checkAddress(kind, address) {
-      const keys = keysOf({ kind, id: '', address }).slice(0, 1);
+    async checkAddress(kind, network) {
+      const keys = keysOf({ kind, id: '', network }).slice(0, 1);
       const limits = counterLimits(config, kind).slice(0, 1);
       return refusal(kind, await scripts.run(SCRIPT, keys, args('check', limits)));
     },

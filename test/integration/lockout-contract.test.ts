@@ -84,7 +84,12 @@ const IMPLEMENTATIONS: Implementation[] = [
   },
 ];
 
-const basic = (id: string, address: string): LockoutTarget => ({ kind: 'basic', id, address });
+const basic = (id: string, address: string): LockoutTarget => ({
+  kind: 'basic',
+  id,
+  address,
+  network: address,
+});
 
 /** Begins and settles one attempt; the decision, and the locks its settle started. */
 async function attempt(
@@ -144,7 +149,12 @@ describe.each(IMPLEMENTATIONS)('lockout contract: $name', (impl) => {
 
   it('counts password exchanges apart from Basic checks, under the token scopes', async () => {
     const lockout = impl.make(config());
-    const target: LockoutTarget = { kind: 'token', id: 'alice', address: '10.0.3.1' };
+    const target: LockoutTarget = {
+      kind: 'token',
+      id: 'alice',
+      address: '10.0.3.1',
+      network: '10.0.3.1',
+    };
     await failTimes(lockout, target, 3);
     expect(await lockout.begin(target)).toMatchObject({
       kind: 'refuse',

@@ -14,8 +14,11 @@ export interface GatewayProcess {
   readonly child: ChildProcess;
   /** The YAML file it was started with (rewrite it, then SIGHUP, to reload). */
   readonly configFile: string;
-  /** Resolves with the first log line (already seen or still to come) whose msg is `msg`. */
-  waitForLog(msg: string): Promise<Record<string, unknown>>;
+  /**
+   * Resolves with the first log line (already seen or still to come) whose msg is `msg` and
+   * whose fields hold every value of `fields`.
+   */
+  waitForLog(msg: string, fields?: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Every JSON log line so far. */
   readonly logs: Record<string, unknown>[];
   /** Everything written to stdout and stderr so far, verbatim. */
@@ -46,11 +49,14 @@ export function startGateway(
     },
   );
   const logs: Record<string, unknown>[] = [];
-  const waiters: { msg: string; resolve: (entry: Record<string, unknown>) => void }[] = [];
-  const waitForLog = (msg: string): Promise<Record<string, unknown>> => {
-    const seen = logs.find((entry) => entry.msg === msg);
+  type Entry = Record<string, unknown>;
+  const waiters: { matches: (entry: Entry) => boolean; resolve: (entry: Entry) => void }[] = [];
+  const waitForLog = (msg: string, fields: Entry = {}): Promise<Entry> => {
+    const matches = (entry: Entry) =>
+      entry.msg === msg && Object.entries(fields).every(([name, value]) => entry[name] === value);
+    const seen = logs.find(matches);
     if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve) => waiters.push({ msg, resolve }));
+    return new Promise((resolve) => waiters.push({ matches, resolve }));
   };
   let output = '';
   return new Promise((resolve, reject) => {
@@ -65,7 +71,7 @@ export function startGateway(
     });
     onJsonLines(child.stdout, (entry) => {
       logs.push(entry);
-      for (const waiter of waiters.filter((w) => w.msg === entry.msg)) {
+      for (const waiter of waiters.filter((w) => w.matches(entry))) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve(entry);
       }

@@ -29,7 +29,12 @@ function sharedLockout() {
   return { lockout, calls, answer: (next: LockoutDecision) => (answer = next) };
 }
 
-const basic = (id: string, address: string): LockoutTarget => ({ kind: 'basic', id, address });
+const basic = (id: string, address: string): LockoutTarget => ({
+  kind: 'basic',
+  id,
+  address,
+  network: address,
+});
 const refuse = (
   scope: LockoutRefusal['scope'],
   retryAfterSec: number,
@@ -80,9 +85,14 @@ describe('withLocalLocks', () => {
     shared.answer(refuse('token_address', 7));
     expect(await lockout.checkAddress('token', '10.0.0.3')).toEqual(refuse('token_address', 7));
     shared.answer(ALLOW);
-    expect(await lockout.begin({ kind: 'token', id: 'alice', address: '10.0.0.3' })).toEqual(
-      refuse('token_address', 7),
-    );
+    expect(
+      await lockout.begin({
+        kind: 'token',
+        id: 'alice',
+        address: '10.0.0.3',
+        network: '10.0.0.3',
+      }),
+    ).toEqual(refuse('token_address', 7));
     expect(shared.calls).toEqual(['check token@10.0.0.3']);
   });
 

@@ -28,6 +28,7 @@ const VICTIM: LockoutTarget = {
   kind: 'basic',
   id: 'ak_victim',
   address: '10.9.0.1',
+  network: '10.9.0.1',
 };
 
 async function fail(lockout: Lockout, target: LockoutTarget) {
@@ -40,7 +41,7 @@ async function fail(lockout: Lockout, target: LockoutTarget) {
 async function flood(lockout: Lockout): Promise<void> {
   for (let i = 0; i < MAX_COUNTERS * 10; i += 1) {
     const address = `10.8.${Math.floor(i / 250)}.${i % 250}`;
-    await fail(lockout, { kind: 'basic', id: `ak_junk${i}`, address });
+    await fail(lockout, { kind: 'basic', id: `ak_junk${i}`, address, network: address });
   }
 }
 
