@@ -188,6 +188,12 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
         { failures, onStoreError: config.rateLimits.onStoreError, cause: String(error.cause) },
         'rate limit store unavailable',
       ),
+    // The value is the operator's or web application's, not a secret: shown to be fixed.
+    warnMalformedOverride: ({ key, value }) =>
+      deps.logger.warn(
+        { redis_key: key, value },
+        'rate limit override ignored: not <requests>/<periodSec>[,<burst>] or none',
+      ),
   });
   const handler = createRequestHandler({
     routes: createRouteTable({

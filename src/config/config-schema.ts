@@ -444,6 +444,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** Per credential (the key for Basic, the subject for Bearer), every authenticated route. */
       credential: ratePolicySchema.optional(),
+      /** Per subject across all its pairs and tokens: minting pairs does not multiply it. */
+      subject: ratePolicySchema.optional(),
       /** Per client address, on the routes that take no credentials. */
       address: ratePolicySchema.optional(),
       /** The store does not answer: `open` lets requests through, `closed` answers 503. */
