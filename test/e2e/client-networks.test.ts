@@ -1,10 +1,8 @@
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { gatewayYaml } from '../support/gateway-yaml.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { startRedisGateway, type RedisGateway } from '../support/redis-gateway.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { JSON_TYPE, send } from '../support/send.js';
 
@@ -17,32 +15,20 @@ const redisUrl = inject('redisUrl');
 const prefix = uniquePrefix('networks');
 const OWNER = { key: 'ak_networks_owner', secret: 'owner-secret-0123456789abcdefghij' };
 
-let upstream: EchoUpstream;
+let setup: RedisGateway;
 let gateway: GatewayProcess;
-let redis: Redis;
 
 beforeAll(async () => {
-  upstream = await startEchoUpstream();
-  redis = new Redis(redisUrl);
   await seedKey(redisUrl, prefix, { ...OWNER, subject: 'owner' });
-  gateway = await startGateway(
-    gatewayYaml({
-      upstreamUrl: upstream.url,
-      redis: { url: redisUrl, keyPrefix: prefix },
-      config: {
-        server: { trustedProxies: ['127.0.0.0/8'] },
-        rateLimits: { address: { requests: 100, periodSec: 3600 } },
-        logging: { level: 'info', requests: false },
-      },
-    }),
-  );
+  setup = await startRedisGateway(redisUrl, prefix, {
+    server: { trustedProxies: ['127.0.0.0/8'] },
+    rateLimits: { address: { requests: 100, periodSec: 3600 } },
+    logging: { level: 'info', requests: false },
+  });
+  gateway = setup.gateway;
 });
 
-afterAll(async () => {
-  await gateway?.stop();
-  await upstream?.close();
-  redis?.disconnect();
-});
+afterAll(() => setup?.close());
 
 const login = (username: string, forwardedFor: string): Promise<HttpAnswer> =>
   send(gateway.url, '/auth/token', {
@@ -62,7 +48,7 @@ describe('client addresses counted by network', () => {
       statuses.push((await login(`spray${i}`, address)).status);
     expect(statuses).toEqual([...Array<number>(50).fill(401), ...Array<number>(5).fill(429)]);
     // One address counter for the whole /64, not one per address.
-    expect(await redis.keys(`${prefix}lockout:token:address:*`)).toEqual([
+    expect(await setup.redis.keys(`${prefix}lockout:token:address:*`)).toEqual([
       `${prefix}lockout:token:address:2001:db8:aa:bb::/64`,
     ]);
     // Another /64 is another client.

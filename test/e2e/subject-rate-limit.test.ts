@@ -1,11 +1,10 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
 import { basicHeader } from '../support/basic-header.js';
-import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { gatewayYaml } from '../support/gateway-yaml.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { startRedisGateway, type RedisGateway } from '../support/redis-gateway.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { JSON_TYPE, send } from '../support/send.js';
 
@@ -21,34 +20,23 @@ const HOUR = 3600;
 const PER_KEY = 3;
 const PER_SUBJECT = 5;
 
-let upstream: EchoUpstream;
+let setup: RedisGateway;
 let gateway: GatewayProcess;
 let redis: Redis;
 
 beforeAll(async () => {
-  upstream = await startEchoUpstream();
-  redis = new Redis(redisUrl);
-  gateway = await startGateway(
-    gatewayYaml({
-      upstreamUrl: upstream.url,
-      redis: { url: redisUrl, keyPrefix: prefix },
-      config: {
-        rateLimits: {
-          credential: { requests: PER_KEY, periodSec: HOUR },
-          subject: { requests: PER_SUBJECT, periodSec: HOUR },
-        },
-        keys: { maxActivePerSubject: 20 },
-        logging: { level: 'info', requests: false },
-      },
-    }),
-  );
+  setup = await startRedisGateway(redisUrl, prefix, {
+    rateLimits: {
+      credential: { requests: PER_KEY, periodSec: HOUR },
+      subject: { requests: PER_SUBJECT, periodSec: HOUR },
+    },
+    keys: { maxActivePerSubject: 20 },
+    logging: { level: 'info', requests: false },
+  });
+  ({ gateway, redis } = setup);
 });
 
-afterAll(async () => {
-  await gateway?.stop();
-  await upstream?.close();
-  redis?.disconnect();
-});
+afterAll(() => setup?.close());
 
 interface Pair {
   readonly key: string;
