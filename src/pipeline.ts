@@ -6,7 +6,7 @@ import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-ver
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import type { LockoutEvents } from './protection/guard-attempt.js';
-import type { Lockout } from './protection/lockout.js';
+import type { Lockout, LockoutTarget } from './protection/lockout.js';
 import { createMemoryLockout } from './protection/memory-lockout.js';
 import { createRedisLockout } from './protection/redis-lockout.js';
 import { withLocalLocks } from './protection/local-locks.js';
@@ -20,7 +20,8 @@ import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
 import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
 import { KEY_ID } from './identity/identity-formats.js';
 import { createTokenEndpoint } from './endpoints/token-endpoint.js';
-import { trustedProxySet } from './http/client-address.js';
+import type { ClientAddressing } from './http/client-address.js';
+import { createTrustedProxies } from './http/ip-network.js';
 import { closeServer, listenOn } from './http/listen.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ProxyRoute, RouteEntry } from './http/routes.js';
@@ -133,7 +134,10 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     allowHeaders: config.forwarding.allowHeaders,
     forwardAuthorization: config.forwarding.forwardAuthorization,
   });
-  const trustedProxies = trustedProxySet(config.server.trustedProxies);
+  const addressing: ClientAddressing = {
+    trusted: createTrustedProxies(config.server.trustedProxies),
+    ...config.server.clientNetworks,
+  };
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const forwarder = upstreams.get(route.upstream);
@@ -179,7 +183,6 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       signer,
       lockout,
       lockoutEvents: events,
-      trustedProxies,
       refuse: authenticator.refuse,
       maxBodyBytes: config.server.maxBodyBytes,
       rehash,
@@ -195,6 +198,12 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
         { failures, onStoreError: config.rateLimits.onStoreError, cause: String(error.cause) },
         'rate limit store unavailable',
       ),
+    // The value is the operator's or web application's, not a secret: shown to be fixed.
+    warnMalformedOverride: ({ key, value }) =>
+      deps.logger.warn(
+        { redis_key: key, value },
+        'rate limit override ignored: not <requests>/<periodSec>[,<burst>] or none',
+      ),
   });
   const handler = createRequestHandler({
     routes: createRouteTable({
@@ -203,7 +212,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
     authenticator,
     headerPolicy,
-    trustedProxies,
+    addressing,
     maxHeaderCount: config.server.maxHeaderCount,
     logger: deps.logger,
     logRequests: config.logging.requests,
@@ -247,12 +256,14 @@ const OPEN_LOCKOUT: Lockout = {
 
 /**
  * The lines fail2ban-style tools match: one `authentication failed` per refused check and
- * one `locked out` per lock started, each with the client address and the key or username
- * as sent (at most 128 characters), never a secret or password.
+ * one `locked out` per lock started, each with the client address, the network its counters
+ * count, and the key or username as sent (at most 128 characters), never a secret or password.
  */
 function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
-  const who = (target: { kind: 'basic' | 'token'; id: string }) =>
-    target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id };
+  const who = (target: LockoutTarget) => ({
+    client_network: target.network,
+    ...(target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id }),
+  });
   return {
     failed(target, reason) {
       metrics.countAuthFailure(target.kind, reason);

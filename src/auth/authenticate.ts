@@ -1,5 +1,6 @@
 import type { AuthScheme } from './auth-scheme.js';
-import type { BasicAuthenticator, ClientAddressSource } from './basic-authenticator.js';
+import type { ClientAddressSource } from '../protection/lockout.js';
+import type { BasicAuthenticator } from './basic-authenticator.js';
 import { DENIED, type AuthOutcome } from './denial.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
 import { basicCredentials, bearerToken, parseAuthorization } from './parse-authorization.js';

@@ -6,7 +6,7 @@ import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hashe
 import type { Identity } from '../identity/identity.js';
 import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
-import type { Lockout } from '../protection/lockout.js';
+import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache } from './identity-cache.js';
 import type { RehashOnUse } from './rehash-on-use.js';
@@ -33,11 +33,6 @@ export interface BasicAuthenticatorOptions {
   rehash?: RehashOnUse;
 }
 
-/** The client address, computed only when a check needs it (never on a cache hit). */
-export interface ClientAddressSource {
-  clientAddress(): string;
-}
-
 export interface BasicAuthenticator {
   /**
    * A pair verified within the cache TTL, looked up by its credentials exactly as they
@@ -60,6 +55,9 @@ export interface BasicAuthenticator {
   evictSubject(subject: string): void;
   flush(): void;
 }
+
+/** A caller that gave no client address (tests, the CLI): counted under the empty one. */
+const NO_ADDRESS: ClientAddress = { address: '', network: '' };
 
 /**
  * Caddy's model: verified pairs are cached in process, keyed by an HMAC of the whole pair
@@ -133,8 +131,8 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         key.length > 128
       ) {
         // Refused without a compare, so not counted: logged only.
-        const address = from?.clientAddress() ?? '';
-        guard?.events.failed({ kind: 'basic', id: key, address }, 'unusable_credentials');
+        const client = from?.clientAddress() ?? NO_ADDRESS;
+        guard?.events.failed({ kind: 'basic', id: key, ...client }, 'unusable_credentials');
         return Promise.resolve(DENIED.invalid_credentials);
       }
       const id = cacheKey(encoded);
@@ -143,13 +141,13 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       // which reads the store again, instead of joining one that read it before.
       const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
       if (guard === undefined) return run();
-      // Checked and counted per address before it may join a check. Callers sending the same
-      // pair from the same address at once share one attempt: it is one guess, and a busy
-      // client whose cached pair has just expired must not spend its (key, address) threshold
-      // on its own parallel connections.
-      const address = from?.clientAddress() ?? '';
-      const target = { kind: 'basic', id: key, address } as const;
-      return guardedFlight.run(`${readAt}:${id}:${address}`, () =>
+      // Checked and counted per client network before it may join a check. Callers sending
+      // the same pair from the same network at once share one attempt: it is one guess, and a
+      // busy client whose cached pair has just expired must not spend its (key, address)
+      // threshold on its own parallel connections.
+      const client = from?.clientAddress() ?? NO_ADDRESS;
+      const target = { kind: 'basic', id: key, ...client } as const;
+      return guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
         guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
           isDenial(outcome) ? 'invalid_credentials' : 'success',
         ),

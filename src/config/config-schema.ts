@@ -236,8 +236,24 @@ export const serverSchema = z.strictObject({
   requestTimeoutMs: durationMs.default(30_000),
   keepAliveTimeoutMs: durationMs.default(5_000),
   maxHeaderCount: int(z.number().int().min(8).max(1000)).default(100),
-  /** Peers whose X-Forwarded-* values are kept and appended to. */
-  trustedProxies: z.array(z.ipv4().or(z.ipv6())).default([]),
+  /** Peers (addresses or CIDR ranges) whose X-Forwarded-* values are kept and appended to. */
+  trustedProxies: z
+    .array(
+      z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], 'must be an IP address or CIDR range'),
+    )
+    .default([]),
+  /**
+   * How client addresses are counted by the lockout and the address rate limit: by the
+   * network of this many leading bits. An IPv6 client holds a /64 at least (RFC 6177), so
+   * counting single IPv6 addresses would give it 2^64 fresh counters. Shorter prefixes than
+   * these bounds would put whole providers on one counter: one attacker could lock them out.
+   */
+  clientNetworks: z
+    .strictObject({
+      ipv4Prefix: int(z.number().int().min(16).max(32)).default(32),
+      ipv6Prefix: int(z.number().int().min(32).max(128)).default(64),
+    })
+    .prefault({}),
   /** How long SIGTERM waits for in-flight requests. */
   drainTimeoutMs: durationMs.default(10_000),
   /** Largest JSON body the gateway's own endpoints read. */
@@ -428,6 +444,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** Per credential (the key for Basic, the subject for Bearer), every authenticated route. */
       credential: ratePolicySchema.optional(),
+      /** Per subject across all its pairs and tokens: minting pairs does not multiply it. */
+      subject: ratePolicySchema.optional(),
       /** Per client address, on the routes that take no credentials. */
       address: ratePolicySchema.optional(),
       /** The store does not answer: `open` lets requests through, `closed` answers 503. */

@@ -11,7 +11,6 @@ import { USERNAME } from '../identity/identity-formats.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
-import { clientAddress } from '../http/client-address.js';
 import type { TokenSigner } from '../tokens/token-signer.js';
 
 export interface TokenEndpointOptions {
@@ -22,8 +21,6 @@ export interface TokenEndpointOptions {
   lockout: Lockout;
   lockoutEvents: LockoutEvents;
   maxBodyBytes: number;
-  /** Behind these, failures are counted per forwarded client, not per proxy. */
-  trustedProxies: ReadonlySet<string>;
   /** Turns the refused password into the 401 with its challenge. */
   refuse: Refuse;
   /** Brings a verified password's hash to the configured cost; absent: hashes stay as stored. */
@@ -36,16 +33,14 @@ export interface TokenEndpointOptions {
  * the dummy hash when the user does not exist, so neither body nor timing tells them apart.
  */
 export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRoute {
-  const handle = async ({ req, res, requestId }: EndpointContext): Promise<void> => {
-    const address = clientAddress(
-      req.socket.remoteAddress ?? '',
-      req.headers['x-forwarded-for'],
-      options.trustedProxies,
-    );
+  const handle = async ({ req, res, requestId, client }: EndpointContext): Promise<void> => {
+    // The request handler's, as for Basic checks and the address rate limit: one reading of
+    // X-Forwarded-For, one network counted.
+    const from = client.clientAddress();
     // Before the body is read, and so before any `100 Continue` (RFC 9110 §10.1.1): a client
     // already refused should not be invited to upload. Only then: it costs a round trip.
     if (req.headers.expect !== undefined) {
-      const early = await options.lockout.checkAddress('token', address);
+      const early = await options.lockout.checkAddress('token', from.network);
       if (early !== undefined)
         throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });
     }
@@ -54,7 +49,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     const user = await guardAttempt(
       options.lockout,
       options.lockoutEvents,
-      { kind: 'token', id: username, address },
+      { kind: 'token', id: username, ...from },
       async () => {
         const found = await options.store.getUser(username);
         // bcrypt reads 72 bytes: a longer password could match a different one; refuse it.

@@ -19,7 +19,8 @@ import type { Exchange } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import { checkFraming } from './check-framing.js';
-import { clientAddress, normalizeAddress } from './client-address.js';
+import type { ClientAddress } from '../protection/lockout.js';
+import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
 import { pickRequestId } from './request-id.js';
 import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
 
@@ -27,8 +28,8 @@ export interface RequestHandlerOptions {
   routes: RouteTable<RouteEntry>;
   authenticator: Authenticator;
   headerPolicy: HeaderPolicy;
-  /** Peers whose X-Forwarded-* headers are believed (see client-address). */
-  trustedProxies: ReadonlySet<string>;
+  /** Which peers' X-Forwarded-* headers are believed, and how addresses are counted. */
+  addressing: ClientAddressing;
   maxHeaderCount: number;
   logger: Logger;
   logRequests: boolean;
@@ -63,6 +64,7 @@ class RequestContext implements Exchange {
   // The Exchange, once the request is accepted for forwarding.
   path = '';
   headers: OutgoingHttpHeaders = {};
+  private client: ClientAddress | undefined = undefined;
 
   constructor(
     readonly shared: Shared,
@@ -105,16 +107,18 @@ class RequestContext implements Exchange {
   }
 
   /**
-   * The client address the lockout and the address rate limit count: asked only by a check
-   * that runs bcrypt or by an address policy, never on a cache hit.
+   * The client address, and the network the lockout and the address rate limit count: asked
+   * only by a check that runs bcrypt, by an address policy or by the token endpoint, never on
+   * a cache hit; worked out once per request.
    */
-  clientAddress(): string {
+  clientAddress(): ClientAddress {
     const { req } = this;
-    return clientAddress(
+    this.client ??= resolveClientAddress(
       req.socket.remoteAddress ?? '',
       req.headers['x-forwarded-for'],
-      this.shared.options.trustedProxies,
+      this.shared.options.addressing,
     );
+    return this.client;
   }
 
   private proceed(
@@ -152,7 +156,7 @@ class RequestContext implements Exchange {
     const { identity } = this;
     const check =
       identity === undefined
-        ? limiter.checkAddress(this.clientAddress())
+        ? limiter.checkAddress(this.clientAddress().network)
         : limiter.checkCredential(
             route.name,
             route.kind === 'proxy' ? route.rateLimit : undefined,
@@ -186,14 +190,14 @@ class RequestContext implements Exchange {
   private forward(route: ProxyRoute, identity: Identity, query: string): void {
     const { req, res } = this;
     if (res.destroyed) return;
-    const { headerPolicy, trustedProxies } = this.shared.options;
+    const { headerPolicy, addressing } = this.shared.options;
     const peer = normalizeAddress(req.socket.remoteAddress ?? '');
     this.headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
       identity,
       requestId: this.requestId,
       peer,
-      peerTrusted: trustedProxies.has(peer),
+      peerTrusted: addressing.trusted.has(peer),
       upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });
@@ -206,7 +210,7 @@ class RequestContext implements Exchange {
   private serve(route: EndpointRoute, param: string | undefined, query: string): void {
     const { req, res, requestId, identity } = this;
     route
-      .handle({ req, res, requestId, identity, param, query })
+      .handle({ req, res, requestId, identity, param, query, client: this })
       .catch((error: unknown) => this.onError(error));
   }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { Identity } from '../identity/identity.js';
+import type { ClientAddressSource } from '../protection/lockout.js';
 import type { RatePolicy } from '../protection/rate-policy.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 
@@ -36,6 +37,8 @@ export interface EndpointContext {
   /** The path segment a parameterized endpoint matched (e.g. a key id). */
   readonly param: string | undefined;
   readonly query: string;
+  /** The client address and network, as the lockout and the address rate limit count them. */
+  readonly client: ClientAddressSource;
 }
 
 /** One of the gateway's own endpoints; `schemes: null` means it takes no credentials. */

@@ -27,7 +27,7 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
   observeRequest(route: string, status: number, seconds: number): void;
-  /** A request refused with 429 by a rate-limit policy (credential, route, address). */
+  /** A request refused with 429 by a rate-limit policy (credential, subject, route, address). */
   countRateLimited(policy: string): void;
   /** A rate-limit check the store did not answer (then failed open or closed). */
   countRateLimitStoreError(): void;
@@ -72,7 +72,7 @@ export function createMetrics(): GatewayMetrics {
   const routes = new Map<string, RouteStats>();
   const rateLimited = new Counter({
     name: 'gateway_rate_limited_total',
-    help: 'Requests refused with 429 by a rate limit, by policy (credential, route, address).',
+    help: 'Requests refused with 429 by a rate limit, by policy (credential, subject, route, address).',
     labelNames: ['policy'],
     registers: [registry],
   });

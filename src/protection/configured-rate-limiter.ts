@@ -2,6 +2,7 @@ import type { GatewayConfig, RatePolicyConfig } from '../config/config-schema.js
 import type { CredentialStore } from '../credentials/credential-store.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { createMemoryBucketStore } from './memory-bucket-store.js';
+import type { MalformedOverride } from './rate-bucket-store.js';
 import type { RatePolicy } from './rate-policy.js';
 import { createRateLimiter, rateLimitsEnabled, type RateLimiter } from './rate-limiter.js';
 import { createRedisBucketStore } from './redis-bucket-store.js';
@@ -21,6 +22,7 @@ export interface ConfiguredRateLimiterDeps {
   readonly store: CredentialStore;
   readonly countStoreError: () => void;
   readonly warnStoreError: (failures: number, error: GatewayError) => void;
+  readonly warnMalformedOverride: (override: MalformedOverride) => void;
 }
 
 /**
@@ -34,6 +36,7 @@ export function createConfiguredRateLimiter(
 ): RateLimiter | undefined {
   const settings = {
     credential: toRatePolicy(config.rateLimits.credential),
+    subject: toRatePolicy(config.rateLimits.subject),
     address: toRatePolicy(config.rateLimits.address),
     onStoreError: config.rateLimits.onStoreError,
     storeErrorLogIntervalSec: config.rateLimits.storeErrorLogIntervalSec,
@@ -48,5 +51,6 @@ export function createConfiguredRateLimiter(
         : createRedisBucketStore(scripts),
     countStoreError: deps.countStoreError,
     warnStoreError: deps.warnStoreError,
+    warnMalformedOverride: deps.warnMalformedOverride,
   });
 }

@@ -9,12 +9,14 @@ import {
 } from './lockout.js';
 
 /**
- * Remembers in this process the refusals a shared lockout gave, until their Retry-After: while
- * an address or a key is locked, a flood against it is refused here, with no Redis round trip
- * and no script run, so it costs the event loop (and Redis) little beside the requests that
- * count. A lock only ever grows while it holds (no attempt runs to clear it), so the answer
- * given here is the one the store would give; a refusal for attempts still in flight is
- * remembered for at most its own Retry-After, which the client was told anyway.
+ * Remembers in this process the locks a shared lockout refused with, until their Retry-After:
+ * while an address or a key is locked, a flood against it is refused here, with no Redis round
+ * trip and no script run, so it costs the event loop (and Redis) little beside the requests
+ * that count. A lock only ever grows while it holds (no attempt runs to clear it), so the
+ * answer given here is the one the store would give. A refusal for attempts still in flight
+ * is not remembered: the attempt it waits for may succeed a moment later (on this gateway or
+ * another), and every client behind that address would then be refused here, for up to an
+ * hour, while the store admits them.
  */
 export function withLocalLocks(
   lockout: Lockout,
@@ -23,7 +25,8 @@ export function withLocalLocks(
 ): Lockout {
   const until = new LRUCache<string, number>({ max: maxEntries });
 
-  const known = (target: LockoutTarget, ids: readonly string[]): LockoutRefusal | undefined => {
+  type Kind = LockoutTarget['kind'];
+  const known = (kind: Kind, ids: readonly string[]): LockoutRefusal | undefined => {
     const at = now();
     for (const [index, id] of ids.entries()) {
       const end = until.get(id);
@@ -32,13 +35,14 @@ export function withLocalLocks(
         until.delete(id);
         continue;
       }
-      const scope = LOCKOUT_SCOPES[target.kind][index] ?? LOCKOUT_SCOPES[target.kind][0];
-      return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at) };
+      const scope = LOCKOUT_SCOPES[kind][index] ?? LOCKOUT_SCOPES[kind][0];
+      return { kind: 'refuse', scope, retryAfterSec: toRetryAfterSec(end - at), locked: true };
     }
     return undefined;
   };
-  const remember = (target: LockoutTarget, ids: readonly string[], refusal: LockoutRefusal) => {
-    const index = (LOCKOUT_SCOPES[target.kind] as readonly string[]).indexOf(refusal.scope);
+  const remember = (kind: Kind, ids: readonly string[], refusal: LockoutRefusal) => {
+    if (!refusal.locked) return;
+    const index = (LOCKOUT_SCOPES[kind] as readonly string[]).indexOf(refusal.scope);
     const id = ids[index];
     if (id !== undefined) until.set(id, now() + refusal.retryAfterSec * 1000);
   };
@@ -46,19 +50,18 @@ export function withLocalLocks(
   return {
     async begin(target) {
       const ids = counterIds(target);
-      const local = known(target, ids);
+      const local = known(target.kind, ids);
       if (local !== undefined) return local;
       const decision = await lockout.begin(target);
-      if (decision.kind === 'refuse') remember(target, ids, decision);
+      if (decision.kind === 'refuse') remember(target.kind, ids, decision);
       return decision;
     },
-    async checkAddress(kind, address) {
-      const target: LockoutTarget = { kind, id: '', address };
-      const ids = counterIds(target).slice(0, 1);
-      const local = known(target, ids);
+    async checkAddress(kind, network) {
+      const ids = counterIds({ kind, id: '', network }).slice(0, 1);
+      const local = known(kind, ids);
       if (local !== undefined) return local;
-      const refusal = await lockout.checkAddress(kind, address);
-      if (refusal !== undefined) remember(target, ids, refusal);
+      const refusal = await lockout.checkAddress(kind, network);
+      if (refusal !== undefined) remember(kind, ids, refusal);
       return refusal;
     },
   };

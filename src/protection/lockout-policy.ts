@@ -96,6 +96,14 @@ export function keepMs(state: CounterState, now: number, windowMs: number): numb
   return Math.max(Math.max(0, state.lockedUntil - now) + windowMs, RESERVATION_MS);
 }
 
+/**
+ * A counter worth keeping over others when memory is short: locked, or with half its
+ * threshold of failures or more. Dropping it would give its attacker a fresh count.
+ */
+export function isGuarded(state: CounterState, now: number, limit: LockoutLimit): boolean {
+  return state.lockedUntil > now || state.failures * 2 >= limit.threshold;
+}
+
 /** A counter with nothing in it can be dropped. */
 export function isEmpty(state: CounterState, now: number): boolean {
   return state.failures === 0 && livePending(state, now) === 0 && state.lockedUntil <= now;

@@ -2,14 +2,29 @@ import type { LockoutConfig } from '../config/config-schema.js';
 import type { LockoutLimit } from './lockout-policy.js';
 
 /**
+ * Where a request comes from: the client's own address (what log lines show) and the network
+ * that per-address counters and limits count (`server.clientNetworks`: by default the address
+ * itself for IPv4, its /64 for IPv6).
+ */
+export interface ClientAddress {
+  readonly address: string;
+  readonly network: string;
+}
+
+/** The client address, computed only when a check needs it (never on a cache hit). */
+export interface ClientAddressSource {
+  clientAddress(): ClientAddress;
+}
+
+/**
  * What a failed attempt is counted against. `basic`: a key/secret pair; `token`: a
  * username/password at `POST /auth/token`. `id` is the key or username exactly as sent:
- * an unknown one is counted (and locked out) exactly like a known one.
+ * an unknown one is counted (and locked out) exactly like a known one. The counters count
+ * the client's network; the log lines show its address.
  */
-export interface LockoutTarget {
+export interface LockoutTarget extends ClientAddress {
   readonly kind: 'basic' | 'token';
   readonly id: string;
-  readonly address: string;
 }
 
 /** The counters of a target; the second is the one a success clears. */
@@ -38,6 +53,12 @@ export interface LockoutRefusal {
   /** The counter that refuses longest, and how long. */
   readonly scope: LockoutScope;
   readonly retryAfterSec: number;
+  /**
+   * True when that counter is locked: a lock only grows while it holds, so the refusal may be
+   * remembered until it ends. False when only the attempts in flight refuse (they would reach
+   * the threshold): their outcome, a success say, may free the counter at any moment.
+   */
+  readonly locked: boolean;
 }
 
 /** One attempt, counted against every counter of its target from `begin` until settled. */
@@ -57,21 +78,23 @@ export interface Lockout {
    */
   begin(target: LockoutTarget): Promise<LockoutDecision>;
   /**
-   * Whether the target's address counter alone refuses, reserving nothing: for the token
-   * endpoint to refuse before reading a body it would otherwise invite with `100 Continue`.
+   * Whether the address counter of a client network alone refuses, reserving nothing: for the
+   * token endpoint to refuse before reading a body it would otherwise invite with `100 Continue`.
    */
-  checkAddress(kind: LockoutTarget['kind'], address: string): Promise<LockoutRefusal | undefined>;
+  checkAddress(kind: LockoutTarget['kind'], network: string): Promise<LockoutRefusal | undefined>;
 }
 
 /** The three counters' names (under a store's prefix) for a target, in LOCKOUT_SCOPES order. */
-export function counterIds(target: LockoutTarget): readonly [string, string, string] {
+export function counterIds(
+  target: Pick<LockoutTarget, 'kind' | 'id' | 'network'>,
+): readonly [string, string, string] {
   // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames are
-  // checked), so `<id>:<address>` cannot be read two ways even for an IPv6 address.
-  const { kind, id, address } = target;
+  // checked), so `<id>:<network>` cannot be read two ways even for an IPv6 network.
+  const { kind, id, network } = target;
   const wide = kind === 'basic' ? 'key' : 'username';
   return [
-    `lockout:${kind}:address:${address}`,
-    `lockout:${kind}:${wide}-address:${id}:${address}`,
+    `lockout:${kind}:address:${network}`,
+    `lockout:${kind}:${wide}-address:${id}:${network}`,
     `lockout:${kind}:${wide}:${id}`,
   ];
 }

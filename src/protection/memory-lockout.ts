@@ -1,8 +1,9 @@
-import { LRUCache } from 'lru-cache';
 import type { LockoutConfig } from '../config/config-schema.js';
+import { createCounterTable } from './counter-table.js';
 import {
   EMPTY_COUNTER,
   isEmpty,
+  isGuarded,
   keepMs,
   lockMsAfter,
   recordFailure,
@@ -10,6 +11,7 @@ import {
   reserve,
   waitMs,
   type CounterState,
+  type LockoutLimit,
 } from './lockout-policy.js';
 import {
   counterIds,
@@ -28,10 +30,12 @@ interface Entry {
 
 /**
  * The lockout in this process, for the memory store (one process by definition): the policy
- * of lockout-policy.ts over an LRU map, the same answers as the Redis script gives.
+ * of lockout-policy.ts over a bounded map, the same answers as the Redis script gives. At
+ * the bound, ordinary counters are dropped first (least recently used); a locked counter, or
+ * one at half its threshold, only when no ordinary one is left (counter-table.ts).
  */
 export function createMemoryLockout(config: LockoutConfig, now: () => number = Date.now): Lockout {
-  const counters = new LRUCache<string, Entry>({ max: config.maxTrackedCounters });
+  const counters = createCounterTable<Entry>(config.maxTrackedCounters);
   const windowMs = config.windowSec * 1000;
 
   const read = (id: string, at: number): CounterState => {
@@ -43,13 +47,14 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
     }
     return entry.state;
   };
-  const write = (id: string, state: CounterState, at: number): void => {
+  const write = (id: string, state: CounterState, at: number, limit: LockoutLimit): void => {
     if (isEmpty(state, at)) {
       counters.delete(id);
       return;
     }
     const previous = counters.get(id)?.expiresAt ?? 0;
-    counters.set(id, { state, expiresAt: Math.max(previous, at + keepMs(state, at, windowMs)) });
+    const expiresAt = Math.max(previous, at + keepMs(state, at, windowMs));
+    counters.set(id, { state, expiresAt }, isGuarded(state, at, limit));
   };
 
   return {
@@ -68,11 +73,14 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
             kind: 'refuse',
             scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
             retryAfterSec: toRetryAfterSec(wait),
+            locked: state.lockedUntil > at,
           };
         }
       });
       if (refusal !== undefined) return Promise.resolve(refusal);
-      ids.forEach((id, i) => write(id, reserve(states[i] ?? EMPTY_COUNTER, at), at));
+      ids.forEach((id, i) =>
+        write(id, reserve(states[i] ?? EMPTY_COUNTER, at), at, limits[i] ?? limits[0]),
+      );
       let settled = false;
       return Promise.resolve({
         kind: 'allow',
@@ -89,7 +97,7 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
                 counters.delete(id);
               } else if (outcome === 'failure') {
                 const next = recordFailure(state, when, limit);
-                write(id, next, when);
+                write(id, next, when, limit);
                 const lockMs = lockMsAfter(next.failures, limit);
                 if (lockMs > 0) {
                   locks.push({
@@ -99,7 +107,7 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
                   });
                 }
               } else if (state !== EMPTY_COUNTER) {
-                write(id, release(state, when), when);
+                write(id, release(state, when), when, limit);
               }
             });
             return Promise.resolve(locks);
@@ -107,14 +115,20 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
         },
       });
     },
-    checkAddress(kind, address) {
+    checkAddress(kind, network) {
       const at = now();
-      const [id] = counterIds({ kind, id: '', address });
+      const [id] = counterIds({ kind, id: '', network });
       const [limit] = counterLimits(config, kind);
-      const wait = waitMs(read(id, at), at, limit);
+      const state = read(id, at);
+      const wait = waitMs(state, at, limit);
       return Promise.resolve(
         wait > 0
-          ? { kind: 'refuse', scope: LOCKOUT_SCOPES[kind][0], retryAfterSec: toRetryAfterSec(wait) }
+          ? {
+              kind: 'refuse',
+              scope: LOCKOUT_SCOPES[kind][0],
+              retryAfterSec: toRetryAfterSec(wait),
+              locked: state.lockedUntil > at,
+            }
           : undefined,
       );
     },

@@ -1,7 +1,7 @@
 import type { RatePolicy } from './rate-policy.js';
 
 /** The policies of the IETF headers: one bucket each. */
-export type PolicyName = 'credential' | 'route' | 'address';
+export type PolicyName = 'credential' | 'subject' | 'route' | 'address';
 
 export interface BucketRequest {
   readonly name: PolicyName;
@@ -9,15 +9,15 @@ export interface BucketRequest {
   readonly id: string;
   /** Undefined: the bucket only counts when an override gives it a policy. */
   readonly policy: RatePolicy | undefined;
+  /**
+   * The hash whose `rate_limit` field replaces `policy` when it holds one (`key:<key>` or
+   * `subject:<subject>`, under the store's prefix). Only Redis holds overrides.
+   */
+  readonly override?: string | undefined;
 }
 
 export interface TakeRequest {
   readonly buckets: readonly BucketRequest[];
-  /**
-   * Hashes whose `rate_limit` field replaces the first bucket's policy, the first one found
-   * winning: `key:<key>`, then `subject:<subject>` (ids under the store's prefix).
-   */
-  readonly overrides: readonly string[];
 }
 
 export interface BucketState {
@@ -28,6 +28,14 @@ export interface BucketState {
   readonly waitUs: number;
 }
 
+/** A `rate_limit` field no policy could be read from: ignored, and reported. */
+export interface MalformedOverride {
+  /** The hash, as the store names it (with its prefix). */
+  readonly key: string;
+  /** The field's value, at most 64 characters of it. */
+  readonly value: string;
+}
+
 export interface TakeResult {
   /** Every bucket admitted the request; then each was charged, otherwise none was. */
   readonly allowed: boolean;
@@ -35,6 +43,8 @@ export interface TakeResult {
   readonly retryAfterUs: number;
   /** The buckets that have a policy (after overrides), in request order. */
   readonly states: readonly BucketState[];
+  /** Overrides read for this take that are in no form the gateway reads. */
+  readonly malformedOverrides?: readonly MalformedOverride[];
 }
 
 /**

@@ -1,9 +1,11 @@
+import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import type { RatePolicy } from './rate-policy.js';
 import type {
   BucketRequest,
   BucketState,
+  MalformedOverride,
   PolicyName,
   RateBucketStore,
   TakeRequest,
@@ -13,6 +15,8 @@ import type {
 export interface RateLimitSettings {
   /** Per credential (the key for Basic, the subject for Bearer), on every authenticated route. */
   readonly credential: RatePolicy | undefined;
+  /** Per subject, across all its pairs and tokens, on every authenticated route. */
+  readonly subject: RatePolicy | undefined;
   /** Per client address, on the routes that take no credentials. */
   readonly address: RatePolicy | undefined;
   readonly onStoreError: 'open' | 'closed';
@@ -41,8 +45,8 @@ export interface RateLimiter {
     routePolicy: RatePolicy | undefined,
     identity: Identity,
   ): RateCheck;
-  /** A request on a route that takes no credentials, by its client address. */
-  checkAddress(address: string): RateCheck;
+  /** A request on a route that takes no credentials, by its client network. */
+  checkAddress(network: string): RateCheck;
 }
 
 export interface RateLimiterDeps {
@@ -51,11 +55,16 @@ export interface RateLimiterDeps {
   readonly countStoreError: () => void;
   /** At most once per storeErrorLogIntervalSec: how many failures since the last warning. */
   readonly warnStoreError: (failures: number, error: GatewayError) => void;
+  /** Once per hash and value: a `rate_limit` override in no form the gateway reads. */
+  readonly warnMalformedOverride: (override: MalformedOverride) => void;
   readonly now?: () => number;
 }
 
 /** How long a fail-closed 503 asks the client to wait. */
 const STORE_ERROR_RETRY_AFTER_SEC = 1;
+
+/** Malformed overrides remembered as reported (the oldest forgotten beyond). */
+const MAX_REPORTED_OVERRIDES = 10_000;
 
 /** True when the settings or any route ask for a limit: otherwise the gateway checks nothing. */
 export function rateLimitsEnabled(
@@ -64,6 +73,7 @@ export function rateLimitsEnabled(
 ): boolean {
   return (
     settings.credential !== undefined ||
+    settings.subject !== undefined ||
     settings.address !== undefined ||
     routePolicies.some((p) => p !== undefined)
   );
@@ -96,6 +106,18 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     return undefined;
   };
 
+  // Every request reads the override again, so a value is reported once, not per request.
+  const reported = new LRUCache<string, true>({ max: MAX_REPORTED_OVERRIDES });
+  const decide = (result: TakeResult): RateVerdict | undefined => {
+    for (const override of result.malformedOverrides ?? []) {
+      const id = `${override.key}\n${override.value}`;
+      if (reported.has(id)) continue;
+      reported.set(id, true);
+      deps.warnMalformedOverride(override);
+    }
+    return toVerdict(result);
+  };
+
   const take = (request: TakeRequest): RateCheck => {
     let result: TakeResult | Promise<TakeResult>;
     try {
@@ -103,30 +125,40 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     } catch (error) {
       return failed(error);
     }
-    return result instanceof Promise ? result.then(toVerdict, failed) : toVerdict(result);
+    return result instanceof Promise ? result.then(decide, failed) : decide(result);
   };
 
   return {
     checkCredential(route, routePolicy, identity) {
-      if (settings.credential === undefined && routePolicy === undefined) return undefined;
+      if (
+        settings.credential === undefined &&
+        settings.subject === undefined &&
+        routePolicy === undefined
+      )
+        return undefined;
+      const subject = `subject:${identity.subject}`;
       const own =
-        identity.method === 'basic' && identity.key !== undefined
-          ? `key:${identity.key}`
-          : `subject:${identity.subject}`;
+        identity.method === 'basic' && identity.key !== undefined ? `key:${identity.key}` : subject;
+      // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
+      // bucket, and the credential bucket of its tokens (for Bearer the subject is the
+      // credential), never each pair's: that would multiply the subject's budget by its pairs.
       const buckets: BucketRequest[] = [
-        { name: 'credential', id: `rl:${own}`, policy: settings.credential },
+        { name: 'credential', id: `rl:${own}`, policy: settings.credential, override: own },
+        {
+          name: 'subject',
+          id: `rl:subject-all:${identity.subject}`,
+          policy: settings.subject,
+          override: subject,
+        },
       ];
       if (routePolicy !== undefined)
         buckets.push({ name: 'route', id: `rl:route:${route}:${own}`, policy: routePolicy });
-      const overrides =
-        own === `subject:${identity.subject}` ? [own] : [own, `subject:${identity.subject}`];
-      return take({ buckets, overrides });
+      return take({ buckets });
     },
-    checkAddress(address) {
+    checkAddress(network) {
       if (settings.address === undefined) return undefined;
       return take({
-        buckets: [{ name: 'address', id: `rl:address:${address}`, policy: settings.address }],
-        overrides: [],
+        buckets: [{ name: 'address', id: `rl:address:${network}`, policy: settings.address }],
       });
     },
   };

@@ -1,33 +1,39 @@
 import type { ScriptRunner } from '../credentials/credential-store.js';
 import type { RatePolicy } from './rate-policy.js';
-import type { BucketState, RateBucketStore, TakeResult } from './rate-bucket-store.js';
+import type {
+  BucketState,
+  MalformedOverride,
+  RateBucketStore,
+  TakeResult,
+} from './rate-bucket-store.js';
 
 /**
- * One check, one round trip: reads the override, decides every bucket with GCRA on Redis's
+ * One check, one round trip: reads the overrides, decides every bucket with GCRA on Redis's
  * own clock (the one clock every instance shares) and charges them all or none.
  *
- * KEYS: the buckets (ARGV[1] of them), then the hashes whose `rate_limit` field may replace
- * the first bucket's policy (first found wins). ARGV: the bucket count, then per bucket
- * requests, periodSec, burst (requests 0: no policy unless overridden).
+ * KEYS: the buckets (ARGV[1] of them), then the hashes whose `rate_limit` field may replace a
+ * bucket's policy, each once. ARGV: the bucket count, then per bucket requests, periodSec,
+ * burst (requests 0: no policy unless overridden) and its hash (1-based among those hashes,
+ * 0 for none).
  * Returns { allowed, retryAfterUs, then per bucket requests, periodSec, burst, remaining,
- * waitUs } (requests 0 for a bucket without a policy). The math is rate-policy.ts's gcra on
- * whole µs; a bucket's key expires when its TAT passes (a full bucket needs no state).
+ * waitUs } (requests 0 for a bucket without a policy), then per override in no form the
+ * gateway reads: its hash's number and the first 64 characters of its value. The math is
+ * rate-policy.ts's gcra on whole µs, the override's form its parseRateLimitOverride; a
+ * bucket's key expires when its TAT passes (a full bucket needs no state).
  * Numbers are written with %.0f: Lua 5.1's tostring would round µs timestamps (%.14g).
  */
 export const GCRA_SCRIPT = `
 local nb = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local req, per, bur = {}, {}, {}
-for i = 1, nb do
-  req[i] = tonumber(ARGV[i * 3 - 1])
-  per[i] = tonumber(ARGV[i * 3])
-  bur[i] = tonumber(ARGV[i * 3 + 1])
-end
-for k = nb + 1, #KEYS do
-  local v = redis.call('HGET', KEYS[k], 'rate_limit')
-  if v then
-    if v == 'none' then req[1] = 0 break end
+local read, malformed = {}, {}
+local function override(o)
+  if read[o] ~= nil then return read[o] end
+  local policy = false
+  local v = redis.call('HGET', KEYS[nb + o], 'rate_limit')
+  if v == 'none' then
+    policy = 'none'
+  elseif v then
     local r, p, b = string.match(v, '^(%d+)/(%d+),(%d+)$')
     if not r then
       r, p = string.match(v, '^(%d+)/(%d+)$')
@@ -36,14 +42,34 @@ for k = nb + 1, #KEYS do
     if r and #r <= 10 and #p <= 8 and #b <= 10 then
       r, p, b = tonumber(r), tonumber(p), tonumber(b)
       if r >= 1 and r <= 1000000000 and p >= 1 and p <= 31536000 and b >= 1 and b <= 1000000000 then
-        req[1], per[1], bur[1] = r, p, b
-        break
+        policy = { r, p, b }
       end
+    end
+    if not policy then
+      table.insert(malformed, o)
+      table.insert(malformed, string.sub(v, 1, 64))
+    end
+  end
+  read[o] = policy
+  return policy
+end
+local req, per, bur = {}, {}, {}
+for i = 1, nb do
+  req[i] = tonumber(ARGV[i * 4 - 2])
+  per[i] = tonumber(ARGV[i * 4 - 1])
+  bur[i] = tonumber(ARGV[i * 4])
+  local o = tonumber(ARGV[i * 4 + 1])
+  if o > 0 then
+    local policy = override(o)
+    if policy == 'none' then
+      req[i] = 0
+    elseif policy then
+      req[i], per[i], bur[i] = policy[1], policy[2], policy[3]
     end
   end
 end
 local out = {1, 0}
-local tat, nxt, iv, tol = {}, {}, {}, {}
+local tat, iv, tol = {}, {}, {}
 for i = 1, nb do
   if req[i] > 0 then
     iv[i] = math.max(1, math.floor(per[i] * 1000000 / req[i] + 0.5))
@@ -82,6 +108,7 @@ for i = 1, nb do
   end
 end
 out[2] = string.format('%.0f', out[2])
+for _, m in ipairs(malformed) do table.insert(out, m) end
 return out
 `;
 
@@ -89,14 +116,21 @@ return out
 export function createRedisBucketStore(scripts: ScriptRunner): RateBucketStore {
   const prefix = scripts.keyPrefix;
   return {
-    async take({ buckets, overrides }): Promise<TakeResult> {
+    async take({ buckets }): Promise<TakeResult> {
       const keys: string[] = [];
+      const hashes: string[] = [];
       const args: (string | number)[] = [buckets.length];
       for (const b of buckets) {
         keys.push(prefix + b.id);
-        args.push(b.policy?.requests ?? 0, b.policy?.periodSec ?? 0, b.policy?.burst ?? 0);
+        let hash = 0;
+        if (b.override !== undefined) {
+          // Each hash once, however many buckets it overrides.
+          if (!hashes.includes(b.override)) hashes.push(b.override);
+          hash = hashes.indexOf(b.override) + 1;
+        }
+        args.push(b.policy?.requests ?? 0, b.policy?.periodSec ?? 0, b.policy?.burst ?? 0, hash);
       }
-      for (const id of overrides) keys.push(prefix + id);
+      for (const id of hashes) keys.push(prefix + id);
       const reply = (await scripts.run(GCRA_SCRIPT, keys, args)) as (number | string)[];
       const states: BucketState[] = [];
       buckets.forEach((bucket, i) => {
@@ -115,7 +149,18 @@ export function createRedisBucketStore(scripts: ScriptRunner): RateBucketStore {
           waitUs: Number(reply[base + 4]),
         });
       });
-      return { allowed: Number(reply[0]) === 1, retryAfterUs: Number(reply[1]), states };
+      const malformedOverrides: MalformedOverride[] = [];
+      for (let i = 2 + buckets.length * 5; i + 1 < reply.length; i += 2) {
+        const id = hashes[Number(reply[i]) - 1];
+        if (id !== undefined)
+          malformedOverrides.push({ key: prefix + id, value: String(reply[i + 1]) });
+      }
+      return {
+        allowed: Number(reply[0]) === 1,
+        retryAfterUs: Number(reply[1]),
+        states,
+        ...(malformedOverrides.length === 0 ? {} : { malformedOverrides }),
+      };
     },
   };
 }

@@ -19,7 +19,8 @@ import {
  *
  * ARGV: op (`begin`, `check`, `success`, `failure`, `error`), windowMs, reservationMs, then
  * per key: threshold, initialLockMs, maxLockMs.
- * Returns for begin/check: {0} (allowed, reserved unless check) or {1, index, waitMs};
+ * Returns for begin/check: {0} (allowed, reserved unless check) or {1, index, waitMs, locked}
+ * (locked 1 when that counter is locked, 0 when only its attempts in flight refuse);
  * for failure: {index, lockMs, failures}... of each lock started; otherwise {}.
  */
 const SCRIPT = `
@@ -53,17 +54,17 @@ for i, key in ipairs(KEYS) do
 end
 
 if op == 'begin' or op == 'check' then
-  local longest, which = 0, 0
+  local longest, which, locked = 0, 0, 0
   for i, s in ipairs(states) do
-    local wait = 0
+    local wait, lock = 0, 0
     if s.lu > now then
-      wait = s.lu - now
+      wait, lock = s.lu - now, 1
     elseif s.p > 0 and s.f + s.p >= s.threshold then
       wait = math.max(1, lockMsAfter(s.f + s.p, s.threshold, s.initial, s.cap))
     end
-    if wait > longest then longest, which = wait, i end
+    if wait > longest then longest, which, locked = wait, i, lock end
   end
-  if longest > 0 then return { 1, which, longest } end
+  if longest > 0 then return { 1, which, longest, locked } end
   if op == 'check' then return { 0 } end
   for i, key in ipairs(KEYS) do
     redis.call('HSET', key, 'f', states[i].f, 'p', states[i].p + 1, 'pt', now, 'lu', states[i].lu)
@@ -105,16 +106,17 @@ export function createRedisLockout(config: LockoutConfig, scripts: ScriptRunner)
     RESERVATION_MS,
     ...limits.flatMap((l) => [l.threshold, l.initialLockMs, l.maxLockMs]),
   ];
-  const keysOf = (target: LockoutTarget): string[] =>
+  const keysOf = (target: Pick<LockoutTarget, 'kind' | 'id' | 'network'>): string[] =>
     counterIds(target).map((id) => scripts.keyPrefix + id);
   const refusal = (kind: LockoutTarget['kind'], reply: unknown) => {
-    const [refused, index, wait] = reply as [number, number?, number?];
+    const [refused, index, wait, locked] = reply as [number, number?, number?, number?];
     if (refused !== 1) return undefined;
     const scopes = LOCKOUT_SCOPES[kind];
     return {
       kind: 'refuse' as const,
       scope: scopes[(index ?? 1) - 1] ?? scopes[0],
       retryAfterSec: toRetryAfterSec(wait ?? 0),
+      locked: locked === 1,
     };
   };
 
@@ -146,8 +148,8 @@ export function createRedisLockout(config: LockoutConfig, scripts: ScriptRunner)
         },
       };
     },
-    async checkAddress(kind, address) {
-      const keys = keysOf({ kind, id: '', address }).slice(0, 1);
+    async checkAddress(kind, network) {
+      const keys = keysOf({ kind, id: '', network }).slice(0, 1);
       const limits = counterLimits(config, kind).slice(0, 1);
       return refusal(kind, await scripts.run(SCRIPT, keys, args('check', limits)));
     },

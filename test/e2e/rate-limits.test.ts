@@ -154,7 +154,7 @@ describe('rate limits on two gateway processes sharing one Redis', () => {
     ]);
   });
 
-  it('counts Bearer tokens per subject, with the subject override', async () => {
+  it('counts Bearer tokens per subject, with the subject override for the tokens and the subject as a whole', async () => {
     const user = {
       username: 'rl-bearer',
       subject: 'rl-bearer-subject',
@@ -174,11 +174,12 @@ describe('rate limits on two gateway processes sharing one Redis', () => {
         await send(gateway.url, '/accounts', { headers: { authorization: bearerHeader(token) } }),
       );
     }
+    // For Bearer the subject is the credential: the override is both buckets' policy.
     expect(answers.map(row)).toEqual([
-      [200, '"credential";r=1;t=1200', undefined],
-      [200, '"credential";r=0;t=2400', undefined],
-      [429, '"credential";r=0;t=1200', '1200'],
-      [429, '"credential";r=0;t=1200', '1200'],
+      [200, '"credential";r=1;t=1200, "subject";r=1;t=1200', undefined],
+      [200, '"credential";r=0;t=2400, "subject";r=0;t=2400', undefined],
+      [429, '"credential";r=0;t=1200, "subject";r=0;t=1200', '1200'],
+      [429, '"credential";r=0;t=1200, "subject";r=0;t=1200', '1200'],
     ]);
   });
 

@@ -12,6 +12,7 @@ import type {
   LockoutDecision,
   LockoutTarget,
 } from '../../src/protection/lockout.js';
+import { withLocalLocks } from '../../src/protection/local-locks.js';
 import { createMemoryLockout } from '../../src/protection/memory-lockout.js';
 import { createRedisLockout } from '../../src/protection/redis-lockout.js';
 import { redisConfig } from '../support/redis-config.js';
@@ -83,7 +84,12 @@ const IMPLEMENTATIONS: Implementation[] = [
   },
 ];
 
-const basic = (id: string, address: string): LockoutTarget => ({ kind: 'basic', id, address });
+const basic = (id: string, address: string): LockoutTarget => ({
+  kind: 'basic',
+  id,
+  address,
+  network: address,
+});
 
 /** Begins and settles one attempt; the decision, and the locks its settle started. */
 async function attempt(
@@ -143,7 +149,12 @@ describe.each(IMPLEMENTATIONS)('lockout contract: $name', (impl) => {
 
   it('counts password exchanges apart from Basic checks, under the token scopes', async () => {
     const lockout = impl.make(config());
-    const target: LockoutTarget = { kind: 'token', id: 'alice', address: '10.0.3.1' };
+    const target: LockoutTarget = {
+      kind: 'token',
+      id: 'alice',
+      address: '10.0.3.1',
+      network: '10.0.3.1',
+    };
     await failTimes(lockout, target, 3);
     expect(await lockout.begin(target)).toMatchObject({
       kind: 'refuse',
@@ -189,6 +200,29 @@ describe.each(IMPLEMENTATIONS)('lockout contract: $name', (impl) => {
       allowed.map((d) => (d.kind === 'allow' ? d.attempt.settle('failure') : Promise.resolve([]))),
     );
     expect(locks.flat()).toEqual([{ scope: 'basic_key_address', lockSec: 60, failures: 3 }]);
+  });
+
+  it('says whether a refusal comes from a lock or only from attempts in flight', async () => {
+    const lockout = impl.make(config());
+    const target = basic('ak_inflight', '10.0.9.1');
+    await failTimes(lockout, target, 2);
+    const running = await lockout.begin(target);
+    expect(running.kind).toBe('allow');
+    // Two failures and one attempt in flight reach the threshold of 3: refused, not locked.
+    expect(await lockout.begin(target)).toMatchObject({
+      kind: 'refuse',
+      scope: 'basic_key_address',
+      locked: false,
+    });
+    if (running.kind === 'allow') await running.attempt.settle('failure');
+    expect(await lockout.begin(target)).toMatchObject({
+      kind: 'refuse',
+      scope: 'basic_key_address',
+      locked: true,
+    });
+    // The address check reports the same way.
+    for (let i = 1; i <= 6; i += 1) await failTimes(lockout, basic(`ak_flight${i}`, '10.0.9.2'), 1);
+    expect(await lockout.checkAddress('basic', '10.0.9.2')).toMatchObject({ locked: true });
   });
 
   it('settles an attempt once, however often settle is called', async () => {
@@ -240,5 +274,21 @@ describe('lockout in Redis', () => {
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(660_000);
     }
+  });
+
+  it('lets a process that saw a refusal for an attempt in flight admit the next attempt once that one succeeded', async () => {
+    // Issue 13: two gateways on one Redis; on one, a client behind a NAT is refused because
+    // another attempt from the same address is in flight. That attempt succeeds; the next
+    // attempt from the address must not be refused by this process for the whole Retry-After.
+    const shared = IMPLEMENTATIONS[1]?.make(config());
+    if (shared === undefined) throw new Error('no Redis implementation');
+    const gateway = withLocalLocks(shared);
+    const target = basic('ak_nat', '10.0.10.1');
+    await failTimes(gateway, target, 2);
+    const running = await gateway.begin(target);
+    expect(running.kind).toBe('allow');
+    expect(await gateway.begin(target)).toMatchObject({ kind: 'refuse', locked: false });
+    if (running.kind === 'allow') await running.attempt.settle('success');
+    expect((await gateway.begin(target)).kind).toBe('allow');
   });
 });

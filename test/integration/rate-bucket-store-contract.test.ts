@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisStore } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { createMemoryBucketStore } from '../../src/protection/memory-bucket-store.js';
-import type { RateBucketStore } from '../../src/protection/rate-bucket-store.js';
+import type { RateBucketStore, TakeResult } from '../../src/protection/rate-bucket-store.js';
 import { parseRateLimitOverride } from '../../src/protection/rate-policy.js';
 import { createRedisBucketStore } from '../../src/protection/redis-bucket-store.js';
 import { redisConfig } from '../support/redis-config.js';
@@ -40,8 +40,7 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
       const id = fresh('burst');
       const bucket = { name: 'credential', id, policy: { ...HOUR, burst: 3 } } as const;
       const results = [];
-      for (let i = 0; i < 4; i += 1)
-        results.push(await store.take({ buckets: [bucket], overrides: [] }));
+      for (let i = 0; i < 4; i += 1) results.push(await store.take({ buckets: [bucket] }));
       expect(results.map((r) => [r.allowed, r.states[0]?.remaining])).toEqual([
         [true, 2],
         [true, 1],
@@ -65,10 +64,10 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
         policy: { ...HOUR, burst: 5 },
       } as const;
       const narrow = { name: 'route', id: fresh('narrow'), policy: { ...HOUR, burst: 1 } } as const;
-      const first = await store.take({ buckets: [wide, narrow], overrides: [] });
+      const first = await store.take({ buckets: [wide, narrow] });
       expect(first.allowed).toBe(true);
       for (let i = 0; i < 3; i += 1) {
-        const refused = await store.take({ buckets: [wide, narrow], overrides: [] });
+        const refused = await store.take({ buckets: [wide, narrow] });
         expect([refused.allowed, refused.states.map((s) => [s.name, s.remaining])]).toEqual([
           false,
           [
@@ -77,7 +76,7 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
           ],
         ]);
       }
-      const alone = await store.take({ buckets: [wide], overrides: [] });
+      const alone = await store.take({ buckets: [wide] });
       expect([alone.allowed, alone.states[0]?.remaining]).toEqual([true, 3]);
     });
 
@@ -86,18 +85,18 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
       const policy = { ...HOUR, burst: 1 };
       const a = { name: 'address', id: fresh('a'), policy } as const;
       const b = { name: 'address', id: fresh('b'), policy } as const;
-      expect((await store.take({ buckets: [a], overrides: [] })).allowed).toBe(true);
-      expect((await store.take({ buckets: [a], overrides: [] })).allowed).toBe(false);
-      expect((await store.take({ buckets: [b], overrides: [] })).allowed).toBe(true);
+      expect((await store.take({ buckets: [a] })).allowed).toBe(true);
+      expect((await store.take({ buckets: [a] })).allowed).toBe(false);
+      expect((await store.take({ buckets: [b] })).allowed).toBe(true);
     });
 
     it('count nothing for a bucket without a policy and report only those with one', async () => {
       const store = make();
       const none = { name: 'credential', id: fresh('none'), policy: undefined } as const;
       const route = { name: 'route', id: fresh('route'), policy: { ...HOUR, burst: 2 } } as const;
-      const result = await store.take({ buckets: [none, route], overrides: [] });
+      const result = await store.take({ buckets: [none, route] });
       expect([result.allowed, result.states.map((s) => s.name)]).toEqual([true, ['route']]);
-      const empty = await store.take({ buckets: [none], overrides: [] });
+      const empty = await store.take({ buckets: [none] });
       expect([empty.allowed, empty.states]).toEqual([true, []]);
     });
   });
@@ -119,42 +118,76 @@ describe('the Redis rate buckets', () => {
 
   it('expire a bucket by itself once it is full again', async () => {
     const id = fresh('ttl');
-    const result = await store().take({ buckets: [credential(id)], overrides: [] });
+    const result = await store().take({ buckets: [credential(id)] });
     const ttlMs = await admin.pttl(prefix + id);
     expect(ttlMs).toBeGreaterThan(0);
     expect(ttlMs).toBeLessThanOrEqual(Math.ceil((result.states[0]?.waitUs ?? 0) / 1000));
   });
 
-  it('take the policy from the key hash, else the subject hash, in the same script', async () => {
-    const key = `${prefix}key:ak_override${(run += 1)}`;
-    const subject = `${prefix}subject:override${run}`;
-    const take = (id: string) =>
+  it('take each bucket’s policy from the hash it names, in the same script, and report a malformed one', async () => {
+    const key = `key:ak_override${(run += 1)}`;
+    const subject = `subject:override${run}`;
+    const take = () =>
       store().take({
-        buckets: [credential(id)],
-        overrides: [key.slice(prefix.length), subject.slice(prefix.length)],
+        buckets: [
+          { ...credential(fresh('o')), override: key },
+          { name: 'subject', id: fresh('o'), policy: { ...HOUR, burst: 2 }, override: subject },
+        ],
       });
+    const policies = (result: TakeResult) => result.states.map((s) => [s.name, s.policy]);
+    const configured = { ...HOUR, burst: 1 };
 
-    await admin.hset(subject, 'rate_limit', '100/60,3');
-    const bySubject = await take(fresh('o'));
-    expect(bySubject.states[0]?.policy).toEqual({ requests: 100, periodSec: 60, burst: 3 });
+    await admin.hset(prefix + subject, 'rate_limit', '100/60,3');
+    expect(policies(await take())).toEqual([
+      ['credential', configured],
+      ['subject', { requests: 100, periodSec: 60, burst: 3 }],
+    ]);
 
-    await admin.hset(key, 'rate_limit', '5/10');
-    const byKey = await take(fresh('o'));
-    expect(byKey.states[0]).toMatchObject({
-      policy: { requests: 5, periodSec: 10, burst: 5 },
-      remaining: 4,
-    });
+    await admin.hset(prefix + key, 'rate_limit', '5/10');
+    const byKey = await take();
+    expect(policies(byKey)).toEqual([
+      ['credential', { requests: 5, periodSec: 10, burst: 5 }],
+      ['subject', { requests: 100, periodSec: 60, burst: 3 }],
+    ]);
+    expect(byKey.states[0]?.remaining).toBe(4);
 
-    await admin.hset(key, 'rate_limit', 'none');
-    const lifted = await take(fresh('o'));
-    expect([lifted.allowed, lifted.states]).toEqual([true, []]);
+    await admin.hset(prefix + key, 'rate_limit', 'none');
+    expect(policies(await take())).toEqual([
+      ['subject', { requests: 100, periodSec: 60, burst: 3 }],
+    ]);
 
-    await admin.hset(key, 'rate_limit', 'soon');
-    const ignored = await take(fresh('o'));
-    expect(ignored.states[0]?.policy).toEqual({ requests: 100, periodSec: 60, burst: 3 });
+    await admin.hset(prefix + key, 'rate_limit', 'soon');
+    const ignored = await take();
+    expect(policies(ignored)).toEqual([
+      ['credential', configured],
+      ['subject', { requests: 100, periodSec: 60, burst: 3 }],
+    ]);
+    expect(ignored.malformedOverrides).toEqual([{ key: prefix + key, value: 'soon' }]);
   });
 
-  it('read an override exactly as parseRateLimitOverride documents it', async () => {
+  it('read a hash that two buckets name once, and report its malformed value once, cut to 64 characters', async () => {
+    const subject = `subject:shared${(run += 1)}`;
+    const take = () =>
+      store().take({
+        buckets: [
+          { ...credential(fresh('s')), override: subject },
+          { name: 'subject', id: fresh('s'), policy: undefined, override: subject },
+        ],
+      });
+    await admin.hset(prefix + subject, 'rate_limit', '3/3600,2');
+    const both = await take();
+    expect(both.states.map((s) => [s.name, s.remaining])).toEqual([
+      ['credential', 1],
+      ['subject', 1],
+    ]);
+    expect(both.malformedOverrides).toBeUndefined();
+    await admin.hset(prefix + subject, 'rate_limit', 'x'.repeat(100));
+    expect((await take()).malformedOverrides).toEqual([
+      { key: prefix + subject, value: 'x'.repeat(64) },
+    ]);
+  });
+
+  it('read an override exactly as parseRateLimitOverride documents it, and report what it refuses', async () => {
     const key = `${prefix}key:ak_parse`;
     const configured = { requests: 7, periodSec: 7, burst: 7 };
     await fc.assert(
@@ -166,12 +199,16 @@ describe('the Redis rate buckets', () => {
         async (value) => {
           await admin.hset(key, 'rate_limit', value);
           const result = await store().take({
-            buckets: [{ name: 'credential', id: fresh('p'), policy: configured }],
-            overrides: ['key:ak_parse'],
+            buckets: [
+              { name: 'credential', id: fresh('p'), policy: configured, override: 'key:ak_parse' },
+            ],
           });
           const parsed = parseRateLimitOverride(value);
           expect(result.states[0]?.policy).toEqual(
             parsed === 'none' ? undefined : (parsed ?? configured),
+          );
+          expect(result.malformedOverrides).toEqual(
+            parsed === undefined ? [{ key, value }] : undefined,
           );
         },
       ),
@@ -189,7 +226,6 @@ describe('the Redis rate buckets', () => {
       const error = await Promise.resolve(
         createRedisBucketStore(dead.scripts).take({
           buckets: [credential(fresh('dead'))],
-          overrides: [],
         }),
       ).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(GatewayError);

@@ -89,7 +89,6 @@ async function startEndpoint(counted: SecretHasher, usernameAddress?: number): P
     lockout: createMemoryLockout(lockoutConfig(usernameAddress)),
     lockoutEvents: SILENT_LOCKOUT_EVENTS,
     maxBodyBytes: 1024,
-    trustedProxies: new Set(),
     refuse: createRefusal('accounts-gateway'),
   });
   const { url, server } = await serveEndpoint(endpoint, undefined);

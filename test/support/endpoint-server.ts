@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Identity } from '../../src/identity/identity.js';
 import { writeError } from '../../src/errors/error-envelope.js';
 import { toGatewayError } from '../../src/errors/gateway-error.js';
+import { resolveClientAddress } from '../../src/http/client-address.js';
+import { createTrustedProxies } from '../../src/http/ip-network.js';
 import type { EndpointRoute } from '../../src/http/routes.js';
 
 /**
@@ -15,8 +17,17 @@ export async function serveEndpoint(
 ): Promise<{ url: string; server: Server }> {
   const requestId = 'test-request';
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    // As a gateway without trusted proxies counts its clients: the peer, IPv6 by its /64.
+    const client = {
+      clientAddress: () =>
+        resolveClientAddress(req.socket.remoteAddress ?? '', undefined, {
+          trusted: createTrustedProxies([]),
+          ipv4Prefix: 32,
+          ipv6Prefix: 64,
+        }),
+    };
     route
-      .handle({ req, res, requestId, identity, param: undefined, query: '' })
+      .handle({ req, res, requestId, identity, param: undefined, query: '', client })
       .catch((error: unknown) => writeError(res, toGatewayError(error), requestId));
   };
   const server = createServer(handler);

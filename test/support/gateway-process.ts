@@ -16,7 +16,7 @@ export interface GatewayProcess {
   readonly configFile: string;
   /**
    * Resolves with the first log line (already seen or still to come) whose msg is `msg` and
-   * whose fields have the values `fields` gives, if any.
+   * whose fields hold every value of `fields`.
    */
   waitForLog(msg: string, fields?: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Every JSON log line so far. */
@@ -49,13 +49,10 @@ export function startGateway(
     },
   );
   const logs: Record<string, unknown>[] = [];
-  type Matches = (entry: Record<string, unknown>) => boolean;
-  const waiters: { matches: Matches; resolve: (entry: Record<string, unknown>) => void }[] = [];
-  const waitForLog = (
-    msg: string,
-    fields: Record<string, unknown> = {},
-  ): Promise<Record<string, unknown>> => {
-    const matches: Matches = (entry) =>
+  type Entry = Record<string, unknown>;
+  const waiters: { matches: (entry: Entry) => boolean; resolve: (entry: Entry) => void }[] = [];
+  const waitForLog = (msg: string, fields: Entry = {}): Promise<Entry> => {
+    const matches = (entry: Entry) =>
       entry.msg === msg && Object.entries(fields).every(([name, value]) => entry[name] === value);
     const seen = logs.find(matches);
     if (seen !== undefined) return Promise.resolve(seen);

@@ -442,7 +442,7 @@ describe('createBasicAuthenticator: lockout', () => {
     'lockout:\n  initialLockSec: 30\n  basic:\n    keyAddress:\n      threshold: 2\n',
     'lockout.yaml',
   ).lockout;
-  const from = (address: string) => ({ clientAddress: () => address });
+  const from = (address: string) => ({ clientAddress: () => ({ address, network: address }) });
 
   function withLockout() {
     const failed: string[] = [];

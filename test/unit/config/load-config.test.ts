@@ -76,6 +76,7 @@ describe('parseConfig: defaults', () => {
       keepAliveTimeoutMs: 5_000,
       maxHeaderCount: 100,
       trustedProxies: [],
+      clientNetworks: { ipv4Prefix: 32, ipv6Prefix: 64 },
       drainTimeoutMs: 10_000,
       threadPoolNice: 19,
     });
@@ -208,6 +209,27 @@ describe('parseConfig: problems', () => {
     expect(problemsOf('lockout:\n  basic:\n    key:\n      threshold: 0\n')[0]).toMatch(
       /^lockout\.basic\.key\.threshold: /,
     );
+  });
+
+  it('takes trusted proxies as addresses and CIDR ranges, and client networks by prefix', () => {
+    const { server } = parseConfig(
+      'server:\n  trustedProxies: [10.0.0.0/8, "fd00::/8", 192.0.2.7]\n' +
+        '  clientNetworks: { ipv4Prefix: 24, ipv6Prefix: 48 }\n',
+      'test.yaml',
+    );
+    expect(server.trustedProxies).toEqual(['10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
+    expect(server.clientNetworks).toEqual({ ipv4Prefix: 24, ipv6Prefix: 48 });
+  });
+
+  it('rejects a trusted proxy that is no address or range, and client network prefixes out of range', () => {
+    expect(problemsOf('server:\n  trustedProxies: [proxy.internal, 10.0.0.0/33]\n')).toEqual([
+      'server.trustedProxies[0]: must be an IP address or CIDR range',
+      'server.trustedProxies[1]: must be an IP address or CIDR range',
+    ]);
+    const prefixes = problemsOf('server:\n  clientNetworks: { ipv4Prefix: 8, ipv6Prefix: 129 }\n');
+    expect(prefixes).toHaveLength(2);
+    expect(prefixes[0]).toMatch(/^server\.clientNetworks\.ipv4Prefix: /);
+    expect(prefixes[1]).toMatch(/^server\.clientNetworks\.ipv6Prefix: /);
   });
 
   it('rejects an unknown nested key with its YAML path', () => {

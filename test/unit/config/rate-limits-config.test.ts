@@ -17,6 +17,7 @@ const deps = {
   store: createMemoryStore(),
   countStoreError: () => undefined,
   warnStoreError: () => undefined,
+  warnMalformedOverride: () => undefined,
 };
 
 describe('rateLimits config', () => {
@@ -56,6 +57,24 @@ routes:
       policyHeader: '"address";q=30;w=60',
       limitHeader: '"address";r=29;t=2',
     });
+  });
+
+  it('turns a subject policy alone into a limiter that counts every pair of a subject together', () => {
+    const config = parseConfig(
+      'rateLimits:\n  subject: { requests: 2, periodSec: 3600 }\n',
+      'test.yaml',
+    );
+    expect(config.rateLimits.subject).toEqual({ requests: 2, periodSec: 3600 });
+    const limiter = createConfiguredRateLimiter(config, deps);
+    const pair = (key: string) => ({ subject: 'alice', method: 'basic', key, scopes: [] }) as const;
+    const verdicts = ['ak_one', 'ak_two', 'ak_three'].map((key) =>
+      limiter?.checkCredential('accounts', undefined, pair(key)),
+    );
+    expect(verdicts).toMatchObject([
+      { allowed: true, policyHeader: '"subject";q=2;w=3600' },
+      { allowed: true },
+      { allowed: false, refusedBy: 'subject' },
+    ]);
   });
 
   it('turns a route policy alone into a limiter', () => {

@@ -29,12 +29,17 @@ function sharedLockout() {
   return { lockout, calls, answer: (next: LockoutDecision) => (answer = next) };
 }
 
-const basic = (id: string, address: string): LockoutTarget => ({ kind: 'basic', id, address });
-const refuse = (scope: LockoutRefusal['scope'], retryAfterSec: number): LockoutRefusal => ({
-  kind: 'refuse',
-  scope,
-  retryAfterSec,
+const basic = (id: string, address: string): LockoutTarget => ({
+  kind: 'basic',
+  id,
+  address,
+  network: address,
 });
+const refuse = (
+  scope: LockoutRefusal['scope'],
+  retryAfterSec: number,
+  locked = true,
+): LockoutRefusal => ({ kind: 'refuse', scope, retryAfterSec, locked });
 
 describe('withLocalLocks', () => {
   it("refuses a locked address's further attempts here until the lock ends, then asks again", async () => {
@@ -80,9 +85,38 @@ describe('withLocalLocks', () => {
     shared.answer(refuse('token_address', 7));
     expect(await lockout.checkAddress('token', '10.0.0.3')).toEqual(refuse('token_address', 7));
     shared.answer(ALLOW);
-    expect(await lockout.begin({ kind: 'token', id: 'alice', address: '10.0.0.3' })).toEqual(
-      refuse('token_address', 7),
-    );
+    expect(
+      await lockout.begin({
+        kind: 'token',
+        id: 'alice',
+        address: '10.0.0.3',
+        network: '10.0.0.3',
+      }),
+    ).toEqual(refuse('token_address', 7));
     expect(shared.calls).toEqual(['check token@10.0.0.3']);
+  });
+
+  it('does not remember a refusal for attempts in flight: the next attempt asks again', async () => {
+    const clock = { ms: 0 };
+    const shared = sharedLockout();
+    const lockout = withLocalLocks(shared.lockout, () => clock.ms);
+    // Refused only because another attempt from the address is still running: its outcome
+    // (a success, say) may free the counter at once, so the refusal must not outlive it.
+    shared.answer(refuse('basic_address', 3600, false));
+    expect(await lockout.begin(basic('ak_one', '10.0.0.4'))).toEqual(
+      refuse('basic_address', 3600, false),
+    );
+    expect(await lockout.checkAddress('basic', '10.0.0.4')).toEqual(
+      refuse('basic_address', 3600, false),
+    );
+    shared.answer(ALLOW);
+    expect((await lockout.begin(basic('ak_two', '10.0.0.4'))).kind).toBe('allow');
+    expect((await lockout.checkAddress('basic', '10.0.0.4')) === undefined).toBe(true);
+    expect(shared.calls).toEqual([
+      'begin ak_one@10.0.0.4',
+      'check basic@10.0.0.4',
+      'begin ak_two@10.0.0.4',
+      'check basic@10.0.0.4',
+    ]);
   });
 });

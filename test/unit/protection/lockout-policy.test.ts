@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   EMPTY_COUNTER,
   isEmpty,
+  isGuarded,
   keepMs,
   lockMsAfter,
   recordFailure,
@@ -134,5 +135,24 @@ describe('keepMs and isEmpty', () => {
     expect(isEmpty(reserve(EMPTY_COUNTER, T0), T0)).toBe(false);
     expect(isEmpty(release(reserve(EMPTY_COUNTER, T0), T0), T0)).toBe(true);
     expect(isEmpty(failSequentially(1, LIMIT).state, T0)).toBe(false);
+  });
+});
+
+describe('isGuarded', () => {
+  it('guards a locked counter and one at half its threshold or more, not one below', () => {
+    const limit: LockoutLimit = { ...LIMIT, threshold: 4 };
+    const at = (failures: number, lockedUntil = 0): CounterState => ({
+      ...EMPTY_COUNTER,
+      failures,
+      lockedUntil,
+    });
+    expect([0, 1, 2, 3].map((f) => isGuarded(at(f), T0, limit))).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
+    expect(isGuarded(at(0, T0 + 1), T0, limit)).toBe(true);
+    expect(isGuarded(at(0, T0), T0, limit)).toBe(false);
   });
 });

@@ -16,6 +16,7 @@ const basic: Identity = { subject: 'alice', method: 'basic', key: 'ak_alice1', s
 const bearer: Identity = { subject: 'alice', method: 'bearer', source: 'gateway', scopes: [] };
 const settings: RateLimitSettings = {
   credential: { requests: 2, periodSec: 60, burst: 2 },
+  subject: undefined,
   address: { requests: 1, periodSec: 10, burst: 1 },
   onStoreError: 'open',
   storeErrorLogIntervalSec: 60,
@@ -35,7 +36,11 @@ function recording(): { store: RateBucketStore; requests: TakeRequest[] } {
   };
 }
 
-const quiet = { countStoreError: () => undefined, warnStoreError: () => undefined };
+const quiet = {
+  countStoreError: () => undefined,
+  warnStoreError: () => undefined,
+  warnMalformedOverride: () => undefined,
+};
 
 describe('the IETF headers (draft-ietf-httpapi-ratelimit-headers-11)', () => {
   it('list one item per policy: q and w in RateLimit-Policy, r and t in RateLimit', () => {
@@ -62,66 +67,97 @@ describe('the rate limiter', () => {
   it('is off when no policy is set anywhere', () => {
     const none = { ...settings, credential: undefined, address: undefined };
     expect(rateLimitsEnabled(none, [undefined])).toBe(false);
+    expect(rateLimitsEnabled({ ...none, subject: settings.credential }, [])).toBe(true);
     expect(rateLimitsEnabled(none, [{ requests: 1, periodSec: 1, burst: 1 }])).toBe(true);
     expect(rateLimitsEnabled(settings, [])).toBe(true);
   });
 
-  it('counts Basic per key and Bearer per subject, reading the key then the subject override', () => {
+  it('counts Basic per key and Bearer per subject, and every request in its subject’s bucket; a key’s override for its own bucket, a subject’s for the subject’s', () => {
     const { store, requests } = recording();
-    const limiter = createRateLimiter(settings, { store, ...quiet });
+    const limiter = createRateLimiter(
+      { ...settings, subject: { requests: 9, periodSec: 60, burst: 9 } },
+      { store, ...quiet },
+    );
     void limiter.checkCredential('accounts', undefined, basic);
     void limiter.checkCredential('accounts', { requests: 5, periodSec: 1, burst: 5 }, bearer);
+    const subjectBucket = {
+      name: 'subject',
+      id: 'rl:subject-all:alice',
+      policy: { requests: 9, periodSec: 60, burst: 9 },
+      override: 'subject:alice',
+    };
     expect(requests).toEqual([
       {
-        buckets: [{ name: 'credential', id: 'rl:key:ak_alice1', policy: settings.credential }],
-        overrides: ['key:ak_alice1', 'subject:alice'],
+        buckets: [
+          {
+            name: 'credential',
+            id: 'rl:key:ak_alice1',
+            policy: settings.credential,
+            override: 'key:ak_alice1',
+          },
+          subjectBucket,
+        ],
       },
       {
         buckets: [
-          { name: 'credential', id: 'rl:subject:alice', policy: settings.credential },
+          {
+            name: 'credential',
+            id: 'rl:subject:alice',
+            policy: settings.credential,
+            override: 'subject:alice',
+          },
+          subjectBucket,
           {
             name: 'route',
             id: 'rl:route:accounts:subject:alice',
             policy: { requests: 5, periodSec: 1, burst: 5 },
           },
         ],
-        overrides: ['subject:alice'],
       },
     ]);
   });
 
-  it('checks nothing on a route without a policy when no credential policy is set', () => {
-    const { store, requests } = recording();
-    const limiter = createRateLimiter({ ...settings, credential: undefined }, { store, ...quiet });
-    expect(limiter.checkCredential('accounts', undefined, basic)).toBeUndefined();
-    expect(requests).toEqual([]);
-  });
-
-  it('refuses past the burst with a whole-second Retry-After and names the policy', () => {
+  it('holds a subject to its own budget across every pair and token it has', () => {
     const { store } = recording();
-    const limiter = createRateLimiter(settings, { store, ...quiet });
-    const verdicts = [1, 2, 3].map(
-      () => limiter.checkCredential('accounts', undefined, basic) as RateVerdict,
+    const limiter = createRateLimiter(
+      { ...settings, credential: undefined, subject: { requests: 3, periodSec: 60, burst: 3 } },
+      { store, ...quiet },
     );
-    expect(verdicts.map((v) => [v.allowed, v.limitHeader])).toEqual([
-      [true, '"credential";r=1;t=30'],
-      [true, '"credential";r=0;t=60'],
-      [false, '"credential";r=0;t=30'],
+    const pair = (key: string): Identity => ({ ...basic, key });
+    const verdicts = [pair('ak_a'), pair('ak_b'), bearer, pair('ak_c'), pair('ak_d')].map(
+      (identity) => limiter.checkCredential('accounts', undefined, identity) as RateVerdict,
+    );
+    expect(verdicts.map((v) => [v.allowed, v.refusedBy, v.limitHeader])).toEqual([
+      [true, undefined, '"subject";r=2;t=20'],
+      [true, undefined, '"subject";r=1;t=40'],
+      [true, undefined, '"subject";r=0;t=60'],
+      [false, 'subject', '"subject";r=0;t=20'],
+      [false, 'subject', '"subject";r=0;t=20'],
     ]);
-    expect(verdicts[2]).toMatchObject({ retryAfterSec: 30, refusedBy: 'credential' });
-    expect(verdicts[2]?.policyHeader).toBe('"credential";q=2;w=60');
+    const other: Identity = { ...basic, subject: 'bob', key: 'ak_bob' };
+    expect(limiter.checkCredential('accounts', undefined, other)).toMatchObject({ allowed: true });
   });
 
-  it('limits requests without credentials per client address', () => {
-    const { store } = recording();
-    const limiter = createRateLimiter(settings, { store, ...quiet });
-    expect((limiter.checkAddress('192.0.2.1') as RateVerdict).allowed).toBe(true);
-    expect(limiter.checkAddress('192.0.2.1')).toMatchObject({
-      allowed: false,
-      refusedBy: 'address',
-      retryAfterSec: 10,
+  it('reports a malformed override once per hash and value, however many requests read it', () => {
+    const reported: string[] = [];
+    let value = 'soon';
+    const store: RateBucketStore = {
+      take: () => ({
+        allowed: true,
+        retryAfterUs: 0,
+        states: [],
+        malformedOverrides: [{ key: '{ag}:key:ak_alice1', value }],
+      }),
+    };
+    const limiter = createRateLimiter(settings, {
+      ...quiet,
+      store,
+      warnMalformedOverride: (o) => reported.push(`${o.key}=${o.value}`),
     });
-    expect((limiter.checkAddress('192.0.2.2') as RateVerdict).allowed).toBe(true);
+    for (let i = 0; i < 3; i += 1) void limiter.checkCredential('accounts', undefined, basic);
+    value = 'later';
+    for (let i = 0; i < 3; i += 1) void limiter.checkCredential('accounts', undefined, basic);
+    expect(reported).toEqual(['{ag}:key:ak_alice1=soon', '{ag}:key:ak_alice1=later']);
   });
 
   describe('when the store fails', () => {
@@ -140,6 +176,7 @@ describe('the rate limiter', () => {
         store: failing,
         countStoreError: () => (counted += 1),
         warnStoreError: (failures) => warnings.push(failures),
+        warnMalformedOverride: () => undefined,
         now: () => clock,
       });
       for (let i = 0; i < 3; i += 1) {

@@ -6,7 +6,8 @@ import {
   createHeaderPolicy,
   type UpstreamRequestFacts,
 } from '../../../src/proxy/upstream-headers.js';
-import { normalizeAddress, trustedProxySet } from '../../../src/http/client-address.js';
+import { normalizeAddress } from '../../../src/http/client-address.js';
+import { createTrustedProxies } from '../../../src/http/ip-network.js';
 
 const DEFAULT_ALLOW: readonly string[] = DEFAULT_ALLOW_HEADERS;
 
@@ -39,7 +40,7 @@ const facts = (
 /** The peer as the request handler describes it: normalized, and checked against the list. */
 const from = (remote: string, trustedProxies: readonly string[] = []) => {
   const peer = normalizeAddress(remote);
-  return { peer, peerTrusted: trustedProxySet(trustedProxies).has(peer) };
+  return { peer, peerTrusted: createTrustedProxies(trustedProxies).has(peer) };
 };
 
 const GATEWAY_SET = {
