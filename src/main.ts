@@ -105,10 +105,28 @@ async function main(argv: string[]): Promise<number> {
               },
             });
     })
-    .command('check', 'Validate a configuration file and exit', withWorkersOption, async (args) => {
-      await checkKeyMaterial(loadServeConfig(args), args.config);
-      process.stdout.write(`${args.config}: configuration is valid\n`);
-    })
+    .command(
+      'check',
+      'Validate a configuration file and exit',
+      (y) =>
+        withWorkersOption(y).option('connect', {
+          type: 'boolean',
+          default: false,
+          describe: 'also try Redis and every upstream, and say what answered',
+        }),
+      async (args) => {
+        const config = loadServeConfig(args);
+        await checkKeyMaterial(config, args.config);
+        process.stdout.write(`${args.config}: configuration is valid\n`);
+        if (!args.connect) return;
+        const { checkConnections } = await import('./commands/check-connections.js');
+        const checks = await checkConnections(config);
+        for (const check of checks) process.stdout.write(`${check.line}\n`);
+        const failed = checks.filter((check) => !check.answered).length;
+        if (failed > 0)
+          throw new CliError(`${failed} of ${checks.length} did not answer`, EXIT.failure);
+      },
+    )
     .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
       y
         .command(
