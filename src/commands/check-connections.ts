@@ -1,9 +1,9 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createCredentialStore } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { redisAddress, RedisUnavailableError } from '../credentials/redis-connection.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { openStore } from './admin-commands.js';
 
 /** What one dependency said: a line for the operator, and whether it answered. */
 export interface ConnectionCheck {
@@ -33,16 +33,8 @@ const silent = (text: string): ConnectionCheck => ({ answered: false, line: `FAI
 async function tryStore(config: GatewayConfig): Promise<ConnectionCheck> {
   if (config.credentials.store !== 'redis')
     return answered('credentials: memory store, inside the gateway');
-  const { redis } = config.credentials;
-  const address = redisAddress(redis);
-  // Like the admin commands: a one-off connection gets more than a request's budget.
-  const store = createCredentialStore({
-    ...config,
-    credentials: {
-      ...config.credentials,
-      redis: { ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) },
-    },
-  });
+  const address = redisAddress(config.credentials.redis);
+  const store = openStore(config);
   const started = performance.now();
   try {
     await store.ping();

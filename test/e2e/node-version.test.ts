@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -10,8 +9,9 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { CLI } from '../support/gateway-process.js';
+import { killCliChildren, runCommand } from '../support/run-cli.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -24,21 +24,7 @@ function manifestNeeding(node: string): string {
   return JSON.stringify(manifest, null, 2);
 }
 
-function run(
-  command: string,
-  args: readonly string[],
-  cwd: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+afterEach(() => killCliChildren());
 
 describe('a Node older than package.json’s engines', () => {
   it('gets one line naming the Node needed and the remedy, exit 1, before the CLI loads', async () => {
@@ -50,10 +36,10 @@ describe('a Node older than package.json’s engines', () => {
       copyFileSync(join(dirname(CLI), file), join(root, 'dist', file));
     writeFileSync(join(root, 'package.json'), manifestNeeding('>=99.0'));
 
-    const { code, stdout, stderr } = await run(
+    const { code, stdout, stderr } = await runCommand(
       process.execPath,
       [join(root, 'dist', 'cli.js'), 'serve'],
-      root,
+      { cwd: root },
     );
     expect(code).toBe(1);
     expect(stdout).toBe('');
@@ -70,10 +56,10 @@ describe('a Node older than package.json’s engines', () => {
     for (const file of ['package-lock.json', '.npmrc'])
       copyFileSync(join(REPO, file), join(root, file));
 
-    const { code, stdout, stderr } = await run(
+    const { code, stdout, stderr } = await runCommand(
       'npm',
       ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'],
-      root,
+      { cwd: root },
     );
     expect(code).not.toBe(0);
     expect(`${stdout}${stderr}`).toMatch(/npm error code EBADENGINE/);

@@ -12,17 +12,18 @@ const LIMITS = {
   maxHeaderCount: 50,
 };
 
+/** The server a test started, closed after it. */
+let api: GatewayServer | undefined;
+
+afterEach(async () => {
+  const server = api?.server;
+  api = undefined;
+  if (server === undefined) return;
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
 describe('the API server’s in-flight count', () => {
-  let api: GatewayServer | undefined;
-
-  afterEach(async () => {
-    const server = api?.server;
-    api = undefined;
-    if (server === undefined) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-
   /** A server that holds every request; `arrived` yields each held response in turn. */
   async function holdingServer(): Promise<{
     port: number;
@@ -83,16 +84,6 @@ describe('the API server’s in-flight count', () => {
 });
 
 describe('the API server answers every request once', () => {
-  let api: GatewayServer | undefined;
-
-  afterEach(async () => {
-    const server = api?.server;
-    api = undefined;
-    if (server === undefined) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-
   /** A server whose handler is `handler`, on port 0. */
   async function serving(
     handler: (res: ServerResponse) => void,
@@ -109,24 +100,18 @@ describe('the API server answers every request once', () => {
     res.end('no');
   };
 
-  it('sends nothing after an answered request whose chunked body then fails to parse', async () => {
-    const port = await serving(answer401);
-    const { raw, closedByServer } = await rawRequest(
-      port,
+  it.each([
+    [
+      'whose chunked body then fails to parse',
       'POST /keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
-      { untilClosed: true },
-    );
-    expect(finalStatuses(raw)).toEqual([401]);
-    expect(closedByServer).toBe(true);
-  });
-
-  it('sends nothing after an answered request whose body never arrives in time', async () => {
-    const port = await serving(answer401, { requestTimeoutMs: 300, headersTimeoutMs: 300 });
-    const { raw, closedByServer } = await rawRequest(
-      port,
+    ],
+    [
+      'whose body never arrives in time',
       'POST /keys HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab',
-      { untilClosed: true },
-    );
+    ],
+  ])('sends nothing after an answered request %s', async (_what, bytes) => {
+    const port = await serving(answer401, { requestTimeoutMs: 300, headersTimeoutMs: 300 });
+    const { raw, closedByServer } = await rawRequest(port, bytes, { untilClosed: true });
     expect(finalStatuses(raw)).toEqual([401]);
     expect(closedByServer).toBe(true);
   });
