@@ -18,6 +18,7 @@ import {
   withConfigOptions,
   type ConfigArgs,
 } from './commands/config-options.js';
+import { checkConnections } from './commands/check-connections.js';
 import { checkKeyMaterial } from './commands/check-key-material.js';
 import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
@@ -67,7 +68,10 @@ async function workerSlot(): Promise<number | undefined> {
  */
 let serving = false;
 
-/** The only place that reads argv, sets the exit code or exits. */
+/**
+ * With the entry (cli.ts, which refuses an old Node), the only place that reads argv, sets
+ * the exit code or exits.
+ */
 async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
@@ -119,7 +123,6 @@ async function main(argv: string[]): Promise<number> {
         await checkKeyMaterial(config, args.config);
         process.stdout.write(`${args.config}: configuration is valid\n`);
         if (!args.connect) return;
-        const { checkConnections } = await import('./commands/check-connections.js');
         const checks = await checkConnections(config);
         for (const check of checks) process.stdout.write(`${check.line}\n`);
         const failed = checks.filter((check) => !check.answered).length;

@@ -37,12 +37,10 @@ export function redisAddress(config: RedisConfig): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
-/** The configuration's secrets as they could appear in a text: the URL's password and user. */
+/** The configuration's secret as it could appear in a text: the URL's password, as written and decoded. */
 export function redisSecrets(config: RedisConfig): string[] {
-  const url = new URL(config.url);
-  return [url.password, url.username]
-    .flatMap((part) => [part, safeDecode(part)])
-    .filter((part) => part.length > 0);
+  const { password } = new URL(config.url);
+  return password === '' ? [] : [...new Set([password, safeDecode(password)])];
 }
 
 function safeDecode(text: string): string {
@@ -177,15 +175,14 @@ export function watchRedisConnection(
   client.on('end', onClose);
   client.on('ready', () => {
     if (closed || state === 'ready') return;
-    const wasDown = state === 'down';
     state = 'ready';
     lastError = undefined;
-    if (!everReady) log?.info({ store: 'redis', address }, 'redis connected');
-    else if (wasDown)
+    if (everReady)
       log?.info(
         { store: 'redis', address, down_ms: now() - downSince },
         'redis connection regained',
       );
+    else log?.info({ store: 'redis', address }, 'redis connected');
     everReady = true;
     settle();
     for (const listener of listeners) listener(true);

@@ -19,7 +19,7 @@ export interface GatewayServer {
   inFlight(): number;
 }
 
-/** The response to the last request a connection carried: what a later parser error is weighed against. */
+/** The response to the last request on a connection: what a later parser error belongs to. */
 const LAST_RESPONSE = Symbol('accounts-gateway.last-response');
 type TrackedSocket = Socket & { [LAST_RESPONSE]?: ServerResponse };
 

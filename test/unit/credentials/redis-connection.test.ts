@@ -77,13 +77,13 @@ describe('redisAddress', () => {
     );
   });
 
-  it('lists the URL’s password and user, decoded too, as secrets', () => {
+  it('lists the URL’s password, as written and decoded, as the secret to keep out', () => {
     expect(redisSecrets({ ...BASE, url: 'redis://bob:p%40ss@127.0.0.1:6379' })).toEqual([
       'p%40ss',
       'p@ss',
-      'bob',
-      'bob',
     ]);
+    expect(redisSecrets({ ...BASE, url: 'redis://bob:plain@127.0.0.1:6379' })).toEqual(['plain']);
+    expect(redisSecrets(BASE)).toEqual([]);
   });
 });
 
