@@ -13,7 +13,9 @@ WORKDIR /app
 # runtime stage's `npm ci`, or a separate production-deps stage copied from) would need:
 #   RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
 #       && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
+# .npmrc: engine-strict, so an image whose Node is older than package.json's engines fails
+# here, at `npm ci`, rather than at start.
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 
 # --- build: TypeScript -> dist/ -----------------------------------------------------------
@@ -26,7 +28,7 @@ RUN npm run build
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config

@@ -70,13 +70,22 @@ const RESTART_ONLY = [
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const store = deps.store ?? createCredentialStore(initial, now);
+  const store = deps.store ?? createCredentialStore(initial, now, logger);
+  // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
+  // most) only puts its log line first and makes the first scrape tell the truth.
+  await store.health.settled;
   const hasher = createSecretHasher(initial.credentials.bcryptCost);
   const bootstrap = await makeBootstrapPair(initial, store, hasher, now);
   const dummyHash = await hasher.hash(randomBase62(48));
   // After a first bcrypt run: the pool's threads exist from then on.
   if (initial.server.threadPoolNice > 0) lowerThreadPoolPriority(initial.server.threadPoolNice);
   const metrics = createMetrics();
+  // close() may come while listen() is still opening the ports (a signal at start-up).
+  let closing = false;
+  // gateway_ready follows the store's connection and the drain, whoever asks (or not).
+  const showReadiness = (): void => metrics.setReady(store.health.ready() && !closing);
+  store.health.onChange(showReadiness);
+  showReadiness();
 
   let config = initial;
   let signer = await makeSigner(config, now, logger);
@@ -103,8 +112,6 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
 
   const api = createGatewayServer((req, res) => pipeline.handler(req, res), config.server);
   const { server } = api;
-  // close() may come while listen() is still opening the ports (a signal at start-up).
-  let closing = false;
   let opening: Promise<void> = Promise.resolve();
   const admin =
     config.admin.enabled && deps.worker !== true
@@ -208,7 +215,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       // From here /readyz answers 503 draining and gateway_ready reads 0; the admin port
       // stays open until the API port has drained, so a load balancer can see it.
       closing = true;
-      metrics.setReady(false);
+      showReadiness();
       await opening;
       await drain(server, config.server.drainTimeoutMs);
       await release();
@@ -236,13 +243,18 @@ async function makeSigner(
   return signer;
 }
 
-/** The store the configuration names: Redis, or the in-memory one seeded from YAML. */
+/**
+ * The store the configuration names: Redis, or the in-memory one seeded from YAML. With a
+ * logger, Redis's connection states are logged (the gateway's; one-off commands say what
+ * failed themselves).
+ */
 export function createCredentialStore(
   config: GatewayConfig,
   now: () => number = Date.now,
+  log?: Logger,
 ): CredentialStore {
   if (config.credentials.store === 'redis')
-    return createRedisStore(config.credentials.redis, undefined, now);
+    return createRedisStore(config.credentials.redis, { now, log });
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
   return createMemoryStore(

@@ -1,222 +1,28 @@
 #!/usr/bin/env -S node --max-semi-space-size=16
-import yargs, { type Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
-import {
-  addUserCommand,
-  changePasswordCommand,
-  createKeyCommand,
-  listKeysCommand,
-  parseScopesOption,
-  removeUserCommand,
-  revokeKeyCommand,
-  withStore,
-  type Output,
-} from './commands/admin-commands.js';
-import { CliError, EXIT } from './commands/cli-error.js';
-import {
-  configOverrides,
-  loadConfigFromArgs,
-  withConfigOptions,
-  type ConfigArgs,
-} from './commands/config-options.js';
-import { checkKeyMaterial } from './commands/check-key-material.js';
-import { readPassword } from './commands/read-password.js';
-import { serve } from './commands/serve.js';
-import type { GatewayConfig } from './config/config-schema.js';
-import { ConfigError, loadConfigFile } from './config/load-config.js';
-import type { CredentialStore } from './credentials/credential-store.js';
-import { WORKER_ENV } from './workers/messages.js';
+// The entry. It must run on any Node long enough to say which one the gateway needs, so it
+// checks the version before importing the rest (on Node 20, undici throws while loading)
+// and imports nothing else statically. The needed version is package.json's engines.node,
+// read here, never copied.
+import { readFileSync } from 'node:fs';
+import { nodeVersionProblem } from './node-version.js';
 
-const withJson = <T>(y: Argv<T>) =>
-  withConfigOptions(y).option('json', { type: 'boolean', default: false, describe: 'print JSON' });
-
-type AdminAction = (config: GatewayConfig, store: CredentialStore, output: Output) => Promise<void>;
-
-/** Loads the config, opens its store, runs the command, closes the store. */
-async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminAction): Promise<void> {
-  const config = loadConfigFromArgs(args);
-  const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
-  await withStore(config, (store) => action(config, store, output));
+function requiredNode(): string | undefined {
+  try {
+    const manifest = JSON.parse(
+      readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { engines?: { node?: string } };
+    return manifest.engines === undefined ? undefined : manifest.engines.node;
+  } catch {
+    // No readable package.json beside dist/: nothing to check against.
+    return undefined;
+  }
 }
 
-/** --workers, for serve (and check, which validates what serve would run). */
-const withWorkersOption = <T>(y: Argv<T>) =>
-  withConfigOptions(y).option('workers', {
-    type: 'string',
-    describe: 'processes serving the API port: a number, or auto (one per core)',
-  });
-
-/** The configuration with every override, --workers included. */
-function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
-  return loadConfigFile(args.config, process.env, {
-    ...configOverrides(args),
-    workers: args.workers,
-  });
+const problem = nodeVersionProblem(requiredNode(), process.versions.node);
+if (problem === undefined) {
+  void import('./main.js');
+} else {
+  // One line, no stack trace: the operator's next step is in it.
+  process.stderr.write(`${problem}\n`);
+  process.exitCode = 1;
 }
-
-/** This process's slot when it is a worker forked by `serve --workers`, else undefined. */
-async function workerSlot(): Promise<number | undefined> {
-  const slot = process.env[WORKER_ENV];
-  if (slot === undefined) return undefined;
-  const { default: cluster } = await import('node:cluster');
-  return cluster.isWorker ? Number(slot) : undefined;
-}
-
-/**
- * Set once `serve` runs: when it ends (drained, a second signal, a port that would not
- * open), the process exits at once, whatever a lingering handle would keep alive.
- */
-let serving = false;
-
-/** The only place that reads argv, sets the exit code or exits. */
-async function main(argv: string[]): Promise<number> {
-  let exitCode: number = EXIT.ok;
-  await yargs(argv)
-    .scriptName('accounts-gateway')
-    .command('serve', 'Run the gateway', withWorkersOption, async (args) => {
-      const slot = await workerSlot();
-      if (slot !== undefined) {
-        // A worker of `serve --workers`: its configuration comes from the primary.
-        const { serveWorker } = await import('./workers/worker.js');
-        serving = true;
-        exitCode = await serveWorker(slot);
-        return;
-      }
-      const config = loadServeConfig(args);
-      await checkKeyMaterial(config, args.config);
-      const { workers } = config.server;
-      if (workers === 1) {
-        serving = true;
-        exitCode = await serve(config, () => loadServeConfig(args));
-        return;
-      }
-      const { resolveWorkerCount, servePrimary } = await import('./workers/primary.js');
-      const count = resolveWorkerCount(workers);
-      serving = true;
-      exitCode =
-        count === 1
-          ? await serve(config, () => loadServeConfig(args))
-          : await servePrimary({
-              config,
-              workers: count,
-              reloadConfig: async () => {
-                const next = loadServeConfig(args);
-                await checkKeyMaterial(next, args.config);
-                return next;
-              },
-            });
-    })
-    .command('check', 'Validate a configuration file and exit', withWorkersOption, async (args) => {
-      await checkKeyMaterial(loadServeConfig(args), args.config);
-      process.stdout.write(`${args.config}: configuration is valid\n`);
-    })
-    .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
-      y
-        .command(
-          'create',
-          'Make a pair for a subject; prints the secret once',
-          (c) =>
-            withJson(c)
-              .option('subject', { type: 'string', demandOption: true })
-              .option('label', { type: 'string', default: '' })
-              .option('expires', {
-                type: 'string',
-                describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
-              })
-              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' }),
-          (args) =>
-            runAdmin(args, (config, store, out) =>
-              createKeyCommand(
-                config,
-                store,
-                out,
-                args.subject,
-                args.label,
-                args.expires,
-                parseScopesOption(args.scopes),
-              ),
-            ),
-        )
-        .command(
-          'list',
-          "List a subject's pairs (never a secret)",
-          (c) => withJson(c).option('subject', { type: 'string', demandOption: true }),
-          (args) =>
-            runAdmin(args, (_config, store, out) => listKeysCommand(store, out, args.subject)),
-        )
-        .command(
-          'revoke <key>',
-          'Revoke a pair on every gateway at once',
-          (c) => withJson(c).positional('key', { type: 'string', demandOption: true }),
-          (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
-        )
-        .demandCommand(1, 'Name a keys command: create, list or revoke.'),
-    )
-    .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
-      y
-        .command(
-          'add <username>',
-          'Add a user; the password is read from stdin or a prompt',
-          (c) =>
-            withJson(c)
-              .positional('username', { type: 'string', demandOption: true })
-              .option('subject', { type: 'string', demandOption: true })
-              .option('scopes', {
-                type: 'string',
-                describe: 'scopes of the user’s tokens, comma-separated',
-              }),
-          async (args) => {
-            const scopes = parseScopesOption(args.scopes);
-            const password = await readPassword();
-            await runAdmin(args, (config, store, out) =>
-              addUserCommand(config, store, out, args.username, args.subject, password, scopes),
-            );
-          },
-        )
-        .command(
-          'passwd <username>',
-          "Change a user's password (read from stdin or a prompt)",
-          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
-          async (args) => {
-            const password = await readPassword();
-            await runAdmin(args, (config, store, out) =>
-              changePasswordCommand(config, store, out, args.username, password),
-            );
-          },
-        )
-        .command(
-          'remove <username>',
-          'Remove a user',
-          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
-          (args) =>
-            runAdmin(args, (_config, store, out) => removeUserCommand(store, out, args.username)),
-        )
-        .demandCommand(1, 'Name a users command: add, passwd or remove.'),
-    )
-    .demandCommand(1, 'Name a command: serve, check, keys or users.')
-    .strict()
-    .help()
-    .fail((message, error) => {
-      throw error ?? new CliError(message, EXIT.usage);
-    })
-    .parseAsync();
-  return exitCode;
-}
-
-function finish(code: number): void {
-  process.exitCode = code;
-  // serve() resolves or rejects only after its log lines are written.
-  if (serving) process.exit(code);
-}
-
-main(hideBin(process.argv)).then(finish, (error: unknown) => {
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`accounts-gateway: ${message}\n`);
-  finish(
-    error instanceof CliError
-      ? error.exitCode
-      : error instanceof ConfigError
-        ? EXIT.usage
-        : EXIT.failure,
-  );
-});

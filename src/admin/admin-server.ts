@@ -43,7 +43,8 @@ export function createAdminServer(options: AdminOptions): Server {
 }
 
 /**
- * A load balancer reads only the status; the 503 body is the envelope with the code the
+ * Asks the store now, unlike gateway_ready, which follows the connection's events: a
+ * load balancer reads only the status; the 503 body is the envelope with the code the
  * API port answers during the same outage, so a person reading either sees one cause.
  * While the gateway drains it is not ready, so a load balancer stops sending it traffic;
  * draining is checked again once the store answers, as a drain may begin meanwhile.
@@ -51,11 +52,9 @@ export function createAdminServer(options: AdminOptions): Server {
 function answerReadiness(options: AdminOptions, res: ServerResponse, requestId: string): void {
   const answer = (ready: boolean | NotReadyCode, cause?: unknown): void => {
     if (options.draining()) {
-      options.metrics.setReady(false);
       writeError(res, new GatewayError('draining', { retryAfterSec: 1 }), requestId);
       return;
     }
-    options.metrics.setReady(ready === true);
     if (ready === true) writeJson(res, 200, '{"status":"ready"}', requestId);
     else {
       const code = ready === false ? 'credential_store_unavailable' : ready;

@@ -58,6 +58,25 @@ export interface ScriptRunner {
 }
 
 /**
+ * Whether the store can answer, as its connection tells (not as a request finds out): what
+ * `gateway_ready` shows at every scrape.
+ */
+export interface StoreHealth {
+  ready(): boolean;
+  /** Called with the new value at every change of ready(). */
+  onChange(listener: (ready: boolean) => void): void;
+  /** Resolves once the first attempt to reach the store has an outcome (or a few seconds passed). */
+  readonly settled: Promise<void>;
+}
+
+/** The health of a store inside this process: always ready. */
+export const IN_PROCESS_HEALTH: StoreHealth = {
+  ready: () => true,
+  onChange: () => undefined,
+  settled: Promise.resolve(),
+};
+
+/**
  * Where credentials live. Implementations throw a GatewayError with code
  * `credential_store_unavailable` when they cannot answer: "unknown" and "cannot tell" must
  * never be confused, or an outage would turn into 401s (or worse, passes).
@@ -111,6 +130,7 @@ export interface CredentialStore {
   removeUser(username: string): Promise<boolean>;
   /** Resolves when the store answers; throws when it does not. */
   ping(): Promise<void>;
+  readonly health: StoreHealth;
   /**
    * Calls `listener` for every revocation announced by any gateway or writer; `flush` is
    * called when events may have been missed (a dropped subscription), so the caller can

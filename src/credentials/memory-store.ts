@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import {
+  IN_PROCESS_HEALTH,
   isUsable,
   newestFirst,
   type CredentialStore,
@@ -92,6 +93,7 @@ export function createMemoryStore(
       return Promise.resolve(true);
     },
     ping: () => Promise.resolve(),
+    health: IN_PROCESS_HEALTH,
     subscribe(listener) {
       listeners.push(listener);
     },

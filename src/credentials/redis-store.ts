@@ -12,6 +12,13 @@ import {
   type ScriptRunner,
   type UserRecord,
 } from './credential-store.js';
+import {
+  redisAddress,
+  redisSecrets,
+  watchRedisConnection,
+  type RedisConnection,
+  type StoreLog,
+} from './redis-connection.js';
 
 /**
  * Redis layout (documented in the README; the web application writes the same keys).
@@ -154,8 +161,12 @@ export function createRedisClient(config: RedisConfig): Client {
   return new Redis(config.url, options);
 }
 
-function unavailable(cause: unknown): GatewayError {
-  return new GatewayError('credential_store_unavailable', { cause, retryAfterSec: 1 });
+/** The client-facing error stays the catalogue's; its cause names Redis, its address and why. */
+function unavailable(connection: RedisConnection, error: unknown): GatewayError {
+  return new GatewayError('credential_store_unavailable', {
+    cause: connection.describe(error),
+    retryAfterSec: 1,
+  });
 }
 
 /**
@@ -166,7 +177,7 @@ function unavailable(cause: unknown): GatewayError {
  * and CLUSTERDOWN retries add up beyond one command's timeout. A Cluster command is only
  * issued once the client is ready, so an outage does not pile commands into that queue.
  */
-function createGuard(client: Client, timeoutMs: number) {
+function createGuard(client: Client, timeoutMs: number, connection: RedisConnection) {
   let ready: Promise<void> | undefined;
   // One 'ready' listener per not-ready period, shared by every waiting call: a burst of
   // requests during an outage must not add a listener each.
@@ -186,17 +197,14 @@ function createGuard(client: Client, timeoutMs: number) {
   return async function guarded<T>(operation: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
       const waiting = whenReady();
       if (waiting !== undefined) await Promise.race([waiting, deadline]);
       return await Promise.race([operation(), deadline]);
     } catch (error) {
-      throw unavailable(error);
+      throw unavailable(connection, error);
     } finally {
       clearTimeout(timer);
     }
@@ -220,19 +228,35 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
   };
 }
 
+export interface RedisStoreOptions {
+  readonly client?: Client;
+  /** Milliseconds since the epoch: what decides whether a pair has expired. */
+  readonly now?: () => number;
+  /** Where the connection's changes of state are logged (the gateway's logger); none: silent. */
+  readonly log?: StoreLog | undefined;
+}
+
+/** How long a start waits for Redis's first answer: the connect timeout, and a second more. */
+const SETTLE_WITHIN_MS = 3_000;
+
 export function createRedisStore(
   config: RedisConfig,
-  client: Client = createRedisClient(config),
-  /** Milliseconds since the epoch: what decides whether a pair has expired. */
-  now: () => number = Date.now,
+  options: RedisStoreOptions = {},
 ): CredentialStore {
+  const client = options.client ?? createRedisClient(config);
+  const now = options.now ?? Date.now;
   const nowIso = (): string => new Date(now()).toISOString();
   const k = redisKeys(config.keyPrefix);
-  const guarded = createGuard(client, config.commandTimeoutMs);
-  let subscriber: Client | undefined;
-  client.on('error', () => {
-    // Connection errors surface as failed commands (503); the client reconnects by itself.
+  // Its 'error' listener also keeps ioredis's connection errors from being thrown: they
+  // surface as failed commands (503), and the client reconnects by itself.
+  const connection = watchRedisConnection(client, {
+    address: redisAddress(config),
+    secrets: redisSecrets(config),
+    log: options.log,
+    settleWithinMs: SETTLE_WITHIN_MS,
   });
+  const guarded = createGuard(client, config.commandTimeoutMs, connection);
+  let subscriber: Client | undefined;
 
   const shas = new Map<string, string>();
   const scripts: ScriptRunner = {
@@ -371,6 +395,7 @@ export function createRedisStore(
       guarded(async () => {
         await client.ping();
       }),
+    health: connection,
     subscribe(listener, flush) {
       if (subscriber !== undefined) throw new Error('subscribe() may be called once');
       // Both client kinds have duplicate(); their signatures differ only in option types.
@@ -395,6 +420,7 @@ export function createRedisStore(
       });
     },
     async close() {
+      connection.closing();
       await Promise.allSettled([client.quit(), subscriber?.quit()]);
       client.disconnect();
       subscriber?.disconnect();

@@ -24,9 +24,11 @@ export function errorBody(
 /**
  * The one place an error becomes a response. It never throws: when the response has
  * already started (an upstream reset mid-body), the socket is destroyed so the client sees
- * the truncation instead of a response that looks complete.
+ * the truncation instead of a response that looks complete. A response already sent whole
+ * (the request was answered before this error came) is left as it is: one per request.
  */
 export function writeError(res: ServerResponse, error: GatewayError, requestId: string): void {
+  if (res.writableEnded) return;
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
@@ -43,9 +45,10 @@ export function writeError(res: ServerResponse, error: GatewayError, requestId: 
   }
   if (error.allow !== undefined) headers.allow = error.allow.join(', ');
   if (error.retryAfterSec !== undefined) headers['retry-after'] = String(error.retryAfterSec);
-  // After a 400 the framing itself may be off, after a 413 a body is left unread: either
-  // way the connection is not reused.
-  if (error.status === 400 || error.status === 413) headers.connection = 'close';
+  // After a 400 the framing itself may be off, after a 408 or a 413 a body is left unread:
+  // the connection is not reused (RFC 9110 §15.5.9: a 408 closes it).
+  if (error.status === 400 || error.status === 408 || error.status === 413)
+    headers.connection = 'close';
   try {
     res.writeHead(error.status, headers);
     res.end(res.req.method === 'HEAD' ? undefined : body);

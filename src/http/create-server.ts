@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { writeRawError } from '../errors/error-envelope.js';
+import { writeError, writeRawError } from '../errors/error-envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import type { RequestHandler } from './request-handler.js';
 import { pickRequestId } from './request-id.js';
 
@@ -18,6 +19,10 @@ export interface GatewayServer {
   inFlight(): number;
 }
 
+/** The response to the last request on a connection: what a later parser error belongs to. */
+const LAST_RESPONSE = Symbol('accounts-gateway.last-response');
+type TrackedSocket = Socket & { [LAST_RESPONSE]?: ServerResponse };
+
 export function createGatewayServer(handler: RequestHandler, limits: ServerLimits): GatewayServer {
   // One integer and one shared listener per request, on the hot path: no closure per request.
   let inFlight = 0;
@@ -26,6 +31,7 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
   };
   const counted: RequestHandler = (req, res) => {
     inFlight += 1;
+    (req.socket as TrackedSocket)[LAST_RESPONSE] = res;
     // 'close' comes once per response, whether it ended or its connection went away.
     res.on('close', settled);
     handler(req, res);
@@ -50,14 +56,40 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
   // Without this Node answers `100 Continue` before any check has run; the handler sends it
   // only once the request is accepted.
   server.on('checkContinue', counted);
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (error.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    writeRawError(socket, clientErrorCode(error.code), pickRequestId(undefined));
-  });
+  server.on('clientError', answerClientError);
   return { server, inFlight: () => inFlight };
+}
+
+/**
+ * Node reports a parse error, or a request that did not arrive in time, on the connection,
+ * after the handler may already have answered: every request still gets exactly one
+ * response, in the order the requests came (RFC 9112 §9.3.2). The error belongs to the last
+ * request received while that one's message is incomplete (its body broke, or never came),
+ * else to a new request whose head did not parse.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: TrackedSocket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code = clientErrorCode(error.code);
+  const last = socket[LAST_RESPONSE];
+  if (last !== undefined && !last.req.complete) {
+    // Its one answer is this error, unless it has one: then the connection closes after it
+    // (once sent whole), or at once when only part of it went out, so that the client sees
+    // a cut instead of a response that looks complete.
+    if (!last.headersSent) {
+      writeError(last, new GatewayError(code), pickRequestId(last.req.headers['x-request-id']));
+    } else if (last.writableEnded) socket.destroySoon();
+    else socket.destroy();
+    return;
+  }
+  // A new request: answered after the responses of the requests before it.
+  if (last !== undefined && !last.writableFinished && !last.destroyed) {
+    last.once('close', () => writeRawError(socket, code, pickRequestId(undefined)));
+    return;
+  }
+  writeRawError(socket, code, pickRequestId(undefined));
 }
 
 function clientErrorCode(code: string | undefined): ErrorCode {

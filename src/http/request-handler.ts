@@ -141,6 +141,8 @@ class RequestContext implements Exchange {
 
   /** The request is accepted: to the upstream, or to the gateway's own endpoint. */
   private dispatch(route: RouteEntry, param: string | undefined, query: string): void {
+    // Answered meanwhile: its body broke or came too late (see create-server's clientError).
+    if (this.res.headersSent) return;
     if (route.kind === 'endpoint') this.serve(route, param, query);
     else if (this.identity !== undefined) this.forward(route, this.identity, query);
   }

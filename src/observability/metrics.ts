@@ -10,12 +10,11 @@ import {
   type MetricValueWithName,
 } from 'prom-client';
 
-/** What the admin port's /metrics and /readyz need: one process's metrics, or a set's. */
+/** What the admin port's /metrics needs: one process's metrics, or a set's. */
 export interface MetricsSource {
   readonly contentType: string;
   /** The Prometheus text exposition. */
   scrape(): Promise<string>;
-  setReady(ready: boolean): void;
 }
 
 /**
@@ -26,6 +25,8 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
+  /** gateway_ready: set at every change (store connection, drain), never by a request. */
+  setReady(ready: boolean): void;
   observeRequest(route: string, status: number, seconds: number): void;
   /** A request refused with 429 by a rate-limit policy (credential, subject, route, address). */
   countRateLimited(policy: string): void;
@@ -62,13 +63,7 @@ interface RouteStats {
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const ready = new Gauge({
-    name: 'gateway_ready',
-    help: '1 when the gateway can serve; 0 when its store does not answer or it is draining.',
-    registers: [registry],
-    // Across the workers of one gateway: 1 only when every one of them is ready.
-    aggregator: 'min',
-  });
+  const ready = readyGauge(registry);
   const routes = new Map<string, RouteStats>();
   const rateLimited = new Counter({
     name: 'gateway_rate_limited_total',
@@ -196,16 +191,35 @@ export function createMetrics(): GatewayMetrics {
   };
 }
 
+function readyGauge(registry: Registry): Gauge {
+  return new Gauge({
+    name: 'gateway_ready',
+    help: '1 when the gateway can serve; 0 when its store is not connected or it is draining.',
+    registers: [registry],
+    // Across the workers of one gateway: 1 only when every one of them is ready.
+    aggregator: 'min',
+  });
+}
+
 /**
  * The metrics of a set of processes, each metric combined by its own aggregator (sums for
  * the request counters and histograms, the minimum for gateway_ready). `collect` gathers one
- * snapshot per process at each scrape; readiness is reported by the processes themselves.
+ * snapshot per process at each scrape; `setReady` is whether the set itself can serve (every
+ * process in place, not draining), combined with each process's own gateway_ready.
  */
-export function createAggregatedMetrics(collect: () => Promise<MetricsSnapshot[]>): MetricsSource {
+export function createAggregatedMetrics(
+  collect: () => Promise<MetricsSnapshot[]>,
+  setReady: () => boolean,
+): MetricsSource {
+  const own = new Registry();
+  const ready = readyGauge(own);
   return {
     contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
-    scrape: async () => AggregatorRegistry.aggregate(await collect()).metrics(),
-    setReady: () => undefined,
+    scrape: async () => {
+      ready.set(setReady() ? 1 : 0);
+      const snapshots = await collect();
+      return AggregatorRegistry.aggregate([...snapshots, await own.getMetricsAsJSON()]).metrics();
+    },
   };
 }
 

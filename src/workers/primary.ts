@@ -211,7 +211,11 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
   const opened = async (port: number): Promise<void> => {
     if (config.admin.enabled) {
       admin = createAdminServer({
-        metrics: createAggregatedMetrics(collectMetrics),
+        metrics: createAggregatedMetrics(
+          collectMetrics,
+          // A worker missing (being replaced) or a drain makes the set not ready.
+          () => phase === 'running' && slots.every((slot) => slot.state === 'listening'),
+        ),
         ready: readiness,
         draining: () => phase !== 'running',
       });

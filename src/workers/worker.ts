@@ -103,7 +103,6 @@ export function serveWorker(slot: number): Promise<number> {
       () => false,
     );
     if (draining) return 'draining';
-    running.metrics.setReady(ready);
     return ready ? 'ready' : 'store_unavailable';
   };
 

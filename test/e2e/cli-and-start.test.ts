@@ -15,7 +15,7 @@ import { CLI, startGateway, writeConfig, onJsonLines } from '../support/gateway-
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
 import { freePort } from '../support/redis-server.js';
-import { killCliChildren, runCli, type CliResult } from '../support/run-cli.js';
+import { killCliChildren, runCli, runCommand } from '../support/run-cli.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 // The built CLI as an operator runs it: `check`, `serve` on the embedded default config
@@ -246,17 +246,7 @@ describe('serve on the embedded default configuration (no --config)', () => {
   });
 
   it.skipIf(!HAS_CURL)('works when the printed curl line is run as printed', async () => {
-    const result = await new Promise<CliResult>((resolve, reject) => {
-      const child = spawn('sh', ['-c', `${curlLine} --silent --show-error --fail`], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const result = await runCommand('sh', ['-c', `${curlLine} --silent --show-error --fail`]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(DEMO_ACCOUNTS);

@@ -4,7 +4,7 @@ import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/e
 import { expectGatewayError, GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
-import { rawRequest } from '../support/raw-request.js';
+import { finalStatuses, rawRequest } from '../support/raw-request.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('framing');
@@ -180,5 +180,46 @@ describe('requests whose framing is refused even with valid credentials', () => 
     );
     expectGatewayError(res, 'headers_too_large');
     expect(mark.since()).toEqual([]);
+  });
+});
+
+describe('one response per request', () => {
+  /** Every final response until the gateway closes the connection. */
+  async function answersUntilClosed(bytes: string): Promise<number[]> {
+    const { raw, closedByServer } = await rawRequest(gateway.port, bytes, { untilClosed: true });
+    expect(closedByServer).toBe(true);
+    return finalStatuses(raw);
+  }
+
+  it('answers Transfer-Encoding: xchunked with one 400, not a second from the parser', async () => {
+    const mark = upstreamMark(upstream);
+    const statuses = await answersUntilClosed(
+      `POST /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: xchunked\r\n\r\n`,
+    );
+    expect(statuses).toEqual([400]);
+    expect(mark.since()).toEqual([]);
+  });
+
+  it('answers 401 once when the chunked body after the refused head does not parse', async () => {
+    const statuses = await answersUntilClosed(
+      'POST /keys HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    );
+    expect(statuses).toEqual([401]);
+  });
+
+  it('answers 413 once and closes when the body is left unread', async () => {
+    const statuses = await answersUntilClosed(
+      `POST /keys HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"label":`,
+    );
+    expect(statuses).toEqual([413]);
+  });
+
+  it('answers a forwarded request, then 400 for the unparseable one pipelined after it', async () => {
+    const mark = upstreamMark(upstream);
+    const statuses = await answersUntilClosed(
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}\r\nNOT HTTP\r\n\r\n`,
+    );
+    expect(statuses).toEqual([200, 400]);
+    expect(mark.since().map((r) => r.url)).toEqual(['/accounts']);
   });
 });

@@ -17,10 +17,11 @@ describe('the admin server', () => {
   let draining = false;
   let server: Server;
   let baseUrl: string;
+  const metrics = createMetrics();
 
   beforeAll(async () => {
     server = createAdminServer({
-      metrics: createMetrics(),
+      metrics,
       ready: () =>
         readiness === 'throws'
           ? Promise.reject(new Error('store exploded'))
@@ -87,8 +88,6 @@ describe('the admin server', () => {
             'Credentials cannot be checked right now.',
           ),
         );
-        const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
-        expect(metrics).toMatch(/^gateway_ready 0$/m);
       } finally {
         readiness = 'ready';
       }
@@ -110,8 +109,6 @@ describe('the admin server', () => {
           'The gateway is shutting down; retry on another instance.',
         ),
       );
-      const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
-      expect(metrics).toMatch(/^gateway_ready 0$/m);
       // /healthz is liveness, not readiness: still 200 while draining.
       const health = await fetch(`${baseUrl}/healthz`);
       expect(health.status).toBe(200);
@@ -148,8 +145,23 @@ describe('the admin server', () => {
     }
   });
 
-  it('serves Prometheus text on /metrics, with gateway_ready set by the last /readyz', async () => {
-    await (await fetch(`${baseUrl}/readyz`)).arrayBuffer();
+  it('serves gateway_ready as the gateway set it, whatever /readyz answered', async () => {
+    metrics.setReady(true);
+    readiness = 'not_ready';
+    try {
+      await (await fetch(`${baseUrl}/readyz`)).arrayBuffer();
+      expect(await (await fetch(`${baseUrl}/metrics`)).text()).toMatch(/^gateway_ready 1$/m);
+      metrics.setReady(false);
+      readiness = 'ready';
+      await (await fetch(`${baseUrl}/readyz`)).arrayBuffer();
+      expect(await (await fetch(`${baseUrl}/metrics`)).text()).toMatch(/^gateway_ready 0$/m);
+    } finally {
+      readiness = 'ready';
+    }
+  });
+
+  it('serves Prometheus text on /metrics', async () => {
+    metrics.setReady(true);
     const res = await fetch(`${baseUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);

@@ -120,9 +120,31 @@ function latin1(bytes: Buffer): string {
 
 type Parsed = Omit<RawAnswer, 'raw' | 'closedByServer'>;
 
-/** The first final response in `bytes`, or undefined while its head is incomplete. */
-function parseResponse(bytes: Buffer, isHead: boolean, closed: boolean): Parsed | undefined {
+/**
+ * The status of every final response in `raw` (a RawAnswer's), in order, 1xx interim ones
+ * left out: what tells that a request got exactly one answer. `raw` must hold whole responses.
+ */
+export function finalStatuses(raw: string, isHead = false): number[] {
+  const bytes = Buffer.from(raw, 'latin1');
+  const statuses: number[] = [];
   let offset = 0;
+  while (offset < bytes.length) {
+    const parsed = parseResponse(bytes, isHead, true, offset);
+    if (parsed === undefined || !parsed.complete) throw new Error(`not a whole response:\n${raw}`);
+    statuses.push(parsed.status);
+    offset = parsed.end;
+  }
+  return statuses;
+}
+
+/** The first final response in `bytes` from `start`, or undefined while its head is incomplete. */
+function parseResponse(
+  bytes: Buffer,
+  isHead: boolean,
+  closed: boolean,
+  start = 0,
+): (Parsed & { readonly end: number }) | undefined {
+  let offset = start;
   for (;;) {
     const headEnd = bytes.indexOf('\r\n\r\n', offset);
     if (headEnd === -1) return undefined;
@@ -143,37 +165,46 @@ function parseResponse(bytes: Buffer, isHead: boolean, closed: boolean): Parsed 
       continue;
     }
     const rest = bytes.subarray(bodyStart);
-    const done = (body: Buffer, complete: boolean): Parsed => {
+    const done = (body: Buffer, complete: boolean, used: number) => {
       const text = body.toString('utf8');
-      return { status, headers, body: text, json: parseJson(text), complete };
+      return {
+        status,
+        headers,
+        body: text,
+        json: parseJson(text),
+        complete,
+        end: bodyStart + used,
+      };
     };
-    if (isHead || status === 204 || status === 304) return done(Buffer.alloc(0), true);
+    if (isHead || status === 204 || status === 304) return done(Buffer.alloc(0), true, 0);
     const transferEncoding = headers['transfer-encoding'];
     if (typeof transferEncoding === 'string' && /chunked/i.test(transferEncoding)) {
-      const { body, complete } = dechunk(rest);
-      return done(body, complete);
+      const { body, complete, used } = dechunk(rest);
+      return done(body, complete, used);
     }
     const contentLength = headers['content-length'];
     if (typeof contentLength === 'string') {
       const length = Number(contentLength);
-      return done(rest.subarray(0, length), rest.length >= length);
+      return done(rest.subarray(0, length), rest.length >= length, Math.min(length, rest.length));
     }
-    return done(rest, closed);
+    return done(rest, closed, rest.length);
   }
 }
 
-/** The chunks that arrived whole; complete once the last (empty) chunk has. */
-function dechunk(bytes: Buffer): { body: Buffer; complete: boolean } {
+/** The chunks that arrived whole, complete once the last (empty) chunk has; `used`: bytes read. */
+function dechunk(bytes: Buffer): { body: Buffer; complete: boolean; used: number } {
   const parts: Buffer[] = [];
   let offset = 0;
   for (;;) {
     const lineEnd = bytes.indexOf('\r\n', offset);
-    if (lineEnd === -1) return { body: Buffer.concat(parts), complete: false };
+    if (lineEnd === -1) return { body: Buffer.concat(parts), complete: false, used: offset };
     const size = Number.parseInt(bytes.subarray(offset, lineEnd).toString('latin1'), 16);
     if (Number.isNaN(size)) throw new Error(`bad chunk size:\n${latin1(bytes)}`);
     const start = lineEnd + 2;
-    if (size === 0) return { body: Buffer.concat(parts), complete: true };
-    if (bytes.length < start + size + 2) return { body: Buffer.concat(parts), complete: false };
+    // The last chunk, and the empty trailer section after it.
+    if (size === 0) return { body: Buffer.concat(parts), complete: true, used: start + 2 };
+    if (bytes.length < start + size + 2)
+      return { body: Buffer.concat(parts), complete: false, used: offset };
     parts.push(bytes.subarray(start, start + size));
     offset = start + size + 2;
   }

@@ -81,7 +81,8 @@ export async function spawnRedisServer(
   });
 }
 
-function startLocal(port: number): TestRedis {
+/** A local redis-server on `port`, not running until start(): a Redis that comes up later. */
+export function localRedisOn(port: number): TestRedis {
   let child: ChildProcess | undefined;
   const start = (): Promise<void> =>
     spawnRedisServer(
@@ -102,7 +103,7 @@ function startLocal(port: number): TestRedis {
 /** A local redis-server on a free port; tests that stop and restart Redis need this kind. */
 export async function startLocalRedis(): Promise<TestRedis> {
   if (!(await commandExists('redis-server'))) throw new Error(HOW_TO_GET_ONE);
-  const redis = startLocal(await freePort());
+  const redis = localRedisOn(await freePort());
   await redis.start();
   return redis;
 }

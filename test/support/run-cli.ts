@@ -22,18 +22,34 @@ export function runCli(
   args: string[],
   options: { stdin?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<CliResult> {
+  return runCommand(process.execPath, [CLI, ...args], {
+    cwd: REPO,
+    env: cliEnv(options.env ?? {}),
+    ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
+  });
+}
+
+/**
+ * Runs any command to completion (stdin piped, then closed) and resolves with its exit code
+ * and output; killCliChildren() ends it too.
+ */
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; stdin?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: REPO,
+    const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: cliEnv(options.env ?? {}),
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      ...(options.env === undefined ? {} : { env: options.env }),
     });
     commands.add(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // The CLI may exit (a usage error) before it reads stdin.
+    // The command may exit (a usage error) before it reads stdin.
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.stdin ?? '');
     child.once('error', reject);

@@ -9,7 +9,7 @@ import {
   toGatewayError,
 } from '../../../src/errors/gateway-error.js';
 import type { HttpAnswer } from '../../support/http-answer.js';
-import { rawRequest } from '../../support/raw-request.js';
+import { finalStatuses, rawRequest } from '../../support/raw-request.js';
 import { send as sendRequest } from '../../support/send.js';
 
 const CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
@@ -225,6 +225,28 @@ describe('writeError on a real server', () => {
     const response = await fetch(`http://127.0.0.1:${port}/x`);
     expect(response.status).toBe(200);
     await expect(response.text()).rejects.toThrow();
+  });
+
+  it('leaves a response already sent whole as it is: no cut, no second answer', async () => {
+    handler = (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '4' });
+      res.end('done');
+      writeError(res, new GatewayError('bad_request'), 'r');
+    };
+    // Two requests on one connection: the first answer must not cost the second one.
+    const { raw } = await rawRequest(
+      port,
+      'GET /x HTTP/1.1\r\nHost: x\r\n\r\nGET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      { untilClosed: true },
+    );
+    expect(finalStatuses(raw)).toEqual([200, 200]);
+    expect(raw.endsWith('\r\n\r\ndone')).toBe(true);
+  });
+
+  it('asks to close the connection after a 408, whose body may never come', async () => {
+    handler = (res) => writeError(res, new GatewayError('request_timeout'), 'r');
+    const res = await send('GET', { connection: 'keep-alive' });
+    expect([res.status, res.headers.connection]).toEqual([408, 'close']);
   });
 
   it('does not throw for a response that is already destroyed', async () => {

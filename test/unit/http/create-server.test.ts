@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGatewayServer, type GatewayServer } from '../../../src/http/create-server.js';
+import { finalStatuses, rawRequest } from '../../support/raw-request.js';
 
 const LIMITS = {
   headersTimeoutMs: 5_000,
@@ -11,17 +12,18 @@ const LIMITS = {
   maxHeaderCount: 50,
 };
 
+/** The server a test started, closed after it. */
+let api: GatewayServer | undefined;
+
+afterEach(async () => {
+  const server = api?.server;
+  api = undefined;
+  if (server === undefined) return;
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
 describe('the API server’s in-flight count', () => {
-  let api: GatewayServer | undefined;
-
-  afterEach(async () => {
-    const server = api?.server;
-    api = undefined;
-    if (server === undefined) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-
   /** A server that holds every request; `arrived` yields each held response in turn. */
   async function holdingServer(): Promise<{
     port: number;
@@ -78,5 +80,71 @@ describe('the API server’s in-flight count', () => {
     second.abort();
     await closed(b);
     expect(api?.inFlight()).toBe(0);
+  });
+});
+
+describe('the API server answers every request once', () => {
+  /** A server whose handler is `handler`, on port 0. */
+  async function serving(
+    handler: (res: ServerResponse) => void,
+    limits: Partial<typeof LIMITS> = {},
+  ): Promise<number> {
+    api = createGatewayServer((_req, res) => handler(res), { ...LIMITS, ...limits });
+    const { server } = api;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  }
+
+  const answer401 = (res: ServerResponse): void => {
+    res.writeHead(401, { 'content-length': '2' });
+    res.end('no');
+  };
+
+  it.each([
+    [
+      'whose chunked body then fails to parse',
+      'POST /keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    ],
+    [
+      'whose body never arrives in time',
+      'POST /keys HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab',
+    ],
+  ])('sends nothing after an answered request %s', async (_what, bytes) => {
+    const port = await serving(answer401, { requestTimeoutMs: 300, headersTimeoutMs: 300 });
+    const { raw, closedByServer } = await rawRequest(port, bytes, { untilClosed: true });
+    expect(finalStatuses(raw)).toEqual([401]);
+    expect(closedByServer).toBe(true);
+  });
+
+  it('answers 400 through the pending response when its body breaks, and drops the late answer', async () => {
+    let late: ServerResponse | undefined;
+    const port = await serving((res) => (late = res));
+    const { raw, closedByServer } = await rawRequest(
+      port,
+      'POST /keys HTTP/1.1\r\nHost: x\r\nX-Request-Id: broken-body\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      { untilClosed: true },
+    );
+    expect(finalStatuses(raw)).toEqual([400]);
+    expect(raw).toContain('x-request-id: broken-body');
+    expect(closedByServer).toBe(true);
+    // The handler's own answer comes too late to be a second response.
+    expect(late?.headersSent).toBe(true);
+  });
+
+  it('answers a pipelined request first, then 400 for the unparseable one after it', async () => {
+    let arrived: (res: ServerResponse) => void = () => undefined;
+    const first = new Promise<ServerResponse>((resolve) => (arrived = resolve));
+    const port = await serving((res) => arrived(res));
+    const parseError = new Promise((resolve) => api?.server.once('clientError', resolve));
+    const answered = rawRequest(port, 'GET /a HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP\r\n\r\n', {
+      untilClosed: true,
+    });
+    const held = await first;
+    // The second request failed to parse while the first was still unanswered.
+    await parseError;
+    held.end('ok');
+    const { raw, closedByServer } = await answered;
+    expect(finalStatuses(raw)).toEqual([200, 400]);
+    expect(closedByServer).toBe(true);
   });
 });

@@ -77,7 +77,14 @@ describe('import layers', () => {
     expect(checkImport(srcRoot, `${srcRoot}/app.ts`, './commands/serve.js')).toBe(
       'app.ts may not import commands/',
     );
-    expect(checkImport(srcRoot, `${srcRoot}/cli.ts`, './commands/serve.js')).toBe(undefined);
+    expect(checkImport(srcRoot, `${srcRoot}/main.ts`, './commands/serve.js')).toBe(undefined);
+  });
+
+  it('keeps the entry (cli.ts) to the version check, which must run before any folder loads', () => {
+    expect(checkImport(srcRoot, `${srcRoot}/cli.ts`, './node-version.js')).toBe(undefined);
+    expect(checkImport(srcRoot, `${srcRoot}/cli.ts`, './commands/serve.js')).toBe(
+      'cli.ts may not import commands/',
+    );
   });
 
   it('keeps each library in its room', () => {

@@ -1,0 +1,98 @@
+import { request as httpRequest, type ClientRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { GatewayConfig } from '../config/config-schema.js';
+import { redisAddress, RedisUnavailableError } from '../credentials/redis-connection.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { openStore } from './admin-commands.js';
+
+/** What one dependency said: a line for the operator, and whether it answered. */
+export interface ConnectionCheck {
+  readonly answered: boolean;
+  readonly line: string;
+}
+
+/**
+ * `check --connect`: tries the credential store (Redis) and every upstream at once, and says
+ * what answered, one line each. An upstream answers with any HTTP response to `GET /` on its
+ * origin (a 404 is an answer: the gateway could reach it).
+ */
+export async function checkConnections(config: GatewayConfig): Promise<ConnectionCheck[]> {
+  return Promise.all([
+    tryStore(config),
+    ...Object.entries(config.upstreams).map(([name, upstream]) =>
+      upstream.url === 'builtin'
+        ? Promise.resolve(answered(`upstream ${name}: builtin, runs inside the gateway`))
+        : tryUpstream(name, new URL(upstream.url), upstream),
+    ),
+  ]);
+}
+
+const answered = (text: string): ConnectionCheck => ({ answered: true, line: `ok    ${text}` });
+const silent = (text: string): ConnectionCheck => ({ answered: false, line: `FAIL  ${text}` });
+
+async function tryStore(config: GatewayConfig): Promise<ConnectionCheck> {
+  if (config.credentials.store !== 'redis')
+    return answered('credentials: memory store, inside the gateway');
+  const address = redisAddress(config.credentials.redis);
+  const store = openStore(config);
+  const started = performance.now();
+  try {
+    await store.ping();
+    return answered(`Redis ${address}: answered PING in ${elapsedMs(started)} ms`);
+  } catch (error) {
+    const cause = error instanceof GatewayError ? error.cause : error;
+    const why = cause instanceof RedisUnavailableError ? cause.why : String(cause);
+    return silent(`Redis ${address}: ${why}`);
+  } finally {
+    await store.close();
+  }
+}
+
+function tryUpstream(
+  name: string,
+  url: URL,
+  limits: { connectTimeoutMs: number; timeoutMs: number },
+): Promise<ConnectionCheck> {
+  // The origin only: a URL's user and password are not for a terminal.
+  const origin = url.origin;
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req: ClientRequest = send(`${origin}/`, {
+      method: 'GET',
+      agent: false,
+      headers: { 'user-agent': 'accounts-gateway check --connect' },
+    });
+    let timer = setTimeout(
+      () => req.destroy(new Error(`not connected within ${limits.connectTimeoutMs} ms`)),
+      limits.connectTimeoutMs,
+    );
+    req.once('socket', (socket) => {
+      socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+        clearTimeout(timer);
+        timer = setTimeout(
+          () => req.destroy(new Error(`no answer within ${limits.timeoutMs} ms`)),
+          limits.timeoutMs,
+        );
+      });
+    });
+    req.once('response', (res) => {
+      clearTimeout(timer);
+      res.destroy();
+      resolve(
+        answered(
+          `upstream ${name} ${origin}: answered HTTP ${res.statusCode ?? 0} in ${elapsedMs(started)} ms`,
+        ),
+      );
+    });
+    req.once('error', (error) => {
+      clearTimeout(timer);
+      resolve(silent(`upstream ${name} ${origin}: ${error.message}`));
+    });
+    req.end();
+  });
+}
+
+function elapsedMs(started: number): number {
+  return Math.round(performance.now() - started);
+}
