@@ -60,6 +60,8 @@ const RESTART_ONLY = [
   'server.threadPoolNice',
   'admin',
   'credentials',
+  // The store is made at start, with its retention.
+  'keys.retainEndedDays',
 ] as const;
 
 /**
@@ -241,8 +243,9 @@ export function createCredentialStore(
   config: GatewayConfig,
   now: () => number = Date.now,
 ): CredentialStore {
+  const retention = { retainEndedSec: config.keys.retainEndedDays * 86_400 };
   if (config.credentials.store === 'redis')
-    return createRedisStore(config.credentials.redis, undefined, now);
+    return createRedisStore(config.credentials.redis, undefined, now, retention);
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
   return createMemoryStore(
@@ -251,6 +254,7 @@ export function createCredentialStore(
       users: seed.users.map((u) => ({ ...u, createdAt: epoch })),
     },
     now,
+    retention,
   );
 }
 

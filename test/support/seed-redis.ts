@@ -10,7 +10,7 @@ export function uniquePrefix(name: string): string {
   return `{t${name}${process.pid}${Math.floor(Math.random() * 1e6)}}:`;
 }
 
-/** Writes a pair the way the README tells another service to (HSET + SADD). */
+/** Writes a pair the way the README tells another service to (HSET + ZADD + SADD). */
 export async function seedKey(
   redisUrl: string,
   prefix: string,
@@ -26,21 +26,19 @@ export async function seedKey(
   const redis = new Redis(redisUrl);
   try {
     const status = pair.status ?? 'active';
-    await redis
+    const createdAt = new Date();
+    const write = redis
       .multi()
       .hset(k.key(pair.key), {
         secret_hash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
         subject: pair.subject,
         label: pair.label ?? '',
         status,
-        created_at: new Date().toISOString(),
+        created_at: createdAt.toISOString(),
       })
-      .sadd(k.subjectKeys(pair.subject), pair.key)
-      .sadd(
-        status === 'active' ? k.subjectActive(pair.subject) : k.subjectKeys(pair.subject),
-        pair.key,
-      )
-      .exec();
+      .zadd(k.subjectPairs(pair.subject), createdAt.getTime(), pair.key);
+    if (status === 'active') write.sadd(k.subjectActive(pair.subject), pair.key);
+    await write.exec();
   } finally {
     redis.disconnect();
   }
@@ -48,12 +46,13 @@ export async function seedKey(
 
 /**
  * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
- * a cost-4 bcrypt hash: tests also use it to move a user to another subject.
+ * a cost-4 bcrypt hash: tests also use it to move a user to another subject or change its
+ * scopes.
  */
 export async function putUser(
   redisUrl: string,
   keyPrefix: string,
-  user: { username: string; subject: string; password: string },
+  user: { username: string; subject: string; password: string; scopes?: readonly string[] },
 ): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
@@ -61,6 +60,7 @@ export async function putUser(
       password_hash: await bcrypt.hash(user.password, TEST_BCRYPT_COST),
       subject: user.subject,
       created_at: new Date().toISOString(),
+      scopes: (user.scopes ?? []).join(' '),
     });
   } finally {
     redis.disconnect();
