@@ -53,19 +53,18 @@ end
 -- active pair without expiry. A time that does not parse counts from now (registered once,
 -- it stays: see noteEnd).
 local function endOf(h)
-  local ends = nil
-  local function consider(ms)
-    if not ends or ms < ends then ends = ms end
+  local e = nil
+  if h.status ~= 'active' then e = isoMs(h.revoked_at) or NOW end
+  if h.expires_at then
+    local expires = isoMs(h.expires_at) or NOW
+    if not e or expires < e then e = expires end
   end
-  if h.status ~= 'active' then consider(isoMs(h.revoked_at) or NOW) end
-  if h.expires_at then consider(isoMs(h.expires_at) or NOW) end
-  return ends
+  return e
 end
 
--- Records the pair's end in ENDS (only ever earlier) and gives its hash the TTL of the end
--- plus the retention, so it leaves Redis even if the subject is never touched again.
-local function noteEnd(id, h)
-  local e = endOf(h)
+-- Records the pair's end e (endOf) in ENDS (only ever earlier) and gives its hash the TTL of
+-- the end plus the retention, so it leaves Redis even if the subject is never touched again.
+local function noteEnd(id, e)
   if not e then return end
   local known = redis.call('ZSCORE', ENDS, id)
   if known and tonumber(known) <= e then return end
@@ -81,8 +80,7 @@ local function forget(id)
   redis.call('SREM', ACTIVE, id)
 end
 
-local function gone(h)
-  local e = endOf(h)
+local function gone(e)
   return e ~= nil and e + RETAIN <= NOW
 end
 
@@ -95,7 +93,7 @@ local function fold()
       local h = hashOf(redis.call('HGETALL', KP .. id))
       if h.subject == SUBJECT then
         redis.call('ZADD', PAIRS, isoMs(h.created_at) or 0, id)
-        noteEnd(id, h)
+        noteEnd(id, endOf(h))
       end
     end
   end
@@ -109,12 +107,14 @@ local function purge()
   for _, id in ipairs(due) do
     local flat = redis.call('HGETALL', KP .. id)
     local h = hashOf(flat)
-    if #flat == 0 or h.subject ~= SUBJECT or gone(h) then
+    local e = endOf(h)
+    if #flat == 0 or h.subject ~= SUBJECT or gone(e) then
       if #flat > 0 and h.subject == SUBJECT then redis.call('DEL', KP .. id) end
       forget(id)
+    elseif e then
+      redis.call('ZADD', ENDS, e, id)
     else
-      local e = endOf(h)
-      if e then redis.call('ZADD', ENDS, e, id) else redis.call('ZREM', ENDS, id) end
+      redis.call('ZREM', ENDS, id)
     end
   end
 end
@@ -129,7 +129,7 @@ local function usable()
       left = left + 1
     else
       redis.call('SREM', ACTIVE, id)
-      if h.status then noteEnd(id, h) end
+      if h.status then noteEnd(id, endOf(h)) end
     end
   end
   return left
@@ -147,7 +147,7 @@ if ARGV[12] ~= '' then redis.call('HSET', KEYS[5], 'expires_at', ARGV[12]) end
 if ARGV[13] ~= '' then redis.call('HSET', KEYS[5], 'scopes', ARGV[13]) end
 redis.call('ZADD', PAIRS, ARGV[10], ARGV[11])
 redis.call('SADD', ACTIVE, ARGV[11])
-if ARGV[12] ~= '' then noteEnd(ARGV[11], { status = 'active', expires_at = ARGV[12] }) end
+if ARGV[12] ~= '' then noteEnd(ARGV[11], endOf({ status = 'active', expires_at = ARGV[12] })) end
 return 1`;
 
 export const COUNT_USABLE = `${LIBRARY}
@@ -171,7 +171,7 @@ if active then
   h.status, h.revoked_at = 'revoked', ARGV[6]
 end
 redis.call('SREM', ACTIVE, ARGV[7])
-noteEnd(ARGV[7], h)
+noteEnd(ARGV[7], endOf(h))
 purge()
 redis.call('PUBLISH', KEYS[6], 'key:' .. ARGV[7])
 return 1`;
@@ -193,7 +193,7 @@ local function revoke(id)
   redis.call('HSET', KP .. id, 'status', 'revoked', 'revoked_at', ARGV[6])
   h.status, h.revoked_at = 'revoked', ARGV[6]
   redis.call('SREM', ACTIVE, id)
-  noteEnd(id, h)
+  noteEnd(id, endOf(h))
   redis.call('PUBLISH', KEYS[5], 'key:' .. id)
   revoked[#revoked + 1] = id
 end
@@ -226,13 +226,14 @@ while found < limit do
   for _, id in ipairs(ids) do
     local flat = redis.call('HGETALL', KP .. id)
     local h = hashOf(flat)
+    local e = endOf(h)
     if #flat == 0 or h.subject ~= SUBJECT then
       dropped[#dropped + 1] = id
-    elseif gone(h) then
+    elseif gone(e) then
       redis.call('DEL', KP .. id)
       dropped[#dropped + 1] = id
     else
-      noteEnd(id, h)
+      noteEnd(id, e)
       out[#out + 1] = id
       out[#out + 1] = flat
       found = found + 1
