@@ -153,12 +153,11 @@ export async function listKeysCommand(
 async function allPairs(store: CredentialStore, subject: string): Promise<KeyRecord[]> {
   const records: KeyRecord[] = [];
   for (;;) {
-    const after = records.at(-1)?.key;
-    const page = await store.listKeys(subject, { ...FIRST_PAGE, after });
-    // The cursor pair was deleted meanwhile (ended past the retention): start over.
-    if (page === undefined) return allPairs(store, subject);
-    records.push(...page);
-    if (page.length < FIRST_PAGE.limit) return records;
+    const page = await store.listKeys(subject, { ...FIRST_PAGE, after: records.at(-1)?.key });
+    // The last pair read has just left (ended past the retention): read again from the start.
+    if (page === undefined) records.splice(0);
+    else records.push(...page);
+    if (page !== undefined && page.length < FIRST_PAGE.limit) return records;
   }
 }
 

@@ -178,7 +178,7 @@ export function endOf(record: KeyRecord): number | undefined {
 /** True once a pair has been ended for longer than `retainEndedSec`: the store drops it. */
 export function isPastRetention(record: KeyRecord, nowMs: number, retainEndedSec: number): boolean {
   const end = endOf(record);
-  return end !== undefined && end <= nowMs && end + retainEndedSec * 1000 <= nowMs;
+  return end !== undefined && end + retainEndedSec * 1000 <= nowMs;
 }
 
 /**

@@ -49,6 +49,14 @@ local function hashOf(flat)
   return fields
 end
 
+-- The fields that say whether and when a pair ends (no secret_hash, no label): nil when the
+-- hash is gone.
+local function stateOf(id)
+  local f = redis.call('HMGET', KP .. id, 'status', 'subject', 'expires_at', 'revoked_at')
+  if not f[1] then return nil end
+  return { status = f[1], subject = f[2] or nil, expires_at = f[3] or nil, revoked_at = f[4] or nil }
+end
+
 -- When the pair ended or will end (ms): its revocation or expiry, the earlier; nil for an
 -- active pair without expiry. A time that does not parse counts from now (registered once,
 -- it stays: see noteEnd).
@@ -124,12 +132,12 @@ end
 local function usable()
   local left = 0
   for _, id in ipairs(redis.call('SMEMBERS', ACTIVE)) do
-    local h = hashOf(redis.call('HGETALL', KP .. id))
-    if h.status == 'active' and not (h.expires_at and h.expires_at <= NOW_ISO) then
+    local h = stateOf(id)
+    if h and h.status == 'active' and not (h.expires_at and h.expires_at <= NOW_ISO) then
       left = left + 1
     else
       redis.call('SREM', ACTIVE, id)
-      if h.status then noteEnd(id, endOf(h)) end
+      if h then noteEnd(id, endOf(h)) end
     end
   end
   return left
@@ -187,8 +195,8 @@ local revoked, seen = {}, {}
 local function revoke(id)
   if seen[id] then return end
   seen[id] = true
-  local h = hashOf(redis.call('HGETALL', KP .. id))
-  if h.status ~= 'active' or h.subject ~= SUBJECT then return end
+  local h = stateOf(id)
+  if not h or h.status ~= 'active' or h.subject ~= SUBJECT then return end
   if h.expires_at and h.expires_at <= NOW_ISO then return end
   redis.call('HSET', KP .. id, 'status', 'revoked', 'revoked_at', ARGV[6])
   h.status, h.revoked_at = 'revoked', ARGV[6]

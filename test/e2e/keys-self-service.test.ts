@@ -242,14 +242,12 @@ describe('GET /keys', () => {
   it('answers 400 saying why to a limit, order or last_id it cannot use', async () => {
     const owner = await freshSubject('pagebad');
     const other = await freshSubject('pageother');
+    // One of each (test/unit/endpoints has the parser's every case), and the cursors only
+    // the store can judge.
     const cases: [string, string][] = [
-      ['?limit=0', KEYS_PAGE_MESSAGES.limit],
       ['?limit=1001', KEYS_PAGE_MESSAGES.limit],
-      ['?limit=ten', KEYS_PAGE_MESSAGES.limit],
-      ['?limit=1&limit=2', KEYS_PAGE_MESSAGES.limit],
       ['?order=newest', KEYS_PAGE_MESSAGES.order],
       ['?last_id=ak_not_a_pair_of_anyone', KEYS_PAGE_MESSAGES.lastId],
-      ['?last_id=a%2Fb', KEYS_PAGE_MESSAGES.lastId],
       // Another subject's pair reads exactly like one that does not exist.
       [`?last_id=${other.key}`, KEYS_PAGE_MESSAGES.lastId],
     ];
