@@ -4,6 +4,7 @@ import {
   FIRST_PAGE,
   type CredentialStore,
   type KeyRecord,
+  type KeySummary,
 } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
@@ -150,8 +151,8 @@ export async function listKeysCommand(
 }
 
 /** Every pair of the subject, newest first: page after page, each one round trip. */
-async function allPairs(store: CredentialStore, subject: string): Promise<KeyRecord[]> {
-  const records: KeyRecord[] = [];
+async function allPairs(store: CredentialStore, subject: string): Promise<KeySummary[]> {
+  const records: KeySummary[] = [];
   for (;;) {
     const page = await store.listKeys(subject, { ...FIRST_PAGE, after: records.at(-1)?.key });
     // The last pair read has just left (ended past the retention): read again from the start.

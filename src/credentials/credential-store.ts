@@ -47,6 +47,12 @@ export interface KeyRecord {
   readonly lastUsedAt?: string | undefined;
 }
 
+/**
+ * A pair as a listing reads it: everything but the hash of its secret, which no listing needs,
+ * so the Redis store does not even read it for one.
+ */
+export type KeySummary = Omit<KeyRecord, 'secretHash'>;
+
 export interface UserRecord {
   readonly username: string;
   readonly subject: string;
@@ -92,7 +98,7 @@ export interface CredentialStore {
    * `page.after` is not a listed pair of the subject (unknown, another subject's, or gone
    * since). Pairs ended more than the retention ago are never listed.
    */
-  listKeys(subject: string, page?: KeyPage): Promise<KeyRecord[] | undefined>;
+  listKeys(subject: string, page?: KeyPage): Promise<KeySummary[] | undefined>;
   /**
    * Adds a pair unless the subject already has `maxActive` usable (active, unexpired) pairs;
    * false when capped. Expired pairs leave the active set here, atomically with the check.
@@ -151,14 +157,14 @@ export interface CredentialStore {
  * True once `nowMs` has reached the pair's expiry. An expiry that does not parse counts as
  * past: a pair whose end cannot be read must not work forever.
  */
-export function isExpired(record: KeyRecord, nowMs: number): boolean {
+export function isExpired(record: KeySummary, nowMs: number): boolean {
   if (record.expiresAt === undefined) return false;
   const endsAt = Date.parse(record.expiresAt);
   return Number.isNaN(endsAt) || endsAt <= nowMs;
 }
 
 /** A pair that authenticates at `nowMs`: active and not expired. */
-export function isUsable(record: KeyRecord, nowMs: number): boolean {
+export function isUsable(record: KeySummary, nowMs: number): boolean {
   return record.status === 'active' && !isExpired(record, nowMs);
 }
 
@@ -168,7 +174,7 @@ export function isUsable(record: KeyRecord, nowMs: number): boolean {
  * whose times do not parse (the Redis scripts count such a pair's end from when they first
  * see it ended; the gateway itself always writes both times in full).
  */
-export function endOf(record: KeyRecord): number | undefined {
+export function endOf(record: KeySummary): number | undefined {
   const ends = [record.status === 'revoked' ? record.revokedAt : undefined, record.expiresAt]
     .map((text) => (text === undefined ? NaN : Date.parse(text)))
     .filter((ms) => !Number.isNaN(ms));
@@ -176,7 +182,11 @@ export function endOf(record: KeyRecord): number | undefined {
 }
 
 /** True once a pair has been ended for longer than `retainEndedSec`: the store drops it. */
-export function isPastRetention(record: KeyRecord, nowMs: number, retainEndedSec: number): boolean {
+export function isPastRetention(
+  record: KeySummary,
+  nowMs: number,
+  retainEndedSec: number,
+): boolean {
   const end = endOf(record);
   return end !== undefined && end + retainEndedSec * 1000 <= nowMs;
 }
@@ -186,12 +196,12 @@ export function isPastRetention(record: KeyRecord, nowMs: number, retainEndedSec
  * Redis orders the sorted-set index the same way (score, then member), and newestFirst is
  * its exact reverse, so a cursor (the last id of a page) means the same in both orders.
  */
-export function oldestFirst(a: KeyRecord, b: KeyRecord): number {
+export function oldestFirst(a: KeySummary, b: KeySummary): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
   return a.key === b.key ? 0 : a.key < b.key ? -1 : 1;
 }
 
 /** Newest first, as the listing envelope's default `order: "desc"` says. */
-export function newestFirst(a: KeyRecord, b: KeyRecord): number {
+export function newestFirst(a: KeySummary, b: KeySummary): number {
   return oldestFirst(b, a);
 }

@@ -59,7 +59,9 @@ export function createMemoryStore(
       const start = page.after === undefined ? 0 : sorted.findIndex((r) => r.key === page.after);
       if (start === -1) return Promise.resolve(undefined);
       const from = page.after === undefined ? 0 : start + 1;
-      return Promise.resolve(sorted.slice(from, from + page.limit));
+      return Promise.resolve(
+        sorted.slice(from, from + page.limit).map(({ secretHash: _, ...summary }) => summary),
+      );
     },
     createKey(record, maxActive) {
       if (activeCount(record.subject) >= maxActive || keys.has(record.key))

@@ -9,6 +9,7 @@ import {
   type CredentialStore,
   type KeyRecord,
   type KeyStatus,
+  type KeySummary,
   type RetentionOptions,
   type Revocation,
   type ScriptRunner,
@@ -18,6 +19,7 @@ import {
   COUNT_USABLE,
   CREATE_PAIR,
   LIST_PAIRS,
+  LISTED_FIELDS,
   REVOKE_PAIR,
   REVOKE_SUBJECT_PAIRS,
 } from './redis-pair-scripts.js';
@@ -166,20 +168,16 @@ function createGuard(client: Client, timeoutMs: number) {
   };
 }
 
-/** HGETALL's reply as a script returns it: field, value, field, value... */
-function hashOf(flat: readonly string[]): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) fields[String(flat[i])] = String(flat[i + 1]);
-  return fields;
-}
-
-function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
-  const { secret_hash: secretHash, subject, status } = fields;
-  if (secretHash === undefined || subject === undefined) return undefined;
+/** What a key hash says of a pair, but the hash of its secret; undefined without a subject. */
+function toKeySummary(
+  key: string,
+  fields: Readonly<Record<string, string | undefined>>,
+): KeySummary | undefined {
+  const { subject, status } = fields;
+  if (subject === undefined) return undefined;
   return {
     key,
     subject,
-    secretHash,
     label: fields.label ?? '',
     status: (status === 'active' ? 'active' : 'revoked') satisfies KeyStatus,
     createdAt: fields.created_at ?? '',
@@ -188,6 +186,17 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
     scopes: parseScopeList(fields.scopes),
     lastUsedAt: fields.last_used_at,
   };
+}
+
+function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
+  const summary = toKeySummary(key, fields);
+  const secretHash = fields.secret_hash;
+  return summary === undefined || secretHash === undefined ? undefined : { ...summary, secretHash };
+}
+
+/** A listed pair's fields as LIST_PAIRS returns them, in LISTED_FIELDS order (null: absent). */
+function listedFields(values: readonly (string | null)[]): Record<string, string | undefined> {
+  return Object.fromEntries(LISTED_FIELDS.map((name, i) => [name, values[i] ?? undefined]));
 }
 
 export function createRedisStore(
@@ -259,7 +268,8 @@ export function createRedisStore(
     scripts,
     getKey,
     listKeys: async (subject, page = FIRST_PAGE) => {
-      // One round trip, whatever the page size: the script reads the hashes of the page.
+      // One round trip, whatever the page size: the script reads the page's hashes (all of
+      // their fields but secret_hash).
       const reply = (await subjectScript(
         LIST_PAIRS,
         subject,
@@ -267,9 +277,10 @@ export function createRedisStore(
         [page.limit, page.order, page.after ?? ''],
       )) as unknown[];
       if (reply[0] !== 1) return undefined;
-      const records: KeyRecord[] = [];
+      const records: KeySummary[] = [];
       for (let i = 1; i < reply.length; i += 2) {
-        const record = toKeyRecord(String(reply[i]), hashOf(reply[i + 1] as string[]));
+        const values = reply[i + 1] as (string | null)[];
+        const record = toKeySummary(String(reply[i]), listedFields(values));
         if (record !== undefined) records.push(record);
       }
       return records;

@@ -879,10 +879,11 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
   for (const limit of [1000, 100]) {
     const url = `http://127.0.0.1:${gateway.port}/keys?limit=${limit}`;
     ctx.onNote(`keys: ${KEYS_REQUESTS} listings of the first ${limit} pairs`);
+    // The envelope starts with its count: checked without parsing 250 kB inside the timing.
+    const head = `{"result":"success","status":200,"meta":{"count":${limit},`;
     const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
       const answer = await httpRequest(url, { headers });
-      const count = (JSON.parse(answer.body) as { meta?: { count?: number } }).meta?.count;
-      if (answer.status !== 200 || count !== limit)
+      if (answer.status !== 200 || !answer.body.startsWith(head))
         throw new Error(
           `GET /keys?limit=${limit} answered ${answer.status}: ${answer.body.slice(0, 200)}`,
         );
