@@ -60,6 +60,8 @@ const RESTART_ONLY = [
   'server.threadPoolNice',
   'admin',
   'credentials',
+  // The store is made at start, with its retention.
+  'keys.retainEndedDays',
 ] as const;
 
 /**
@@ -253,8 +255,9 @@ export function createCredentialStore(
   now: () => number = Date.now,
   log?: Logger,
 ): CredentialStore {
+  const retention = { retainEndedSec: config.keys.retainEndedDays * 86_400 };
   if (config.credentials.store === 'redis')
-    return createRedisStore(config.credentials.redis, { now, log });
+    return createRedisStore(config.credentials.redis, { now, log, retention });
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
   return createMemoryStore(
@@ -263,6 +266,7 @@ export function createCredentialStore(
       users: seed.users.map((u) => ({ ...u, createdAt: epoch })),
     },
     now,
+    retention,
   );
 }
 

@@ -206,10 +206,19 @@ async function main(argv: string[]): Promise<number> {
         )
         .command(
           'remove <username>',
-          'Remove a user',
-          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
+          'Remove a user; says how many active pairs its subject keeps',
+          (c) =>
+            withJson(c)
+              .positional('username', { type: 'string', demandOption: true })
+              .option('revoke-keys', {
+                type: 'boolean',
+                default: false,
+                describe: "also revoke every active pair of the user's subject, on every gateway",
+              }),
           (args) =>
-            runAdmin(args, (_config, store, out) => removeUserCommand(store, out, args.username)),
+            runAdmin(args, (_config, store, out) =>
+              removeUserCommand(store, out, args.username, args.revokeKeys),
+            ),
         )
         .demandCommand(1, 'Name a users command: add, passwd or remove.'),
     )

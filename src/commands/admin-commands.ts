@@ -1,6 +1,11 @@
 import { createCredentialStore } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
-import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
+import {
+  FIRST_PAGE,
+  type CredentialStore,
+  type KeyRecord,
+  type KeySummary,
+} from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
@@ -133,7 +138,7 @@ export async function listKeysCommand(
   subject: string,
 ): Promise<void> {
   checkSubject(subject);
-  const records = await store.listKeys(subject);
+  const records = await allPairs(store, subject);
   const nowMs = Date.now();
   const lines = records.map(
     (r) => `${r.key}  ${viewStatus(r, nowMs).padEnd(7)}  ${r.createdAt}  ${r.label}`,
@@ -143,6 +148,18 @@ export async function listKeysCommand(
     records.map((r) => keyView(r, nowMs)),
     lines.length === 0 ? `no pairs for ${subject}` : lines.join('\n'),
   );
+}
+
+/** Every pair of the subject, newest first: page after page, each one round trip. */
+async function allPairs(store: CredentialStore, subject: string): Promise<KeySummary[]> {
+  const records: KeySummary[] = [];
+  for (;;) {
+    const page = await store.listKeys(subject, { ...FIRST_PAGE, after: records.at(-1)?.key });
+    // The last pair read has just left (ended past the retention): read again from the start.
+    if (page === undefined) records.splice(0);
+    else records.push(...page);
+    if (page !== undefined && page.length < FIRST_PAGE.limit) return records;
+  }
 }
 
 export async function revokeKeyCommand(
@@ -199,11 +216,43 @@ export async function changePasswordCommand(
   print(output, { username, subject: user.subject }, `changed the password of ${username}`);
 }
 
+/** Passes of revokeSubjectKeys at most: each one catches pairs made during the last. */
+const REVOKE_PASSES = 5;
+
+/**
+ * Removes a user; with `revokeKeys`, also revokes every usable pair of the user's subject
+ * (announced one by one, so every gateway evicts each at once). Pairs belong to the subject,
+ * not to the user who made them: other users of the same subject lose theirs too, and
+ * without the flag the answer says how many active pairs the subject keeps.
+ */
 export async function removeUserCommand(
   store: CredentialStore,
   output: Output,
   username: string,
+  revokeKeys = false,
 ): Promise<void> {
-  if (!(await store.removeUser(username))) throw new CliError(`no user ${username}`, EXIT.notFound);
-  print(output, { username, removed: true }, `removed ${username}`);
+  const user = await store.getUser(username);
+  // Removed first: from here its tokens can no longer make pairs at /keys.
+  if (user === undefined || !(await store.removeUser(username)))
+    throw new CliError(`no user ${username}`, EXIT.notFound);
+  const { subject } = user;
+  const revoked: string[] = [];
+  if (revokeKeys) {
+    const at = new Date().toISOString();
+    for (let pass = 0; pass < REVOKE_PASSES; pass += 1) {
+      const ids = await store.revokeSubjectKeys(subject, at);
+      revoked.push(...ids);
+      if (ids.length === 0) break;
+    }
+  }
+  const left = await store.countActiveKeys(subject);
+  const pairs = (n: number): string => `${n} active pair${n === 1 ? '' : 's'}`;
+  const human = revokeKeys
+    ? `removed ${username}; revoked ${revoked.length} pair${revoked.length === 1 ? '' : 's'} of subject ${subject} (every active pair of the subject, whichever user made it); ${pairs(left)} left`
+    : `removed ${username}; subject ${subject} keeps ${pairs(left)}${left === 0 ? '' : ' (pairs belong to the subject; users remove --revoke-keys revokes them)'}`;
+  print(
+    output,
+    { username, removed: true, subject, revoked_keys: revoked, active_keys: left },
+    human,
+  );
 }

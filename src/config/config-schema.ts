@@ -423,6 +423,11 @@ export const configSchema = z.strictObject({
        * batches (never a store write per request); 0 keeps no last use.
        */
       lastUsedIntervalSec: int(z.number().int().min(0).max(86_400)).default(60),
+      /**
+       * Days a revoked or expired pair is kept (listed, with its status) before the store
+       * deletes it; 0 deletes it once it has ended. At most ten years, the longest lifetime.
+       */
+      retainEndedDays: int(z.number().int().min(0).max(3650)).default(30),
     })
     .prefault({}),
   /**

@@ -1,5 +1,32 @@
 export type KeyStatus = 'active' | 'revoked';
 
+export type KeyOrder = 'desc' | 'asc';
+
+/** Which part of a subject's pairs one listing reads (`GET /keys?limit&order&last_id`). */
+export interface KeyPage {
+  /** At most this many pairs: 1 to MAX_KEYS_PAGE. */
+  readonly limit: number;
+  readonly order: KeyOrder;
+  /** The id of the last pair of the previous page; absent: from the first pair. */
+  readonly after?: string | undefined;
+}
+
+/** The largest page, and the page a listing reads when none is given. */
+export const MAX_KEYS_PAGE = 1000;
+export const FIRST_PAGE: KeyPage = { limit: MAX_KEYS_PAGE, order: 'desc' };
+
+/**
+ * How long a pair that has ended (revoked, or expired) is kept, so its holder still sees it
+ * in GET /keys: then the store deletes it. The default of `keys.retainEndedDays`.
+ */
+export const DEFAULT_RETAIN_ENDED_SEC = 30 * 86_400;
+
+/** What a store keeps of ended pairs. */
+export interface RetentionOptions {
+  /** Seconds an ended pair is kept after its end (0: deleted once it has ended). */
+  readonly retainEndedSec: number;
+}
+
 /** A key/secret pair as stored: the secret itself is never kept, only its bcrypt hash. */
 export interface KeyRecord {
   readonly key: string;
@@ -19,6 +46,12 @@ export interface KeyRecord {
   /** When a gateway last let the pair in (ISO 8601 UTC), written in batches; none: never. */
   readonly lastUsedAt?: string | undefined;
 }
+
+/**
+ * A pair as a listing reads it: everything but the hash of its secret, which no listing needs,
+ * so the Redis store does not even read it for one.
+ */
+export type KeySummary = Omit<KeyRecord, 'secretHash'>;
 
 export interface UserRecord {
   readonly username: string;
@@ -83,8 +116,13 @@ export const IN_PROCESS_HEALTH: StoreHealth = {
  */
 export interface CredentialStore {
   getKey(key: string): Promise<KeyRecord | undefined>;
-  /** Newest first (see newestFirst), as the listing envelope's `order: "desc"` says. */
-  listKeys(subject: string): Promise<KeyRecord[]>;
+  /**
+   * One page of the subject's pairs in `page.order` (see newestFirst and oldestFirst): the
+   * first `page.limit` after the pair `page.after`, or from the start. Undefined when
+   * `page.after` is not a listed pair of the subject (unknown, another subject's, or gone
+   * since). Pairs ended more than the retention ago are never listed.
+   */
+  listKeys(subject: string, page?: KeyPage): Promise<KeySummary[] | undefined>;
   /**
    * Adds a pair unless the subject already has `maxActive` usable (active, unexpired) pairs;
    * false when capped. Expired pairs leave the active set here, atomically with the check.
@@ -105,6 +143,12 @@ export interface CredentialStore {
     at: string,
     options?: { keepLastActive?: boolean },
   ): Promise<KeyRecord | undefined>;
+  /**
+   * Revokes every usable pair of the subject at `at`, announcing each one (as revokeKey
+   * does), and returns their ids. Atomic per call; a pair made meanwhile by a request already
+   * past authentication can follow it, so callers check countActiveKeys afterwards.
+   */
+  revokeSubjectKeys(subject: string, at: string): Promise<string[]>;
   /**
    * Records when pairs were last used (key id -> ISO 8601 UTC time), in one batch: never
    * recreates a pair deleted meanwhile, and never moves a pair's time backwards.
@@ -146,22 +190,51 @@ export interface CredentialStore {
  * True once `nowMs` has reached the pair's expiry. An expiry that does not parse counts as
  * past: a pair whose end cannot be read must not work forever.
  */
-export function isExpired(record: KeyRecord, nowMs: number): boolean {
+export function isExpired(record: KeySummary, nowMs: number): boolean {
   if (record.expiresAt === undefined) return false;
   const endsAt = Date.parse(record.expiresAt);
   return Number.isNaN(endsAt) || endsAt <= nowMs;
 }
 
 /** A pair that authenticates at `nowMs`: active and not expired. */
-export function isUsable(record: KeyRecord, nowMs: number): boolean {
+export function isUsable(record: KeySummary, nowMs: number): boolean {
   return record.status === 'active' && !isExpired(record, nowMs);
 }
 
-/** Orders pairs newest first; ties (same timestamp) by key id, so the order is stable. */
-export function newestFirst(a: KeyRecord, b: KeyRecord): number {
-  return a.createdAt === b.createdAt
-    ? a.key.localeCompare(b.key)
-    : a.createdAt < b.createdAt
-      ? 1
-      : -1;
+/**
+ * When a pair ended or will end, in milliseconds since the epoch: its revocation or its
+ * expiry, whichever comes first; undefined for an active pair without expiry, and for one
+ * whose times do not parse (the Redis scripts count such a pair's end from when they first
+ * see it ended; the gateway itself always writes both times in full).
+ */
+export function endOf(record: KeySummary): number | undefined {
+  const ends = [record.status === 'revoked' ? record.revokedAt : undefined, record.expiresAt]
+    .map((text) => (text === undefined ? NaN : Date.parse(text)))
+    .filter((ms) => !Number.isNaN(ms));
+  return ends.length === 0 ? undefined : Math.min(...ends);
+}
+
+/** True once a pair has been ended for longer than `retainEndedSec`: the store drops it. */
+export function isPastRetention(
+  record: KeySummary,
+  nowMs: number,
+  retainEndedSec: number,
+): boolean {
+  const end = endOf(record);
+  return end !== undefined && end + retainEndedSec * 1000 <= nowMs;
+}
+
+/**
+ * Oldest first: by creation time, ties (the same millisecond) by key id compared as bytes.
+ * Redis orders the sorted-set index the same way (score, then member), and newestFirst is
+ * its exact reverse, so a cursor (the last id of a page) means the same in both orders.
+ */
+export function oldestFirst(a: KeySummary, b: KeySummary): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
+  return a.key === b.key ? 0 : a.key < b.key ? -1 : 1;
+}
+
+/** Newest first, as the listing envelope's default `order: "desc"` says. */
+export function newestFirst(a: KeySummary, b: KeySummary): number {
+  return oldestFirst(b, a);
 }

@@ -1,4 +1,4 @@
-import { EXPIRY_MESSAGES } from '../errors/gateway-error.js';
+import { EXPIRY_MESSAGES, OUTLIVE_MESSAGE } from '../errors/gateway-error.js';
 
 /**
  * When a new pair expires, as asked by `POST /keys` (`expires_in` or `expires_at`) or by
@@ -104,4 +104,23 @@ export function parseExpiresOption(text: string, nowMs: number): ExpiryOutcome {
   if (endsAt === undefined || !within(endsAt, nowMs))
     return { ok: false, message: EXPIRY_MESSAGES.option };
   return { ok: true, expiresAt: new Date(endsAt).toISOString() };
+}
+
+/**
+ * The expiry of a pair made by a Basic caller whose own pair has `callerExpiresAt`: a pair
+ * never outlives the pair that made it, or a leaked expiring pair could mint a permanent
+ * one. Asked for nothing, the new pair inherits the caller's expiry; asked for a later
+ * one, it is refused (not clamped: the client gets what it asked for or is told why).
+ * An expiry that does not parse counts as past, as in isExpired.
+ */
+export function boundByCaller(
+  requested: string | undefined,
+  callerExpiresAt: string | undefined,
+): ExpiryOutcome {
+  if (callerExpiresAt === undefined) return { ok: true, expiresAt: requested };
+  if (requested === undefined) return { ok: true, expiresAt: callerExpiresAt };
+  const callerEnds = Date.parse(callerExpiresAt);
+  if (Number.isNaN(callerEnds) || Date.parse(requested) > callerEnds)
+    return { ok: false, message: OUTLIVE_MESSAGE };
+  return { ok: true, expiresAt: requested };
 }

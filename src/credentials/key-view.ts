@@ -1,5 +1,5 @@
 import { hasControlCharacter } from '../identity/identity-formats.js';
-import { isExpired, type KeyRecord } from './credential-store.js';
+import { isExpired, type KeySummary } from './credential-store.js';
 
 const MAX_LABEL_CHARS = 200;
 
@@ -10,13 +10,13 @@ const MAX_LABEL_CHARS = 200;
  */
 export type KeyViewStatus = 'active' | 'revoked' | 'expired';
 
-export function viewStatus(record: KeyRecord, nowMs: number): KeyViewStatus {
+export function viewStatus(record: KeySummary, nowMs: number): KeyViewStatus {
   if (record.status === 'revoked') return 'revoked';
   return isExpired(record, nowMs) ? 'expired' : 'active';
 }
 
 /** What a client may see of a pair at `nowMs`: never the secret, never its hash. */
-export function keyView(record: KeyRecord, nowMs: number): Record<string, unknown> {
+export function keyView(record: KeySummary, nowMs: number): Record<string, unknown> {
   return {
     id: record.key,
     key: record.key,

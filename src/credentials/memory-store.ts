@@ -1,10 +1,15 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import {
+  DEFAULT_RETAIN_ENDED_SEC,
+  FIRST_PAGE,
   IN_PROCESS_HEALTH,
+  isPastRetention,
   isUsable,
   newestFirst,
+  oldestFirst,
   type CredentialStore,
   type KeyRecord,
+  type RetentionOptions,
   type Revocation,
   type UserRecord,
 } from './credential-store.js';
@@ -17,19 +22,48 @@ export function createMemoryStore(
   seed: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] } = {},
   /** Milliseconds since the epoch: what decides whether a pair has expired. */
   now: () => number = Date.now,
+  retention: RetentionOptions = { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
 ): CredentialStore {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
   const listeners: ((revocation: Revocation) => void)[] = [];
+  const gone = (record: KeyRecord): boolean =>
+    isPastRetention(record, now(), retention.retainEndedSec);
+  // Every pair is in one Map: a sweep is one pass over it, paid by the calls that change or
+  // list pairs (each of which looks at every pair anyway), never by getKey.
+  const sweep = (): void => {
+    for (const [key, record] of keys) if (gone(record)) keys.delete(key);
+  };
+  const pairsOf = (subject: string): KeyRecord[] => {
+    sweep();
+    return [...keys.values()].filter((k) => k.subject === subject);
+  };
   const activeCount = (subject: string): number =>
-    [...keys.values()].filter((k) => k.subject === subject && isUsable(k, now())).length;
+    pairsOf(subject).filter((k) => isUsable(k, now())).length;
   const announce = (revocation: Revocation): void => {
     for (const listener of listeners) listener(revocation);
   };
+  const revoke = (found: KeyRecord, at: string): KeyRecord => {
+    const revoked: KeyRecord =
+      found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
+    keys.set(found.key, revoked);
+    announce({ kind: 'key', key: found.key });
+    return revoked;
+  };
   return {
-    getKey: (key) => Promise.resolve(keys.get(key)),
-    listKeys: (subject) =>
-      Promise.resolve([...keys.values()].filter((k) => k.subject === subject).sort(newestFirst)),
+    getKey(key) {
+      const found = keys.get(key);
+      return Promise.resolve(found === undefined || gone(found) ? undefined : found);
+    },
+    listKeys(subject, page = FIRST_PAGE) {
+      const sorted = pairsOf(subject).sort(page.order === 'asc' ? oldestFirst : newestFirst);
+      const start = page.after === undefined ? 0 : sorted.findIndex((r) => r.key === page.after);
+      if (start === -1) return Promise.resolve(undefined);
+      const from = page.after === undefined ? 0 : start + 1;
+      return Promise.resolve(
+        sorted.slice(from, from + page.limit).map(({ secretHash: _, ...summary }) => summary),
+      );
+    },
     createKey(record, maxActive) {
       if (activeCount(record.subject) >= maxActive || keys.has(record.key))
         return Promise.resolve(false);
@@ -38,6 +72,7 @@ export function createMemoryStore(
     },
     countActiveKeys: (subject) => Promise.resolve(activeCount(subject)),
     revokeKey(key, at, options = {}) {
+      sweep();
       const found = keys.get(key);
       if (found === undefined) return Promise.resolve(undefined);
       if (
@@ -47,11 +82,11 @@ export function createMemoryStore(
       ) {
         return Promise.reject(new GatewayError('conflict'));
       }
-      const revoked: KeyRecord =
-        found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
-      keys.set(key, revoked);
-      announce({ kind: 'key', key });
-      return Promise.resolve(revoked);
+      return Promise.resolve(revoke(found, at));
+    },
+    revokeSubjectKeys(subject, at) {
+      const usable = pairsOf(subject).filter((k) => isUsable(k, now()));
+      return Promise.resolve(usable.map((found) => revoke(found, at).key));
     },
     recordLastUse(uses) {
       for (const [key, at] of uses) {

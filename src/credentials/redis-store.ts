@@ -4,14 +4,25 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { parseScopeList } from '../identity/scopes.js';
 import type { RedisConfig } from '../config/config-schema.js';
 import {
-  newestFirst,
+  DEFAULT_RETAIN_ENDED_SEC,
+  FIRST_PAGE,
   type CredentialStore,
   type KeyRecord,
   type KeyStatus,
+  type KeySummary,
+  type RetentionOptions,
   type Revocation,
   type ScriptRunner,
   type UserRecord,
 } from './credential-store.js';
+import {
+  COUNT_USABLE,
+  CREATE_PAIR,
+  LIST_PAIRS,
+  LISTED_FIELDS,
+  REVOKE_PAIR,
+  REVOKE_SUBJECT_PAIRS,
+} from './redis-pair-scripts.js';
 import {
   redisAddress,
   redisSecrets,
@@ -29,10 +40,13 @@ import {
  *                                    expires_at (optional, ISO 8601 UTC like created_at),
  *                                    scopes (optional, space-separated scope tokens),
  *                                    last_used_at (written by the gateways, ISO 8601 UTC),
- *                                    rate_limit (optional, read by the rate limiter's script)
+ *                                    rate_limit (optional, read by the rate limiter's script);
+ *                                    a TTL once its end is known: end + retention
  *   <p>subject:<subject>        HASH rate_limit (read by the rate limiter's script)
- *   <p>subject:<subject>:keys   SET  every key id of the subject
+ *   <p>subject:<subject>:pairs  ZSET every key id of the subject, scored by created_at (Unix ms)
+ *   <p>subject:<subject>:ends   ZSET the key ids with an end (expiry or revocation), scored by it
  *   <p>subject:<subject>:active SET  the active key ids of the subject
+ *   <p>subject:<subject>:keys   SET  the index older writers kept: folded into :pairs, then deleted
  *   <p>user:<username>          HASH password_hash, subject, created_at, scopes
  *   <p>revocations              pub/sub channel: "key:<key>" or "subject:<subject>"
  */
@@ -41,55 +55,15 @@ export function redisKeys(prefix: string) {
     key: (key: string) => `${prefix}key:${key}`,
     /** A subject's own settings (today `rate_limit`), written by the web application. */
     subject: (subject: string) => `${prefix}subject:${subject}`,
-    subjectKeys: (subject: string) => `${prefix}subject:${subject}:keys`,
+    subjectPairs: (subject: string) => `${prefix}subject:${subject}:pairs`,
+    subjectEnds: (subject: string) => `${prefix}subject:${subject}:ends`,
     subjectActive: (subject: string) => `${prefix}subject:${subject}:active`,
+    /** The SET index of older writers (before :pairs); read once, folded in, deleted. */
+    subjectLegacyKeys: (subject: string) => `${prefix}subject:${subject}:keys`,
     user: (username: string) => `${prefix}user:${username}`,
     channel: `${prefix}revocations`,
   };
 }
-
-/**
- * Takes the expired members out of an active set (ARGV: the key hash prefix, then now as an
- * ISO 8601 UTC string: the same fixed-width format compares correctly as text) and returns
- * how many are left. The hashes share the set's hash tag, so Cluster keeps them in its slot.
- */
-const PRUNE_EXPIRED = `
-local function usable(set, keyPrefix, now)
-  local left = 0
-  for _, id in ipairs(redis.call('SMEMBERS', set)) do
-    local expires = redis.call('HGET', keyPrefix .. id, 'expires_at')
-    if expires and expires <= now then redis.call('SREM', set, id) else left = left + 1 end
-  end
-  return left
-end`;
-
-const CREATE_KEY = `${PRUNE_EXPIRED}
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if usable(KEYS[3], ARGV[7], ARGV[8]) >= tonumber(ARGV[1]) then return -1 end
-redis.call('HSET', KEYS[1], 'secret_hash', ARGV[2], 'subject', ARGV[3], 'label', ARGV[4], 'status', 'active', 'created_at', ARGV[5])
-if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'expires_at', ARGV[9]) end
-if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'scopes', ARGV[10]) end
-redis.call('SADD', KEYS[2], ARGV[6])
-redis.call('SADD', KEYS[3], ARGV[6])
-return 1`;
-
-const COUNT_USABLE = `${PRUNE_EXPIRED}
-return usable(KEYS[1], ARGV[1], ARGV[2])`;
-
-const REVOKE_KEY = `${PRUNE_EXPIRED}
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local active = redis.call('HGET', KEYS[1], 'status') ~= 'revoked'
-if active and ARGV[3] == '1' then
-  local expires = redis.call('HGET', KEYS[1], 'expires_at')
-  local expired = expires and expires <= ARGV[5]
-  if not expired and usable(KEYS[2], ARGV[4], ARGV[5]) <= 1 then return -1 end
-end
-if active then
-  redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
-end
-redis.call('SREM', KEYS[2], ARGV[2])
-redis.call('PUBLISH', KEYS[3], 'key:' .. ARGV[2])
-return 1`;
 
 /**
  * One batch of last uses: KEYS the key hashes, ARGV their times. HSET only on a hash that
@@ -211,13 +185,16 @@ function createGuard(client: Client, timeoutMs: number, connection: RedisConnect
   };
 }
 
-function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
-  const { secret_hash: secretHash, subject, status } = fields;
-  if (secretHash === undefined || subject === undefined) return undefined;
+/** What a key hash says of a pair, but the hash of its secret; undefined without a subject. */
+function toKeySummary(
+  key: string,
+  fields: Readonly<Record<string, string | undefined>>,
+): KeySummary | undefined {
+  const { subject, status } = fields;
+  if (subject === undefined) return undefined;
   return {
     key,
     subject,
-    secretHash,
     label: fields.label ?? '',
     status: (status === 'active' ? 'active' : 'revoked') satisfies KeyStatus,
     createdAt: fields.created_at ?? '',
@@ -228,12 +205,25 @@ function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | u
   };
 }
 
+function toKeyRecord(key: string, fields: Record<string, string>): KeyRecord | undefined {
+  const summary = toKeySummary(key, fields);
+  const secretHash = fields.secret_hash;
+  return summary === undefined || secretHash === undefined ? undefined : { ...summary, secretHash };
+}
+
+/** A listed pair's fields as LIST_PAIRS returns them, in LISTED_FIELDS order (null: absent). */
+function listedFields(values: readonly (string | null)[]): Record<string, string | undefined> {
+  return Object.fromEntries(LISTED_FIELDS.map((name, i) => [name, values[i] ?? undefined]));
+}
+
 export interface RedisStoreOptions {
   readonly client?: Client;
   /** Milliseconds since the epoch: what decides whether a pair has expired. */
   readonly now?: () => number;
   /** Where the connection's changes of state are logged (the gateway's logger); none: silent. */
   readonly log?: StoreLog | undefined;
+  /** How long ended pairs are kept (keys.retainEndedDays). */
+  readonly retention?: RetentionOptions;
 }
 
 /** How long a start waits for Redis's first answer: the connect timeout, and a second more. */
@@ -245,7 +235,7 @@ export function createRedisStore(
 ): CredentialStore {
   const client = options.client ?? createRedisClient(config);
   const now = options.now ?? Date.now;
-  const nowIso = (): string => new Date(now()).toISOString();
+  const retention = options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC };
   const k = redisKeys(config.keyPrefix);
   // Its 'error' listener also keeps ioredis's connection errors from being thrown: they
   // surface as failed commands (503), and the client reconnects by itself.
@@ -281,66 +271,94 @@ export function createRedisStore(
   const getKey = (key: string) =>
     guarded(async () => toKeyRecord(key, await client.hgetall(k.key(key))));
 
+  /** The KEYS and ARGV every pair script starts with (see redis-pair-scripts.ts). */
+  const subjectScript = (
+    script: string,
+    subject: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> => {
+    const nowMs = now();
+    return scripts.run(
+      script,
+      [
+        k.subjectPairs(subject),
+        k.subjectEnds(subject),
+        k.subjectActive(subject),
+        k.subjectLegacyKeys(subject),
+        ...keys,
+      ],
+      [
+        k.key(''),
+        nowMs,
+        new Date(nowMs).toISOString(),
+        retention.retainEndedSec * 1000,
+        subject,
+        ...args,
+      ],
+    );
+  };
+
   return {
     scripts,
     getKey,
-    listKeys: async (subject) => {
-      // Two round trips, each bounded on its own like any other command.
-      const ids = await guarded(() => client.smembers(k.subjectKeys(subject)));
-      const records = await guarded(() =>
-        Promise.all(ids.map(async (id) => toKeyRecord(id, await client.hgetall(k.key(id))))),
-      );
-      return records
-        .filter((r): r is KeyRecord => r !== undefined && r.subject === subject)
-        .sort(newestFirst);
+    listKeys: async (subject, page = FIRST_PAGE) => {
+      // One round trip, whatever the page size: the script reads the page's hashes (all of
+      // their fields but secret_hash).
+      const reply = (await subjectScript(
+        LIST_PAIRS,
+        subject,
+        [],
+        [page.limit, page.order, page.after ?? ''],
+      )) as unknown[];
+      if (reply[0] !== 1) return undefined;
+      const records: KeySummary[] = [];
+      for (let i = 1; i < reply.length; i += 2) {
+        const values = reply[i + 1] as (string | null)[];
+        const record = toKeySummary(String(reply[i]), listedFields(values));
+        if (record !== undefined) records.push(record);
+      }
+      return records;
     },
-    createKey: (record, maxActive) =>
-      guarded(async () => {
-        const created = await client.eval(
-          CREATE_KEY,
-          3,
-          k.key(record.key),
-          k.subjectKeys(record.subject),
-          k.subjectActive(record.subject),
-          String(maxActive),
+    createKey: async (record, maxActive) => {
+      const createdMs = Date.parse(record.createdAt);
+      const created = await subjectScript(
+        CREATE_PAIR,
+        record.subject,
+        [k.key(record.key)],
+        [
+          maxActive,
           record.secretHash,
-          record.subject,
           record.label,
           record.createdAt,
+          Number.isNaN(createdMs) ? 0 : createdMs,
           record.key,
-          k.key(''),
-          nowIso(),
           record.expiresAt ?? '',
           record.scopes.join(' '),
-        );
-        return created === 1;
-      }),
-    countActiveKeys: (subject) =>
-      guarded(async () =>
-        Number(await client.eval(COUNT_USABLE, 1, k.subjectActive(subject), k.key(''), nowIso())),
-      ),
+        ],
+      );
+      return created === 1;
+    },
+    countActiveKeys: async (subject) => Number(await subjectScript(COUNT_USABLE, subject, [], [])),
     revokeKey: async (key, at, options = {}) => {
       const found = await getKey(key);
       if (found === undefined) return undefined;
-      const outcome = await guarded(() =>
-        client.eval(
-          REVOKE_KEY,
-          3,
-          k.key(key),
-          k.subjectActive(found.subject),
-          k.channel,
-          at,
-          key,
-          options.keepLastActive === true ? '1' : '0',
-          k.key(''),
-          nowIso(),
-        ),
+      const outcome = await subjectScript(
+        REVOKE_PAIR,
+        found.subject,
+        [k.key(key), k.channel],
+        [at, key, options.keepLastActive === true ? '1' : '0'],
       );
       if (outcome === -1) throw new GatewayError('conflict');
+      if (outcome === 0) return undefined;
       return found.status === 'revoked'
         ? found
         : { ...found, status: 'revoked' as const, revokedAt: at };
     },
+    revokeSubjectKeys: async (subject, at) =>
+      ((await subjectScript(REVOKE_SUBJECT_PAIRS, subject, [k.channel], [at])) as unknown[]).map(
+        String,
+      ),
     async recordLastUse(uses) {
       const entries = [...uses];
       for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {

@@ -3,19 +3,21 @@ import { DENIED } from '../auth/denial.js';
 import type { Refuse } from '../auth/refusal.js';
 import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
-import type { CredentialStore, KeyRecord } from '../credentials/credential-store.js';
+import { isUsable, type CredentialStore, type KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
-import { parseExpiryRequest } from '../credentials/key-expiry.js';
+import { boundByCaller, parseExpiryRequest } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView } from '../credentials/key-view.js';
 import {
   GatewayError,
   KEY_NOT_FOUND_MESSAGE,
+  KEYS_PAGE_MESSAGES,
   SCOPE_ESCALATION_MESSAGE,
   SCOPES_MESSAGE,
 } from '../errors/gateway-error.js';
 import { hasScopes, MAX_SCOPES, uniqueScopes } from '../identity/scopes.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
+import { parsePageQuery } from './key-page-query.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
 
 export interface KeysEndpointsOptions {
@@ -46,40 +48,63 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
   const { store } = options;
 
   // A token the gateway issued outlives its user by at most its lifetime; for managing
-  // pairs it must not: the user must still exist and still own the subject.
+  // pairs it must not: the user must still exist and still own the subject, and only the
+  // scopes the user still holds count, for keys.requiredScopes (the route's check, before
+  // this, read the token's claims) as for the scopes handed on to a new pair.
   const callerOf = async (identity: Identity | undefined): Promise<Identity> => {
     if (identity === undefined) throw options.refuse(DENIED.missing_credentials, options.schemes);
+    let caller = identity;
     if (identity.source === options.gatewayTokenSource && identity.username !== undefined) {
       const user = await store.getUser(identity.username);
       // The refused credential is the token: only the Bearer challenge speaks of it.
       if (user?.subject !== identity.subject || user === undefined)
         throw options.refuse(DENIED.invalid_token, ['bearer']);
-      // A token's scopes are the user's when it was issued; scopes taken from the user since
-      // must not still be handed on to new pairs.
-      return { ...identity, scopes: identity.scopes.filter((s) => user.scopes.includes(s)) };
+      caller = { ...identity, scopes: identity.scopes.filter((s) => user.scopes.includes(s)) };
     }
-    return identity;
+    if (!hasScopes(caller.scopes, options.requiredScopes)) throw new GatewayError('forbidden');
+    return caller;
   };
 
-  const list = async ({ res, requestId, identity }: EndpointContext): Promise<void> => {
+  /**
+   * When a Basic caller's own pair expires (undefined: never, or not a Basic caller), read
+   * from the store rather than the cache: the pair must still be usable now.
+   */
+  const callerExpiry = async (caller: Identity, nowMs: number): Promise<string | undefined> => {
+    if (caller.method !== 'basic' || caller.key === undefined) return undefined;
+    const own = await store.getKey(caller.key);
+    if (own === undefined || !isUsable(own, nowMs))
+      throw options.refuse(DENIED.invalid_credentials, options.schemes);
+    return own.expiresAt;
+  };
+
+  const list = async ({ res, requestId, identity, query }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
-    const records = await store.listKeys(caller.subject);
+    const asked = parsePageQuery(query);
+    if (!asked.ok) throw new GatewayError('bad_request', { message: asked.message });
+    const records = await store.listKeys(caller.subject, asked.page);
+    if (records === undefined)
+      throw new GatewayError('bad_request', { message: KEYS_PAGE_MESSAGES.lastId });
     const nowMs = options.now();
-    writeJson(res, 200, listEnvelope(records.map((r) => keyView(r, nowMs))), requestId);
+    const views = records.map((r) => keyView(r, nowMs));
+    writeJson(res, 200, listEnvelope(views, 200, asked.page), requestId);
   };
 
   const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
     const caller = await callerOf(identity);
     const nowMs = options.now();
-    const { label, expiresAt, scopes } = parseCreateBody(
-      await readJsonBody(req, res, options.maxBodyBytes),
-      nowMs,
-    );
+    const asked = parseCreateBody(await readJsonBody(req, res, options.maxBodyBytes), nowMs);
+    const { label, scopes } = asked;
     // No privilege escalation: a pair may carry only scopes its creator holds; without
     // `scopes` it gets all of them.
     const granted = scopes ?? caller.scopes;
     if (!hasScopes(caller.scopes, granted))
       throw new GatewayError('forbidden', { message: SCOPE_ESCALATION_MESSAGE });
+    // Nor a longer life: a Basic caller's pair bounds the new one's. Tokens are not bound
+    // to their `exp` (a web-app user mints durable pairs with a short-lived token); removing
+    // the user with --revoke-keys is their containment.
+    const expiry = boundByCaller(asked.expiresAt, await callerExpiry(caller, nowMs));
+    if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
+    const { expiresAt } = expiry;
     // Look before paying for bcrypt, on the pool every Basic check shares: a subject at its
     // cap must not be able to keep it busy. createKey still decides, atomically.
     if ((await store.countActiveKeys(caller.subject)) >= options.maxActivePerSubject)

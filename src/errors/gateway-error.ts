@@ -47,6 +47,21 @@ export const EXPIRY_MESSAGES = {
 } as const;
 
 /**
+ * `POST /keys` 400 bad_request from a Basic caller whose pair expires: the body asked for a
+ * later expiry than the caller's own (without one, the new pair inherits the caller's).
+ */
+export const OUTLIVE_MESSAGE =
+  "A new key pair cannot outlive the caller's pair: ask for an expiry no later than its own, or for none to inherit it.";
+
+/** `GET /keys` 400 bad_request: a paging parameter the listing cannot use. */
+export const KEYS_PAGE_MESSAGES = {
+  limit: 'limit must be a whole number from 1 to 1000, given once.',
+  order: 'order must be desc or asc, given once.',
+  lastId:
+    "last_id must be the id of one of the caller's pairs, given once, as the previous page's meta.last_id.",
+} as const;
+
+/**
  * The one error family of the gateway. Foreign errors (jose, ioredis, sockets) are turned
  * into a GatewayError where they enter, keeping the original as `cause` for the logs.
  * `message` is what the client reads: the catalogue's, unless a fixed override was given.

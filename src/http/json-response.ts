@@ -1,13 +1,26 @@
 import type { ServerResponse } from 'node:http';
 
-/** The spec's envelope (§2.1) for the gateway's own successful responses. */
-export function listEnvelope(records: readonly Record<string, unknown>[], status = 200): string {
+/** The page a listing answered: the `limit` and `order` of the envelope's `meta`. */
+export interface ListMeta {
+  readonly limit: number;
+  readonly order: 'desc' | 'asc';
+}
+
+/**
+ * The spec's envelope (§2.1) for the gateway's own successful responses; `last_id` is the
+ * `id` of the last record, the cursor of the next page.
+ */
+export function listEnvelope(
+  records: readonly Record<string, unknown>[],
+  status = 200,
+  page: ListMeta = { limit: 1000, order: 'desc' },
+): string {
   const last = records.at(-1);
   const lastId = last !== undefined && 'id' in last ? last.id : null;
   return JSON.stringify({
     result: 'success',
     status,
-    meta: { count: records.length, limit: 1000, order: 'desc', last_id: lastId ?? null },
+    meta: { count: records.length, limit: page.limit, order: page.order, last_id: lastId ?? null },
     data: records,
   });
 }

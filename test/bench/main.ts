@@ -26,7 +26,7 @@ const OVERHEAD_SEC = 0.6;
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
   const needsRedis = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy'] as const
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const
   ).some(want);
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
@@ -72,6 +72,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     limits: 2,
     // Not rows measured by runRounds: two wrk at once per round, counted here as one.
     accuracy: 1,
+    // Sequential requests, not wrk rounds: its time is in setupSec.
+    keys: 0,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -88,7 +90,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     10 +
     (want('pairs') ? 5 + options.pairsLarge / 50_000 : 0) +
     (want('cold') ? 3 : 0) +
-    (want('heap') ? 2 + options.heapPairs / 25_000 : 0);
+    (want('heap') ? 2 + options.heapPairs / 25_000 : 0) +
+    (want('keys') ? 15 : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

@@ -12,6 +12,7 @@ export const SECTIONS = [
   'flood',
   'limits',
   'accuracy',
+  'keys',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';

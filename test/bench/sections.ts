@@ -12,6 +12,7 @@ import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.j
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
+import { createRedisStore } from '../../src/credentials/redis-store.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
 import {
   COLD_SET,
@@ -92,7 +93,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy'] as const
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
   ).some(want);
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
@@ -199,6 +200,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     }
     if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
       results.push(await floodSection(ctx, fixture, mainRedis));
+    if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
   }
   return results;
 }
@@ -803,5 +805,113 @@ async function floodSection(
       lockoutBound: bound,
       bcryptCapacity: limit.perSecond * loadSeconds,
     },
+  };
+}
+
+/** The keys section: one subject with this many pairs, listed by GET /keys. */
+const KEYS_PAIRS = 10_000;
+const KEYS_SET = { prefix: 'ak_keysbench_', digits: 6 } as const;
+/** Sequential listings measured per page size (after a few unmeasured ones). */
+const KEYS_REQUESTS = 200;
+const KEYS_WARMUP = 10;
+
+/** Milliseconds of each of `count` sequential calls of `call`, after `warmup` unmeasured ones. */
+async function timeCalls(
+  count: number,
+  warmup: number,
+  call: () => Promise<void>,
+): Promise<number[]> {
+  for (let i = 0; i < warmup; i += 1) await call();
+  const times: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const started = performance.now();
+    await call();
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b);
+}
+
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+/**
+ * GET /keys for a subject with 10,000 pairs (target: the first page in under 50 ms on a
+ * local Redis): sequential listings with a cached Basic pair of the subject, first page at
+ * the default limit (1,000) and at 100, and the store's own listKeys (the one script) alone.
+ */
+async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const n = KEYS_PAIRS.toLocaleString('en-US');
+  ctx.onNote(`keys: starting Redis and seeding ${n} pairs of one subject (cost ${PAIRS_COST})`);
+  const redis = await startRedis(group, 'redis-keys');
+  const subject = 'bench-keys';
+  await redisPipe(
+    group,
+    redis,
+    pairCommands({
+      prefix: KEY_PREFIX,
+      keyOf: (i) => pairKey(KEYS_SET, i),
+      from: 0,
+      count: KEYS_PAIRS,
+      secretHash: await bcrypt.hash(fixture.coldSecret, PAIRS_COST),
+      subjectOf: () => subject,
+    }),
+  );
+  const gateway = await startGateway(
+    group,
+    'gateway-keys',
+    fixture.gatewayConfig(options.engine, redis, { cost: PAIRS_COST }),
+  );
+  const headers = { authorization: basicHeader(pairKey(KEYS_SET, 0), fixture.coldSecret) };
+  const figures: Record<string, { p50Ms: number; p99Ms: number; maxMs: number }> = {};
+  const notes: string[] = [];
+  const record = (id: string, what: string, times: number[]): void => {
+    const figure = {
+      p50Ms: percentile(times, 50),
+      p99Ms: percentile(times, 99),
+      maxMs: times.at(-1) ?? NaN,
+    };
+    figures[id] = figure;
+    notes.push(
+      `${what}: p50 ${formatNumber(figure.p50Ms, 'ms')} ms, p99 ${formatNumber(figure.p99Ms, 'ms')} ms, max ${formatNumber(figure.maxMs, 'ms')} ms (${KEYS_REQUESTS} sequential)`,
+    );
+  };
+  for (const limit of [1000, 100]) {
+    const url = `http://127.0.0.1:${gateway.port}/keys?limit=${limit}`;
+    ctx.onNote(`keys: ${KEYS_REQUESTS} listings of the first ${limit} pairs`);
+    // The envelope starts with its count: checked without parsing 250 kB inside the timing.
+    const head = `{"result":"success","status":200,"meta":{"count":${limit},`;
+    const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
+      const answer = await httpRequest(url, { headers });
+      if (answer.status !== 200 || !answer.body.startsWith(head))
+        throw new Error(
+          `GET /keys?limit=${limit} answered ${answer.status}: ${answer.body.slice(0, 200)}`,
+        );
+    });
+    record(`http-${limit}`, `GET /keys?limit=${limit} (first page of ${n}), whole request`, times);
+  }
+  const store = createRedisStore({
+    url: redis.url,
+    mode: 'standalone',
+    sentinelName: undefined,
+    nodes: [],
+    keyPrefix: KEY_PREFIX,
+    commandTimeoutMs: 5_000,
+  });
+  try {
+    const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
+      if ((await store.listKeys(subject))?.length !== 1000) throw new Error('listKeys: not 1,000');
+    });
+    record('store-1000', `the store's listKeys of the first 1,000 alone (one EVALSHA)`, times);
+  } finally {
+    await store.close();
+  }
+  notes.push('target: the first page of a subject with 10,000 pairs in under 50 ms');
+  return {
+    id: 'keys',
+    title: `keys: GET /keys for one subject with ${n} pairs in Redis (engine ${options.engine})`,
+    rows: [],
+    notes,
+    extra: { pairs: KEYS_PAIRS, listings: figures },
   };
 }

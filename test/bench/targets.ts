@@ -129,7 +129,7 @@ export async function redisPipe(
   return Number(summary[2]);
 }
 
-/** Writes pairs the way the README tells another service to (HSET + two SADD). */
+/** Writes pairs the way the README tells another service to (HSET + ZADD + SADD). */
 export function* pairCommands(options: {
   prefix: string;
   keyOf: (index: number) => string;
@@ -140,7 +140,8 @@ export function* pairCommands(options: {
   subjectOf?: (index: number) => string;
 }): Generator<string[]> {
   const k = redisKeys(options.prefix);
-  const createdAt = new Date().toISOString();
+  const created = new Date();
+  const createdAt = created.toISOString();
   const subjectOf = options.subjectOf ?? ((i: number) => `bench-${Math.floor(i / 10)}`);
   for (let i = options.from; i < options.from + options.count; i += 1) {
     const key = options.keyOf(i);
@@ -159,7 +160,7 @@ export function* pairCommands(options: {
       'created_at',
       createdAt,
     ];
-    yield ['SADD', k.subjectKeys(subject), key];
+    yield ['ZADD', k.subjectPairs(subject), String(created.getTime()), key];
     yield ['SADD', k.subjectActive(subject), key];
   }
 }

@@ -2,7 +2,8 @@ import bcrypt from 'bcrypt';
 import { decodeJwt } from 'jose';
 import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { Redis } from 'ioredis';
+import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -128,11 +129,67 @@ describe('users add | passwd | remove', () => {
   it('removes a user (exit 0), then answers a second removal with exit 3', async () => {
     await cli(['users', 'add', 'dave', '--subject', 'subject-dave'], 'dave-password-1\n');
     const removed = await cli(['users', 'remove', 'dave']);
-    expect(removed).toEqual({ code: 0, stdout: 'removed dave\n', stderr: '' });
+    expect(removed).toEqual({
+      code: 0,
+      stdout: 'removed dave; subject subject-dave keeps 0 active pairs\n',
+      stderr: '',
+    });
     expect(await store.getUser('dave')).toBeUndefined();
     expect((await exchange('dave', 'dave-password-1')).status).toBe(401);
     const again = await cli(['users', 'remove', 'dave']);
     expect(again).toEqual({ code: 3, stdout: '', stderr: 'accounts-gateway: no user dave\n' });
+  });
+
+  it("says how many active pairs the user's subject keeps, which --revoke-keys revokes on every gateway", async () => {
+    const made = async (subject: string) =>
+      JSON.parse((await cli(['keys', 'create', '--subject', subject, '--json'])).stdout) as {
+        key: string;
+        secret: string;
+      };
+    await cli(['users', 'add', 'ida', '--subject', 'subject-ida'], 'ida-password-1\n');
+    await made('subject-ida');
+    await made('subject-ida');
+    expect(await cli(['users', 'remove', 'ida'])).toEqual({
+      code: 0,
+      stdout:
+        'removed ida; subject subject-ida keeps 2 active pairs (pairs belong to the subject; users remove --revoke-keys revokes them)\n',
+      stderr: '',
+    });
+
+    await cli(['users', 'add', 'jo', '--subject', 'subject-jo'], 'jo-password-1\n');
+    const pairs = [await made('subject-jo'), await made('subject-jo')];
+    // Verified once each, so the gateway has them cached.
+    for (const pair of pairs)
+      expect(
+        (await send(gateway.url, '/accounts', { headers: basic(pair.key, pair.secret) })).status,
+      ).toBe(200);
+    const removed = await cli(['users', 'remove', 'jo', '--revoke-keys', '--json']);
+    expect(removed.code).toBe(0);
+    const answer = JSON.parse(removed.stdout) as { revoked_keys: string[] };
+    expect({ ...answer, revoked_keys: [...answer.revoked_keys].sort() }).toEqual({
+      username: 'jo',
+      removed: true,
+      subject: 'subject-jo',
+      revoked_keys: pairs.map((p) => p.key).sort(),
+      active_keys: 0,
+    });
+    // Each revocation was announced: the gateway refuses the cached pairs at once.
+    for (const pair of pairs)
+      expect(
+        (await send(gateway.url, '/accounts', { headers: basic(pair.key, pair.secret) })).status,
+      ).toBe(401);
+    await expect(store.countActiveKeys('subject-jo')).resolves.toBe(0);
+  });
+
+  it('says in words what --revoke-keys revoked', async () => {
+    await cli(['users', 'add', 'kim', '--subject', 'subject-kim'], 'kim-password-1\n');
+    await cli(['keys', 'create', '--subject', 'subject-kim']);
+    expect(await cli(['users', 'remove', 'kim', '--revoke-keys'])).toEqual({
+      code: 0,
+      stdout:
+        'removed kim; revoked 1 pair of subject subject-kim (every active pair of the subject, whichever user made it); 0 active pairs left\n',
+      stderr: '',
+    });
   });
 
   it('accepts no password on argv: --password is an unknown argument (exit 2)', async () => {
@@ -342,6 +399,39 @@ describe('keys create | list | revoke', () => {
     ]);
     expect(json.stdout).not.toContain(created.secret);
     expect(json.stdout).not.toMatch(/secret|hash|\$2[aby]\$/);
+  });
+
+  it('lists every pair of a subject, past the 1,000 of one page', async () => {
+    const k = redisKeys(prefix);
+    const redis = new Redis(redisUrl);
+    const count = 1_005;
+    try {
+      const batch = redis.pipeline();
+      for (let i = 0; i < count; i += 1) {
+        const key = `ak_listed_${String(i).padStart(4, '0')}`;
+        const created = Date.parse('2026-01-01T00:00:00.000Z') + i * 1000;
+        batch
+          .hset(k.key(key), {
+            secret_hash: '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq',
+            subject: 'subject-many',
+            label: '',
+            status: 'revoked',
+            created_at: new Date(created).toISOString(),
+            revoked_at: new Date().toISOString(),
+          })
+          .zadd(k.subjectPairs('subject-many'), created, key);
+      }
+      await batch.exec();
+    } finally {
+      redis.disconnect();
+    }
+    const listed = await cli(['keys', 'list', '--subject', 'subject-many', '--json']);
+    expect(listed.code).toBe(0);
+    const keys = (JSON.parse(listed.stdout) as { key: string }[]).map((v) => v.key);
+    expect(keys).toHaveLength(count);
+    expect(keys[0]).toBe('ak_listed_1004');
+    expect(keys.at(-1)).toBe('ak_listed_0000');
+    expect(new Set(keys).size).toBe(count);
   });
 
   it('says so when a subject has no pairs', async () => {

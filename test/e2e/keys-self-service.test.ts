@@ -3,7 +3,7 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
-import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
+import { EXPIRY_MESSAGES, KEYS_PAGE_MESSAGES } from '../../src/errors/gateway-error.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import { BEARER_REJECTED, expectGatewayError } from '../support/expect-gateway-error.js';
@@ -200,6 +200,63 @@ describe('GET /keys', () => {
 
   it('answers 401 missing_credentials without credentials', async () => {
     expectGatewayError(await listKeys({}), 'missing_credentials');
+  });
+
+  it('pages with limit, order and last_id, and says in meta which page it answered', async () => {
+    const owner = await freshSubject('paged');
+    await createdPair(owner, 'second');
+    await createdPair(owner, 'third');
+    const all = dataOf(await listKeys(auth(owner))).map((v) => v.key);
+    expect(all).toHaveLength(3);
+    const page = (query: string) => send(gateway.url, `/keys${query}`, { headers: auth(owner) });
+
+    const first = await page('?limit=2');
+    expect(first.status).toBe(200);
+    expect((first.json as { meta: unknown }).meta).toEqual({
+      count: 2,
+      limit: 2,
+      order: 'desc',
+      last_id: all[1],
+    });
+    expect(dataOf(first).map((v) => v.key)).toEqual(all.slice(0, 2));
+    const next = await page(`?limit=2&last_id=${all[1]}`);
+    expect(dataOf(next).map((v) => v.key)).toEqual(all.slice(2));
+    expect((next.json as { meta: unknown }).meta).toEqual({
+      count: 1,
+      limit: 2,
+      order: 'desc',
+      last_id: all[2],
+    });
+    const ascending = await page('?order=asc&limit=1000&cachebuster=1');
+    expect(dataOf(ascending).map((v) => v.key)).toEqual([...all].reverse());
+    expect((ascending.json as { meta: { order: string } }).meta.order).toBe('asc');
+    const past = await page(`?last_id=${all[2]}`);
+    expect((past.json as { meta: unknown; data: unknown }).meta).toEqual({
+      count: 0,
+      limit: 1000,
+      order: 'desc',
+      last_id: null,
+    });
+  });
+
+  it('answers 400 saying why to a limit, order or last_id it cannot use', async () => {
+    const owner = await freshSubject('pagebad');
+    const other = await freshSubject('pageother');
+    // One of each (test/unit/endpoints has the parser's every case), and the cursors only
+    // the store can judge.
+    const cases: [string, string][] = [
+      ['?limit=1001', KEYS_PAGE_MESSAGES.limit],
+      ['?order=newest', KEYS_PAGE_MESSAGES.order],
+      ['?last_id=ak_not_a_pair_of_anyone', KEYS_PAGE_MESSAGES.lastId],
+      // Another subject's pair reads exactly like one that does not exist.
+      [`?last_id=${other.key}`, KEYS_PAGE_MESSAGES.lastId],
+    ];
+    for (const [query, message] of cases)
+      expectGatewayError(
+        await send(gateway.url, `/keys${query}`, { headers: auth(owner) }),
+        'bad_request',
+        { message },
+      );
   });
 });
 
@@ -599,7 +656,8 @@ describe('Bearer callers', () => {
     const created = await createKey(bearer(token), { label: 'from a token' });
     expect(created.status).toBe(201);
     const [view] = dataOf(created);
-    expect(view).toMatchObject({ label: 'from a token', status: 'active' });
+    // Not bound to the token's exp: tokens are how a web-app user makes durable pairs.
+    expect(view).toMatchObject({ label: 'from a token', status: 'active', expires_at: null });
     expect(
       (
         await getAccounts(

@@ -1,15 +1,19 @@
 import bcrypt from 'bcrypt';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import type {
-  CredentialStore,
-  KeyRecord,
-  Revocation,
-  UserRecord,
+import {
+  FIRST_PAGE,
+  type CredentialStore,
+  type KeyPage,
+  type KeyRecord,
+  type KeySummary,
+  type Revocation,
+  type UserRecord,
 } from '../../src/credentials/credential-store.js';
 import { createMemoryStore } from '../../src/credentials/memory-store.js';
 import { Redis } from 'ioredis';
 import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
+import { countingRedis } from '../support/counting-redis.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
@@ -27,8 +31,20 @@ interface StoreUnderTest {
   close(): Promise<void>;
 }
 
-/** Expiries far from any test's clock: one long gone, one years ahead. */
-const PAST = '2001-01-01T00:00:00.000Z';
+/**
+ * The stores' clock in this suite: a fixed instant a test may move on, so ends and their
+ * retention are exact. The records' own times are shortly before it.
+ */
+const START_MS = Date.parse('2024-06-02T00:00:00.000Z');
+const clock = { ms: START_MS };
+const now = (): number => clock.ms;
+const DAY_MS = 86_400_000;
+/** The retention every store of this suite keeps ended pairs for. */
+const RETAIN_DAYS = 30;
+const retention = { retainEndedSec: RETAIN_DAYS * 86_400 };
+
+/** Expiries around the clock: one a day before it, one years ahead. */
+const PAST = '2024-06-01T00:00:00.000Z';
 const FUTURE = '2099-01-01T00:00:00.000Z';
 
 const HASH = '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq';
@@ -66,7 +82,12 @@ function nextRevocation(target: StoreUnderTest): Promise<Revocation> {
   });
 }
 
-function byKey(a: KeyRecord, b: KeyRecord): number {
+/** What a listing returns of a pair: all of it but the hash of its secret. */
+function summary({ secretHash: _, ...rest }: KeyRecord): KeySummary {
+  return rest;
+}
+
+function byKey(a: KeySummary, b: KeySummary): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
@@ -77,9 +98,17 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
     let store: CredentialStore;
 
     beforeEach(async () => {
+      clock.ms = START_MS;
       target = await makeStore();
       store = target.store;
     });
+
+    /** The whole first page (every pair, in these tests): one exists whenever no cursor is given. */
+    const listed = async (subject: string, page?: KeyPage): Promise<KeySummary[]> => {
+      const records = await store.listKeys(subject, page);
+      if (records === undefined) throw new Error(`no page for ${subject}`);
+      return records;
+    };
 
     afterEach(async () => {
       await target.close();
@@ -98,8 +127,8 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
 
       await expect(store.getKey('ak_alice1')).resolves.toEqual(a1);
       await expect(store.getKey('ak_bob1')).resolves.toEqual(b1);
-      expect((await store.listKeys('alice')).sort(byKey)).toEqual([a1, a2]);
-      await expect(store.listKeys('bob')).resolves.toEqual([b1]);
+      expect((await listed('alice')).sort(byKey)).toEqual([a1, a2].map(summary));
+      await expect(store.listKeys('bob')).resolves.toEqual([summary(b1)]);
       await expect(store.listKeys('carol')).resolves.toEqual([]);
     });
 
@@ -134,15 +163,14 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(store.createKey(keyRecord('ak_new', 'alice'), 1)).resolves.toBe(false);
 
       const revokedAt = '2024-06-01T12:00:00.000Z';
-      const expected = { ...original, status: 'revoked', revokedAt };
+      const expected: KeyRecord = { ...original, status: 'revoked', revokedAt };
       await expect(store.revokeKey('ak_old', revokedAt)).resolves.toEqual(expected);
       await expect(store.getKey('ak_old')).resolves.toEqual(expected);
 
       await expect(store.createKey(keyRecord('ak_new', 'alice'), 1)).resolves.toBe(true);
-      expect((await store.listKeys('alice')).sort(byKey)).toEqual([
-        keyRecord('ak_new', 'alice'),
-        expected,
-      ]);
+      expect((await listed('alice')).sort(byKey)).toEqual(
+        [keyRecord('ak_new', 'alice'), expected].map(summary),
+      );
     });
 
     it('refuses, with keepLastActive, to revoke the last active pair of a subject', async () => {
@@ -194,7 +222,7 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       const expiring = keyRecord('ak_expiring', 'alice', { expiresAt: FUTURE });
       await store.createKey(expiring, 10);
       await expect(store.getKey('ak_expiring')).resolves.toEqual(expiring);
-      await expect(store.listKeys('alice')).resolves.toEqual([expiring]);
+      await expect(store.listKeys('alice')).resolves.toEqual([summary(expiring)]);
     });
 
     it('does not count expired pairs as active, under the cap or in the count', async () => {
@@ -208,7 +236,7 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(store.countActiveKeys('alice')).resolves.toBe(2);
       await expect(store.createKey(keyRecord('ak_live3', 'alice'), 2)).resolves.toBe(false);
       // Expired pairs are still listed (the holder sees them), and still refuse their key id.
-      expect((await store.listKeys('alice')).map((r) => r.key).sort()).toEqual([
+      expect((await listed('alice')).map((r) => r.key).sort()).toEqual([
         'ak_gone1',
         'ak_gone2',
         'ak_live1',
@@ -376,6 +404,108 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(heard).resolves.toEqual({ kind: 'subject', subject: 'bob' });
     });
 
+    it('lists pairs in pages, newest or oldest first, the last id of a page leading to the next', async () => {
+      const [first, same, last] = [
+        '2024-05-01T10:00:00.000Z',
+        '2024-05-02T10:00:00.000Z',
+        '2024-05-03T10:00:00.000Z',
+      ];
+      // Three made in the same millisecond: ordered by key id, compared as bytes (B < b).
+      for (const [key, createdAt] of [
+        ['ak_page_c', same],
+        ['ak_page_a', first],
+        ['ak_page_b', same],
+        ['ak_page_d', last],
+        ['ak_page_B', same],
+      ] as const)
+        await store.createKey(keyRecord(key, 'alice', { createdAt }), 10);
+      await store.createKey(keyRecord('ak_page_bob', 'bob', { createdAt: same }), 10);
+      const walk = async (order: KeyPage['order']): Promise<string[]> => {
+        const ids: string[] = [];
+        for (;;) {
+          const page = await listed('alice', { limit: 2, order, after: ids.at(-1) });
+          ids.push(...page.map((r) => r.key));
+          if (page.length < 2) return ids;
+        }
+      };
+      const oldest = ['ak_page_a', 'ak_page_B', 'ak_page_b', 'ak_page_c', 'ak_page_d'];
+      expect(await walk('asc')).toEqual(oldest);
+      expect(await walk('desc')).toEqual([...oldest].reverse());
+      expect((await listed('alice')).map((r) => r.key)).toEqual([...oldest].reverse());
+      expect(await listed('alice', { limit: 1, order: 'desc' })).toEqual([
+        summary(keyRecord('ak_page_d', 'alice', { createdAt: last })),
+      ]);
+    });
+
+    it("answers undefined for a page after a pair that is not one of the subject's", async () => {
+      await store.createKey(keyRecord('ak_cursor_a', 'alice'), 10);
+      await store.createKey(keyRecord('ak_cursor_b', 'bob'), 10);
+      for (const after of ['ak_cursor_none', 'ak_cursor_b'])
+        await expect(
+          store.listKeys('alice', { limit: 10, order: 'desc', after }),
+        ).resolves.toBeUndefined();
+      await expect(
+        store.listKeys('alice', { limit: 10, order: 'asc', after: 'ak_cursor_a' }),
+      ).resolves.toEqual([]);
+    });
+
+    it('keeps an ended pair for the retention after its end, then lists nor returns it', async () => {
+      const endsLater = new Date(START_MS + 3_600_000).toISOString();
+      await store.createKey(keyRecord('ak_kept', 'alice'), 10);
+      await store.createKey(keyRecord('ak_expiring', 'alice', { expiresAt: endsLater }), 10);
+      await store.createKey(keyRecord('ak_revoked', 'alice'), 10);
+      await store.revokeKey('ak_revoked', new Date(START_MS).toISOString());
+      const ids = async () => (await listed('alice')).map((r) => r.key).sort();
+
+      clock.ms = START_MS + RETAIN_DAYS * DAY_MS - 1;
+      expect(await ids()).toEqual(['ak_expiring', 'ak_kept', 'ak_revoked']);
+      clock.ms = START_MS + RETAIN_DAYS * DAY_MS;
+      expect(await ids()).toEqual(['ak_expiring', 'ak_kept']);
+      await expect(store.getKey('ak_revoked')).resolves.toBeUndefined();
+      clock.ms += 3_600_000;
+      expect(await ids()).toEqual(['ak_kept']);
+      await expect(store.getKey('ak_expiring')).resolves.toBeUndefined();
+      await expect(store.getKey('ak_kept')).resolves.toMatchObject({ status: 'active' });
+    });
+
+    it("revokes every usable pair of a subject, announcing each, and no other subject's", async () => {
+      await store.createKey(keyRecord('ak_all_1', 'alice'), 10);
+      await store.createKey(keyRecord('ak_all_2', 'alice'), 10);
+      await store.createKey(keyRecord('ak_all_expired', 'alice', { expiresAt: PAST }), 10);
+      await store.createKey(keyRecord('ak_all_bob', 'bob'), 10);
+      const heard: Revocation[] = [];
+      const both = new Promise<void>((resolve) => {
+        target.observer.subscribe(
+          (revocation) => {
+            heard.push(revocation);
+            if (heard.length === 2) resolve();
+          },
+          () => undefined,
+        );
+      });
+      await target.subscribed();
+      const at = new Date(START_MS).toISOString();
+
+      expect((await store.revokeSubjectKeys('alice', at)).sort()).toEqual(['ak_all_1', 'ak_all_2']);
+
+      await both;
+      expect(heard).toEqual(
+        expect.arrayContaining([
+          { kind: 'key', key: 'ak_all_1' },
+          { kind: 'key', key: 'ak_all_2' },
+        ]),
+      );
+      await expect(store.getKey('ak_all_1')).resolves.toMatchObject({
+        status: 'revoked',
+        revokedAt: at,
+      });
+      await expect(store.countActiveKeys('alice')).resolves.toBe(0);
+      // An expired pair has ended already: it is left as it was.
+      await expect(store.getKey('ak_all_expired')).resolves.toMatchObject({ status: 'active' });
+      await expect(store.getKey('ak_all_bob')).resolves.toMatchObject({ status: 'active' });
+      await expect(store.revokeSubjectKeys('alice', at)).resolves.toEqual([]);
+    });
+
     it('resolves ping while it can answer', async () => {
       await expect(store.ping()).resolves.toBeUndefined();
     });
@@ -383,7 +513,7 @@ function credentialStoreContract(name: string, makeStore: () => Promise<StoreUnd
 }
 
 credentialStoreContract('the memory', () => {
-  const store = createMemoryStore();
+  const store = createMemoryStore({}, now, retention);
   return Promise.resolve({
     store,
     observer: store,
@@ -396,9 +526,9 @@ credentialStoreContract('the Redis', () => {
   // A fresh prefix per test: each one starts from an empty keyspace on the shared Redis.
   const url = inject('redisUrl');
   const prefix = uniquePrefix('contract');
-  const store = createRedisStore(redisConfig(url, prefix));
+  const store = createRedisStore(redisConfig(url, prefix), { now, retention });
   // A second gateway's store on the same Redis: revocations must reach it too.
-  const observer = createRedisStore(redisConfig(url, prefix));
+  const observer = createRedisStore(redisConfig(url, prefix), { now, retention });
   return Promise.resolve({
     store,
     observer,
@@ -446,7 +576,7 @@ describe('the Redis credential store reading what another service wrote', () => 
     await expect(
       bcrypt.compare('written-by-the-web-app-0123456789', record.secretHash),
     ).resolves.toBe(true);
-    await expect(store.listKeys('dora')).resolves.toEqual([record]);
+    await expect(store.listKeys('dora')).resolves.toEqual([summary(record)]);
   });
 
   it('reads scopes, expires_at and a user written with the documented layout', async () => {
@@ -517,9 +647,155 @@ describe('the Redis credential store reading what another service wrote', () => 
 
     const record = await store.getKey('ak_webapp3');
     expect(record?.status).toBe('revoked');
-    await expect(store.listKeys('fred')).resolves.toEqual([record]);
+    await expect(store.listKeys('fred')).resolves.toEqual([
+      {
+        key: 'ak_webapp3',
+        subject: 'fred',
+        label: '',
+        status: 'revoked',
+        createdAt: record?.createdAt,
+        scopes: [],
+      },
+    ]);
     // A revoked pair does not count against the cap.
     await expect(store.createKey(keyRecord('ak_fred2', 'fred'), 1)).resolves.toBe(true);
+  });
+});
+
+describe("the Redis credential store's index of a subject's pairs", () => {
+  const url = inject('redisUrl');
+  let prefix: string;
+  let redis: Redis;
+
+  beforeEach(() => {
+    prefix = uniquePrefix('index');
+    redis = new Redis(url);
+    clock.ms = START_MS;
+  });
+
+  afterEach(() => {
+    redis.disconnect();
+  });
+
+  /** Writes pairs of `subject` straight to Redis: hash, sorted index and active set. */
+  async function writePairs(subject: string, count: number): Promise<void> {
+    const k = redisKeys(prefix);
+    const batch = redis.pipeline();
+    for (let i = 0; i < count; i += 1) {
+      const key = `ak_${subject}_${String(i).padStart(5, '0')}`;
+      const created = START_MS - DAY_MS + i;
+      batch
+        .hset(k.key(key), {
+          secret_hash: HASH,
+          subject,
+          label: '',
+          status: 'active',
+          created_at: new Date(created).toISOString(),
+        })
+        .zadd(k.subjectPairs(subject), created, key)
+        .sadd(k.subjectActive(subject), key);
+    }
+    await batch.exec();
+  }
+
+  it('reads a page in one command, however many pairs the subject has', async () => {
+    // Before the sorted index: SMEMBERS, then one HGETALL per pair (1,501 commands here).
+    const counting = countingRedis(redisConfig(url, prefix));
+    const store = createRedisStore(redisConfig(url, prefix), {
+      client: counting.client,
+      now,
+      retention,
+    });
+    try {
+      await writePairs('many', 1_500);
+      await writePairs('few', 3);
+      // The first run loads the script (EVALSHA answers NOSCRIPT, then EVAL): once per Redis.
+      await store.listKeys('nobody');
+      counting.reset();
+      const first = await store.listKeys('many');
+      expect(counting.sent()).toEqual(['evalsha']);
+      expect(first).toHaveLength(1_000);
+      expect(first?.[0]?.key).toBe('ak_many_01499');
+      counting.reset();
+      const second = await store.listKeys('many', { ...FIRST_PAGE, after: first?.at(-1)?.key });
+      expect(counting.sent()).toEqual(['evalsha']);
+      expect(second).toHaveLength(500);
+      expect(second?.at(-1)?.key).toBe('ak_many_00000');
+      counting.reset();
+      await expect(store.listKeys('few')).resolves.toHaveLength(3);
+      expect(counting.sent()).toEqual(['evalsha']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('folds the SET index of an older writer into the sorted index when it first touches the subject', async () => {
+    const k = redisKeys(prefix);
+    const old = [
+      ['ak_old_1', '2024-05-01T10:00:00.000Z'],
+      ['ak_old_2', '2024-05-03T10:00:00.000Z'],
+      ['ak_old_3', '2024-05-02T10:00:00.000Z'],
+    ] as const;
+    for (const [key, createdAt] of old) {
+      await redis.hset(k.key(key), {
+        secret_hash: HASH,
+        subject: 'olga',
+        label: '',
+        status: 'active',
+        created_at: createdAt,
+      });
+      await redis.sadd(k.subjectLegacyKeys('olga'), key);
+      await redis.sadd(k.subjectActive('olga'), key);
+    }
+    const store = createRedisStore(redisConfig(url, prefix), { now, retention });
+    try {
+      expect((await store.listKeys('olga'))?.map((r) => r.key)).toEqual([
+        'ak_old_2',
+        'ak_old_3',
+        'ak_old_1',
+      ]);
+      expect(await redis.exists(k.subjectLegacyKeys('olga'))).toBe(0);
+      expect(await redis.zscore(k.subjectPairs('olga'), 'ak_old_1')).toBe(
+        String(Date.parse('2024-05-01T10:00:00.000Z')),
+      );
+      // A writer that still adds to the old set is folded in on the next touch.
+      await redis.hset(k.key('ak_old_4'), {
+        secret_hash: HASH,
+        subject: 'olga',
+        status: 'active',
+        created_at: '2024-05-04T10:00:00.000Z',
+      });
+      await redis.sadd(k.subjectLegacyKeys('olga'), 'ak_old_4');
+      expect((await store.listKeys('olga', { limit: 1, order: 'desc' }))?.[0]?.key).toBe(
+        'ak_old_4',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("gives a pair's hash a TTL of its end plus the retention once its end is known", async () => {
+    const k = redisKeys(prefix);
+    const store = createRedisStore(redisConfig(url, prefix), { now, retention });
+    const retainMs = RETAIN_DAYS * DAY_MS;
+    try {
+      const inAnHour = new Date(START_MS + 3_600_000).toISOString();
+      await store.createKey(keyRecord('ak_ttl_expiring', 'tina', { expiresAt: inAnHour }), 10);
+      await store.createKey(keyRecord('ak_ttl_forever', 'tina'), 10);
+      await store.createKey(keyRecord('ak_ttl_revoked', 'tina'), 10);
+      await store.revokeKey('ak_ttl_revoked', new Date(START_MS).toISOString());
+      // PTTL counts down from when it was set: within a day of the exact figure is plenty.
+      const pttl = (key: string) => redis.pttl(k.key(key));
+      const expiring = await pttl('ak_ttl_expiring');
+      expect(expiring).toBeLessThanOrEqual(3_600_000 + retainMs);
+      expect(expiring).toBeGreaterThan(3_600_000 + retainMs - DAY_MS);
+      const revoked = await pttl('ak_ttl_revoked');
+      expect(revoked).toBeLessThanOrEqual(retainMs);
+      expect(revoked).toBeGreaterThan(retainMs - DAY_MS);
+      expect(await pttl('ak_ttl_forever')).toBe(-1);
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
+import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { createLogger } from '../../src/observability/create-logger.js';
 import { gatewayYaml, type GatewayConfigInput } from './gateway-yaml.js';
 import { TEST_BCRYPT_COST } from './seed-redis.js';
@@ -14,6 +15,10 @@ export interface GatewayOptions {
   bcryptCost?: number;
   /** Further settings (e.g. `rateLimits`), laid over the ones above. */
   config?: GatewayConfigInput;
+  /** The gateway's clock (milliseconds since the epoch); by default Date.now. */
+  now?: () => number;
+  /** A store of the test's own (e.g. the memory store) instead of Redis at `redisUrl`. */
+  store?: CredentialStore;
 }
 
 export interface RunningGateway {
@@ -38,7 +43,11 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
     },
   });
   const config = parseConfig(yaml, 'integration-test.yaml');
-  const gateway = await createGateway(config, { logger: createLogger('silent') });
+  const gateway = await createGateway(config, {
+    logger: createLogger('silent'),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.store === undefined ? {} : { store: options.store }),
+  });
   const { port, adminPort } = await gateway.listen();
   if (adminPort === undefined) throw new Error('the admin server is enabled in this config');
   return {

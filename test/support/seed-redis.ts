@@ -11,8 +11,8 @@ export function uniquePrefix(name: string): string {
 }
 
 /**
- * Writes a pair the way the README tells another service to (HSET + SADD), its secret hashed
- * at TEST_BCRYPT_COST unless `secretHash` gives the hash another writer made.
+ * Writes a pair the way the README tells another service to (HSET + ZADD + SADD), its secret
+ * hashed at TEST_BCRYPT_COST unless `secretHash` gives the hash another writer made.
  */
 export async function seedKey(
   redisUrl: string,
@@ -30,21 +30,19 @@ export async function seedKey(
   const redis = new Redis(redisUrl);
   try {
     const status = pair.status ?? 'active';
-    await redis
+    const createdAt = new Date();
+    const write = redis
       .multi()
       .hset(k.key(pair.key), {
         secret_hash: pair.secretHash ?? (await bcrypt.hash(pair.secret, TEST_BCRYPT_COST)),
         subject: pair.subject,
         label: pair.label ?? '',
         status,
-        created_at: new Date().toISOString(),
+        created_at: createdAt.toISOString(),
       })
-      .sadd(k.subjectKeys(pair.subject), pair.key)
-      .sadd(
-        status === 'active' ? k.subjectActive(pair.subject) : k.subjectKeys(pair.subject),
-        pair.key,
-      )
-      .exec();
+      .zadd(k.subjectPairs(pair.subject), createdAt.getTime(), pair.key);
+    if (status === 'active') write.sadd(k.subjectActive(pair.subject), pair.key);
+    await write.exec();
   } finally {
     redis.disconnect();
   }
@@ -53,12 +51,18 @@ export async function seedKey(
 /**
  * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
  * a cost-4 bcrypt hash unless `passwordHash` gives another writer's: tests also use it to
- * move a user to another subject.
+ * move a user to another subject or change its scopes.
  */
 export async function putUser(
   redisUrl: string,
   keyPrefix: string,
-  user: { username: string; subject: string; password: string; passwordHash?: string },
+  user: {
+    username: string;
+    subject: string;
+    password: string;
+    passwordHash?: string;
+    scopes?: readonly string[];
+  },
 ): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
@@ -66,6 +70,7 @@ export async function putUser(
       password_hash: user.passwordHash ?? (await bcrypt.hash(user.password, TEST_BCRYPT_COST)),
       subject: user.subject,
       created_at: new Date().toISOString(),
+      scopes: (user.scopes ?? []).join(' '),
     });
   } finally {
     redis.disconnect();

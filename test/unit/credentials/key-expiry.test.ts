@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  boundByCaller,
   MAX_KEY_LIFETIME_SEC,
   parseExpiresOption,
   parseExpiryRequest,
@@ -7,7 +8,7 @@ import {
 } from '../../../src/credentials/key-expiry.js';
 import { isExpired, type KeyRecord } from '../../../src/credentials/credential-store.js';
 import { keyView } from '../../../src/credentials/key-view.js';
-import { EXPIRY_MESSAGES } from '../../../src/errors/gateway-error.js';
+import { EXPIRY_MESSAGES, OUTLIVE_MESSAGE } from '../../../src/errors/gateway-error.js';
 
 const NOW = Date.parse('2030-06-01T12:00:00.000Z');
 
@@ -151,5 +152,29 @@ describe('a pair view at a time', () => {
 
   it('treats an expiry it cannot read as past', () => {
     expect(isExpired({ ...pair, expiresAt: 'soon' }, 0)).toBe(true);
+  });
+});
+
+describe('boundByCaller', () => {
+  const callerEnds = '2030-06-01T13:00:00.000Z';
+
+  it("gives a new pair the caller's expiry when none is asked", () => {
+    expect(boundByCaller(undefined, callerEnds)).toEqual({ ok: true, expiresAt: callerEnds });
+  });
+
+  it("keeps an asked expiry up to the caller's own, and refuses a later one", () => {
+    const earlier = '2030-06-01T12:30:00.000Z';
+    expect(boundByCaller(earlier, callerEnds)).toEqual({ ok: true, expiresAt: earlier });
+    expect(boundByCaller(callerEnds, callerEnds)).toEqual({ ok: true, expiresAt: callerEnds });
+    expect(boundByCaller('2030-06-01T13:00:00.001Z', callerEnds)).toEqual({
+      ok: false,
+      message: OUTLIVE_MESSAGE,
+    });
+  });
+
+  it('binds nothing when the caller never expires, and refuses when its expiry cannot be read', () => {
+    expect(boundByCaller(undefined, undefined)).toEqual({ ok: true, expiresAt: undefined });
+    expect(boundByCaller(callerEnds, undefined)).toEqual({ ok: true, expiresAt: callerEnds });
+    expect(boundByCaller(callerEnds, 'soon')).toEqual({ ok: false, message: OUTLIVE_MESSAGE });
   });
 });
