@@ -150,11 +150,33 @@ describe('accounts-gateway check', () => {
     expect(result.stderr).toContain('forwarding: unknown key stripEverything');
   });
 
-  it('exits 2 for a file that is not YAML', async () => {
+  it('exits 2 for a file that is not YAML, naming the line, the column and the problem', async () => {
     const file = writeConfig('server: { port: 8080\n');
     const result = await runCli(['check', '--config', file]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('YAML');
+    expect(result.stderr).toBe(
+      `accounts-gateway: invalid configuration in ${file}:\n` +
+        '  - YAML line 2, column 1: Flow map in block collection must be sufficiently indented and end with a }\n',
+    );
+  });
+
+  it('exits 2 naming the flag or variable with a bad value, never blaming the file', async () => {
+    const listenRule =
+      'must be PORT or HOST:PORT (IPv6 in brackets: [::1]:8080), the port from 0 to 65535';
+    const cases: [string[], NodeJS.ProcessEnv, string][] = [
+      [['--listen', 'abc'], {}, `--listen: ${listenRule}`],
+      // A port out of range was reported as server.port of the file.
+      [['--listen', '99999'], {}, `--listen: ${listenRule}`],
+      [[], { GATEWAY_LISTEN: 'abc' }, `GATEWAY_LISTEN: ${listenRule}`],
+      [['--admin-listen', 'admin'], {}, `--admin-listen: ${listenRule}`],
+      [['--workers', 'many'], {}, '--workers: must be a whole number from 1 to 256, or auto'],
+    ];
+    const results = await Promise.all(
+      cases.map(([args, env]) => runCli(['check', ...args], { env })),
+    );
+    expect(results.map(({ code, stderr }) => ({ code, stderr }))).toEqual(
+      cases.map(([, , problem]) => ({ code: 2, stderr: `accounts-gateway: ${problem}\n` })),
+    );
   });
 
   it('exits 2 and refuses to serve an invalid configuration', async () => {
@@ -457,6 +479,39 @@ describe('overrides of the configuration file', () => {
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     expect(await gateway.stop()).toBe(0);
+  });
+
+  it('--admin-listen and GATEWAY_ADMIN_LISTEN move the admin port the file sets, the flag winning', async () => {
+    // The file's admin port is taken: only the override lets the gateway start.
+    const taken = createServer();
+    blocker = taken;
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as { port: number }).port;
+    const file = writeConfig(
+      fileYaml(upstream.url, {
+        server: { host: '127.0.0.1', port: 0 },
+        admin: { enabled: true, host: '127.0.0.1', port: takenPort },
+      }),
+    );
+    const servesAdminOn = async (
+      port: number,
+      args: string[],
+      env: NodeJS.ProcessEnv,
+    ): Promise<void> => {
+      const gateway = spawnServe(['--config', file, ...args], env);
+      const listening = await gateway.waitForLog(isListening);
+      expect(listening.admin_port).toBe(port);
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(200);
+      await health.arrayBuffer();
+      expect(await gateway.stop()).toBe(0);
+    };
+    const flagPort = await freePort();
+    await servesAdminOn(flagPort, ['--admin-listen', `127.0.0.1:${flagPort}`], {
+      GATEWAY_ADMIN_LISTEN: String(takenPort),
+    });
+    const variablePort = await freePort();
+    await servesAdminOn(variablePort, [], { GATEWAY_ADMIN_LISTEN: `127.0.0.1:${variablePort}` });
   });
 
   it('says nothing about a generated signing key when tokens.signingKey is set', async () => {
