@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +15,7 @@ import {
 import { CLI, startGateway, writeConfig, onJsonLines } from '../support/gateway-process.js';
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
+import { sendHeldRequest } from '../support/hold-requests.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli, type CliResult } from '../support/run-cli.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
@@ -362,16 +364,12 @@ describe('SIGTERM', () => {
     await upstream?.close();
   });
 
-  it('lets an in-flight request to a slow upstream complete, then exits 0', async () => {
+  it('lets a request in flight when SIGTERM arrives complete once the drain has begun, then exits 0', async () => {
     const prefix = uniquePrefix('clidrain');
     await seedKey(inject('redisUrl'), prefix, {
       key: 'ak_cli_drain',
       secret: 's3cret-cli-drain',
       subject: 'alice',
-    });
-    let arrived: () => void = () => undefined;
-    const upstreamHasRequest = new Promise<void>((resolve) => {
-      arrived = resolve;
     });
     const body = JSON.stringify({
       result: 'success',
@@ -379,32 +377,36 @@ describe('SIGTERM', () => {
       meta: { count: 1, limit: 1000, order: 'desc', last_id: 7 },
       data: [{ id: 7 }],
     });
-    upstream.respondWith((_req, res) => {
-      arrived();
-      // A slow upstream: it answers 300 ms after the request arrives.
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(body);
-      }, 300);
-    });
     const gateway = await startGateway(
       gatewayYaml({
         upstreamUrl: upstream.url,
         redis: { url: inject('redisUrl'), keyPrefix: prefix },
       }),
     );
+    const held: ServerResponse[] = [];
     try {
-      const inFlight = fetch(`${gateway.url}/accounts`, {
-        headers: { authorization: basicHeader('ak_cli_drain', 's3cret-cli-drain') },
-      });
-      await upstreamHasRequest;
+      // The upstream holds the request: it is in flight until the test answers it.
+      const { inFlight } = await sendHeldRequest(
+        upstream,
+        held,
+        gateway.url,
+        basicHeader('ak_cli_drain', 's3cret-cli-drain'),
+      );
       const exited = gateway.stop('SIGTERM');
+      await gateway.waitForLog('draining');
+      // Only now, with the drain under way, does the upstream answer.
+      for (const res of held.splice(0)) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(body);
+      }
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(await res.text()).toBe(body);
       expect(await exited).toBe(0);
-      expect(gateway.logs.some((line) => line.msg === 'draining')).toBe(true);
+      const messages = gateway.logs.map((line) => line.msg);
+      expect(messages.indexOf('draining')).toBeLessThan(messages.indexOf('stopped'));
     } finally {
+      for (const res of held.splice(0)) res.destroy();
       await gateway.stop('SIGKILL');
     }
   });
