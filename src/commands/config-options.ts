@@ -35,7 +35,7 @@ export function withConfigOptions<T>(yargs: Argv<T>) {
     .option('admin-listen', {
       type: 'string',
       describe:
-        'PORT or HOST:PORT of the admin port, on whatever the file says (env GATEWAY_ADMIN_LISTEN)',
+        'PORT or HOST:PORT of the admin port, whatever the file says (env GATEWAY_ADMIN_LISTEN)',
     })
     .option('redis-url', {
       type: 'string',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { closestName } from './closest-name.js';
 
 /** A YAML path as the problems spell it: `routes[0].paths[1]`, `(root)` for the document. */
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   const text = path
     .map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`))
     .join('');
