@@ -13,7 +13,6 @@ import {
 } from './commands/admin-commands.js';
 import { CliError, EXIT } from './commands/cli-error.js';
 import {
-  configOverrides,
   loadConfigFromArgs,
   withConfigOptions,
   type ConfigArgs,
@@ -23,7 +22,7 @@ import { checkKeyMaterial } from './commands/check-key-material.js';
 import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
-import { ConfigError, loadConfigFile } from './config/load-config.js';
+import { ConfigError } from './config/load-config.js';
 import type { CredentialStore } from './credentials/credential-store.js';
 import { WORKER_ENV } from './workers/messages.js';
 
@@ -48,10 +47,7 @@ const withWorkersOption = <T>(y: Argv<T>) =>
 
 /** The configuration with every override, --workers included. */
 function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
-  return loadConfigFile(args.config, process.env, {
-    ...configOverrides(args),
-    workers: args.workers,
-  });
+  return loadConfigFromArgs(args);
 }
 
 /** This process's slot when it is a worker forked by `serve --workers`, else undefined. */

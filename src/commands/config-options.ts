@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
+import type { ConfigOverrides, Override } from '../config/apply-overrides.js';
 import type { GatewayConfig } from '../config/config-schema.js';
-import { loadConfigFile, type ConfigOverrides } from '../config/load-config.js';
+import { loadConfigFile } from '../config/load-config.js';
 import type { Environment } from '../config/substitute-env.js';
 
 /** The embedded default: config/gateway.yaml of the installed package. */
@@ -12,11 +13,12 @@ export const DEFAULT_CONFIG_FILE = fileURLToPath(
 export interface ConfigArgs {
   config: string;
   listen: string | undefined;
+  'admin-listen': string | undefined;
   'redis-url': string | undefined;
   'upstream-url': string | undefined;
 }
 
-/** --config and the three overrides, each also read from a GATEWAY_* variable. */
+/** --config and the four overrides, each also read from a GATEWAY_* variable. */
 export function withConfigOptions<T>(yargs: Argv<T>) {
   return yargs
     .option('config', {
@@ -29,6 +31,11 @@ export function withConfigOptions<T>(yargs: Argv<T>) {
     .option('listen', {
       type: 'string',
       describe: 'PORT or HOST:PORT to serve on (env GATEWAY_LISTEN)',
+    })
+    .option('admin-listen', {
+      type: 'string',
+      describe:
+        'PORT or HOST:PORT of the admin port, whatever the file says (env GATEWAY_ADMIN_LISTEN)',
     })
     .option('redis-url', {
       type: 'string',
@@ -45,15 +52,27 @@ export function defaultConfigFile(env: Environment = process.env): string {
   return setting(env.GATEWAY_CONFIG) ?? DEFAULT_CONFIG_FILE;
 }
 
-/** What overrides the file: each flag, else its GATEWAY_* variable. */
+/**
+ * What overrides the file: each flag, else its GATEWAY_* variable, with the name it was given
+ * under, so a bad value is reported as that flag's or variable's. `--workers` has no variable.
+ */
 export function configOverrides(
-  args: Omit<ConfigArgs, 'config'>,
+  args: Omit<ConfigArgs, 'config'> & { workers?: string | undefined },
   env: Environment = process.env,
 ): ConfigOverrides {
+  const pick = (flag: keyof typeof args, variable?: string): Override | undefined => {
+    const given = args[flag];
+    if (given !== undefined) return { value: given, from: `--${flag}` };
+    if (variable === undefined) return undefined;
+    const value = setting(env[variable]);
+    return value === undefined ? undefined : { value, from: variable };
+  };
   return {
-    listen: args.listen ?? setting(env.GATEWAY_LISTEN),
-    redisUrl: args['redis-url'] ?? setting(env.GATEWAY_REDIS_URL),
-    upstreamUrl: args['upstream-url'] ?? setting(env.GATEWAY_UPSTREAM_URL),
+    listen: pick('listen', 'GATEWAY_LISTEN'),
+    adminListen: pick('admin-listen', 'GATEWAY_ADMIN_LISTEN'),
+    redisUrl: pick('redis-url', 'GATEWAY_REDIS_URL'),
+    upstreamUrl: pick('upstream-url', 'GATEWAY_UPSTREAM_URL'),
+    workers: pick('workers'),
   };
 }
 
@@ -62,8 +81,9 @@ function setting(value: string | undefined): string | undefined {
   return value === '' ? undefined : value;
 }
 
+/** The configuration of `--config` with every override (`--workers` too, when given). */
 export function loadConfigFromArgs(
-  args: ConfigArgs,
+  args: ConfigArgs & { workers?: string | undefined },
   env: Environment = process.env,
 ): GatewayConfig {
   return loadConfigFile(args.config, env, configOverrides(args, env));

@@ -71,7 +71,7 @@ export const DEFAULT_ALLOW_HEADERS = [
   'user-agent',
 ] as const;
 
-const upstreamSchema = z.strictObject({
+export const upstreamSchema = z.strictObject({
   /** `builtin` runs the reference accounts service in process, on loopback. */
   url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
   timeoutMs: durationMs.default(10_000),

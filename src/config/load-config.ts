@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { applyOverrides, type ConfigOverrides } from './apply-overrides.js';
 import {
   adminSchema,
   bearerIssuerSchema,
@@ -10,25 +10,43 @@ import {
   serverSchema,
   type GatewayConfig,
 } from './config-schema.js';
+import { describeIssue } from './describe-issue.js';
+import { readYaml } from './read-yaml.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
 export class ConfigError extends Error {
+  /** Every problem: those of flags and environment variables first, then the file's. */
   readonly problems: readonly string[];
-  constructor(source: string, problems: readonly string[]) {
-    super(`invalid configuration in ${source}:\n  - ${problems.join('\n  - ')}`);
+  constructor(
+    source: string,
+    fileProblems: readonly string[],
+    optionProblems: readonly string[] = [],
+  ) {
+    super(describeProblems(source, fileProblems, optionProblems));
     this.name = 'ConfigError';
-    this.problems = problems;
+    this.problems = [...optionProblems, ...fileProblems];
   }
 }
 
-/** Values given on the command line or in GATEWAY_* variables; they win over the file. */
-export interface ConfigOverrides {
-  listen?: string | undefined;
-  redisUrl?: string | undefined;
-  upstreamUrl?: string | undefined;
-  /** `serve --workers`: a positive integer or `auto`. */
-  workers?: string | undefined;
+/**
+ * A bad flag or variable is named as itself, on one line when it is the only problem, and
+ * never reported as a problem of the file: the file may be fine.
+ */
+function describeProblems(
+  source: string,
+  fileProblems: readonly string[],
+  optionProblems: readonly string[],
+): string {
+  const [only] = optionProblems;
+  if (only !== undefined && optionProblems.length === 1 && fileProblems.length === 0) return only;
+  const list = (problems: readonly string[]): string => `\n  - ${problems.join('\n  - ')}`;
+  const parts: string[] = [];
+  if (optionProblems.length > 0)
+    parts.push(`invalid command-line options or environment variables:${list(optionProblems)}`);
+  if (fileProblems.length > 0)
+    parts.push(`invalid configuration in ${source}:${list(fileProblems)}`);
+  return parts.join('\n');
 }
 
 export function loadConfigFile(
@@ -53,86 +71,21 @@ export function parseConfig(
   env: Environment = {},
   overrides: ConfigOverrides = {},
 ): GatewayConfig {
-  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (document.errors.length > 0) {
-    throw new ConfigError(
-      source,
-      document.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`),
-    );
-  }
+  const yaml = readYaml(text);
+  if (yaml.problems.length > 0)
+    throw new ConfigError(source, yaml.problems, applyOverrides(undefined, overrides));
   const problems: string[] = [];
-  const raw = substituteEnv(document.toJS() ?? {}, env, problems);
-  applyOverrides(raw, overrides, problems);
+  const raw = substituteEnv(yaml.tree ?? {}, env, problems);
+  const optionProblems = applyOverrides(raw, overrides);
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) problems.push(...parsed.error.issues.map(formatIssue));
+  if (!parsed.success)
+    problems.push(...parsed.error.issues.map((issue) => describeIssue(issue, raw, configSchema)));
   // The cross-checks run whatever the schema said elsewhere, each on the settings the schema
   // accepts, so that one run reports every problem of the file.
   problems.push(...crossCheck(readCheckedSettings(raw)));
-  if (problems.length > 0 || !parsed.success) throw new ConfigError(source, problems);
+  if (problems.length > 0 || optionProblems.length > 0 || !parsed.success)
+    throw new ConfigError(source, problems, optionProblems);
   return deepFreeze(parsed.data);
-}
-
-function formatIssue(issue: z.core.$ZodIssue): string {
-  const path = issue.path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`))
-    .join('');
-  if (issue.code === 'unrecognized_keys') {
-    return `${path || '(root)'}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
-  }
-  return `${path || '(root)'}: ${issue.message}`;
-}
-
-function applyOverrides(raw: unknown, overrides: ConfigOverrides, problems: string[]): void {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return;
-  const root = raw as Record<string, unknown>;
-  const section = (name: string): Record<string, unknown> => {
-    const value = root[name];
-    if (value !== null && typeof value === 'object' && !Array.isArray(value))
-      return value as Record<string, unknown>;
-    const created: Record<string, unknown> = {};
-    root[name] = created;
-    return created;
-  };
-  if (overrides.listen !== undefined) {
-    const match = /^(?:(.+):)?(\d{1,5})$/.exec(overrides.listen);
-    if (match === null) {
-      problems.push('--listen: must be PORT or HOST:PORT');
-    } else {
-      const server = section('server');
-      if (match[1] !== undefined) server.host = match[1].replace(/^\[(.*)\]$/, '$1');
-      server.port = Number(match[2]);
-    }
-  }
-  if (overrides.redisUrl !== undefined) {
-    const credentials = section('credentials');
-    credentials.store = 'redis';
-    const redis = (credentials.redis ??= {}) as Record<string, unknown>;
-    redis.url = overrides.redisUrl;
-  }
-  if (overrides.workers !== undefined) {
-    if (/^(?:auto|[1-9]\d*)$/.test(overrides.workers)) {
-      section('server').workers = overrides.workers === 'auto' ? 'auto' : Number(overrides.workers);
-    } else problems.push('--workers: must be a positive integer or auto');
-  }
-  if (overrides.upstreamUrl !== undefined) {
-    const upstreams = section('upstreams');
-    const names = Object.keys(upstreams);
-    // The override names no upstream: it replaces `accounts`, or the only one there is.
-    const name =
-      names.includes('accounts') || names.length === 0
-        ? 'accounts'
-        : names.length === 1
-          ? names[0]
-          : undefined;
-    if (name === undefined) {
-      problems.push(
-        '--upstream-url: several upstreams are configured and none is named "accounts"',
-      );
-    } else {
-      const upstream = (upstreams[name] ??= {}) as Record<string, unknown>;
-      upstream.url = overrides.upstreamUrl;
-    }
-  }
 }
 
 type Checked<T extends z.ZodType> = z.output<T> | undefined;

@@ -6,7 +6,7 @@ import type { RehashOnUse } from '../auth/rehash-on-use.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
-import { GatewayError } from '../errors/gateway-error.js';
+import { GatewayError, LOGIN_MESSAGES } from '../errors/gateway-error.js';
 import { USERNAME } from '../identity/identity-formats.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
@@ -44,7 +44,9 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       if (early !== undefined)
         throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });
     }
-    const { username, password } = parseLogin(await readJsonBody(req, res, options.maxBodyBytes));
+    const { username, password } = parseLogin(
+      await readJsonBody(req, res, options.maxBodyBytes, LOGIN_MESSAGES.body),
+    );
     // Locked out: 429 before the user is read or bcrypt runs, whatever the password.
     const user = await guardAttempt(
       options.lockout,
@@ -87,18 +89,19 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
   };
 }
 
+/** The login the body holds, or 400 naming the first field missing or wrong. */
 function parseLogin(body: unknown): { username: string; password: string } {
+  const refuse = (message: string): never => {
+    throw new GatewayError('bad_request', { message });
+  };
   if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw new GatewayError('bad_request');
+    return refuse(LOGIN_MESSAGES.body);
   const { username, password } = body as { username?: unknown; password?: unknown };
-  if (
-    typeof username !== 'string' ||
-    !USERNAME.pattern.test(username) ||
-    typeof password !== 'string' ||
-    password === '' ||
-    password.length > 1024
-  ) {
-    throw new GatewayError('bad_request');
-  }
+  if (username === undefined) return refuse(LOGIN_MESSAGES.usernameMissing);
+  if (typeof username !== 'string' || !USERNAME.pattern.test(username))
+    return refuse(LOGIN_MESSAGES.username);
+  if (password === undefined) return refuse(LOGIN_MESSAGES.passwordMissing);
+  if (typeof password !== 'string' || password === '' || password.length > 1024)
+    return refuse(LOGIN_MESSAGES.password);
   return { username, password };
 }

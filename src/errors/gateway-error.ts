@@ -62,6 +62,19 @@ export const KEYS_PAGE_MESSAGES = {
 } as const;
 
 /**
+ * `POST /auth/token` 400 bad_request: which field is missing or wrong, in fixed words (never
+ * the value sent). The username rule is identity/identity-formats' USERNAME (a unit test
+ * keeps them equal).
+ */
+export const LOGIN_MESSAGES = {
+  body: 'The body must be a JSON object with username and password.',
+  usernameMissing: 'username is required.',
+  username: 'username must be a string of 1-128 of A-Z a-z 0-9 . _ @ + -.',
+  passwordMissing: 'password is required.',
+  password: 'password must be a non-empty string of at most 1024 characters.',
+} as const;
+
+/**
  * The one error family of the gateway. Foreign errors (jose, ioredis, sockets) are turned
  * into a GatewayError where they enter, keeping the original as `cause` for the logs.
  * `message` is what the client reads: the catalogue's, unless a fixed override was given.

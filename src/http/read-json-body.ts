@@ -6,13 +6,15 @@ const JSON_TYPE = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 /**
  * Reads a small JSON body for the gateway's own endpoints: 415 unless it is JSON, 413 past
  * `maxBytes` (checked on Content-Length before reading, and again while reading), 400 when
- * it does not parse. `100 Continue` is sent only here, once those checks have passed.
- * Resolves undefined when there is no body.
+ * it does not parse (with `malformedMessage`, a fixed sentence of src/errors, when given).
+ * `100 Continue` is sent only here, once those checks have passed. Resolves undefined when
+ * there is no body.
  */
 export async function readJsonBody(
   req: IncomingMessage,
   res: ServerResponse,
   maxBytes: number,
+  malformedMessage?: string,
 ): Promise<unknown> {
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
@@ -34,6 +36,9 @@ export async function readJsonBody(
       new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks)),
     ) as unknown;
   } catch (error) {
-    throw new GatewayError('bad_request', { cause: error });
+    throw new GatewayError('bad_request', {
+      cause: error,
+      ...(malformedMessage === undefined ? {} : { message: malformedMessage }),
+    });
   }
 }

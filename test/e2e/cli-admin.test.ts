@@ -316,11 +316,13 @@ describe('keys create | list | revoke', () => {
       '90d',
       '--json',
     ]);
+    const after = Date.now();
     expect(inDays.code).toBe(0);
     const created = JSON.parse(inDays.stdout) as { key: string; expires_at: string };
-    const lifetimeMs = Date.parse(created.expires_at) - before;
-    expect(lifetimeMs).toBeGreaterThanOrEqual(90 * 86_400_000);
-    expect(lifetimeMs).toBeLessThan(90 * 86_400_000 + 60_000);
+    // 90 days from a moment the command ran, whenever that was: from `before` to `after`.
+    const expiresAt = Date.parse(created.expires_at);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 90 * 86_400_000);
+    expect(expiresAt).toBeLessThanOrEqual(after + 90 * 86_400_000);
     await expect(store.getKey(created.key)).resolves.toMatchObject({
       expiresAt: created.expires_at,
     });

@@ -1,5 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +15,7 @@ import {
 import { CLI, startGateway, writeConfig, onJsonLines } from '../support/gateway-process.js';
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
+import { sendHeldRequest } from '../support/hold-requests.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli, runCommand } from '../support/run-cli.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
@@ -23,7 +25,6 @@ import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 // secrets that must never reach the log stream, and SIGTERM draining.
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const HAS_CURL = spawnSync('curl', ['--version'], { stdio: 'ignore' }).status === 0;
 
 afterEach(() => killCliChildren());
 
@@ -150,11 +151,33 @@ describe('accounts-gateway check', () => {
     expect(result.stderr).toContain('forwarding: unknown key stripEverything');
   });
 
-  it('exits 2 for a file that is not YAML', async () => {
+  it('exits 2 for a file that is not YAML, naming the line, the column and the problem', async () => {
     const file = writeConfig('server: { port: 8080\n');
     const result = await runCli(['check', '--config', file]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('YAML');
+    expect(result.stderr).toBe(
+      `accounts-gateway: invalid configuration in ${file}:\n` +
+        '  - YAML line 2, column 1: Flow map in block collection must be sufficiently indented and end with a }\n',
+    );
+  });
+
+  it('exits 2 naming the flag or variable with a bad value, never blaming the file', async () => {
+    const listenRule =
+      'must be PORT or HOST:PORT (IPv6 in brackets: [::1]:8080), the port from 0 to 65535';
+    const cases: [string[], NodeJS.ProcessEnv, string][] = [
+      [['--listen', 'abc'], {}, `--listen: ${listenRule}`],
+      // A port out of range was reported as server.port of the file.
+      [['--listen', '99999'], {}, `--listen: ${listenRule}`],
+      [[], { GATEWAY_LISTEN: 'abc' }, `GATEWAY_LISTEN: ${listenRule}`],
+      [['--admin-listen', 'admin'], {}, `--admin-listen: ${listenRule}`],
+      [['--workers', 'many'], {}, '--workers: must be a whole number from 1 to 256, or auto'],
+    ];
+    const results = await Promise.all(
+      cases.map(([args, env]) => runCli(['check', ...args], { env })),
+    );
+    expect(results.map(({ code, stderr }) => ({ code, stderr }))).toEqual(
+      cases.map(([, , problem]) => ({ code: 2, stderr: `accounts-gateway: ${problem}\n` })),
+    );
   });
 
   it('exits 2 and refuses to serve an invalid configuration', async () => {
@@ -245,7 +268,8 @@ describe('serve on the embedded default configuration (no --config)', () => {
     expect(await res.json()).toEqual(DEMO_ACCOUNTS);
   });
 
-  it.skipIf(!HAS_CURL)('works when the printed curl line is run as printed', async () => {
+  // Never skipped: .ci/run installs curl where it is missing.
+  it('works when the printed curl line is run as printed', async () => {
     const result = await runCommand('sh', ['-c', `${curlLine} --silent --show-error --fail`]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -330,16 +354,12 @@ describe('SIGTERM', () => {
     await upstream?.close();
   });
 
-  it('lets an in-flight request to a slow upstream complete, then exits 0', async () => {
+  it('lets a request in flight when SIGTERM arrives complete once the drain has begun, then exits 0', async () => {
     const prefix = uniquePrefix('clidrain');
     await seedKey(inject('redisUrl'), prefix, {
       key: 'ak_cli_drain',
       secret: 's3cret-cli-drain',
       subject: 'alice',
-    });
-    let arrived: () => void = () => undefined;
-    const upstreamHasRequest = new Promise<void>((resolve) => {
-      arrived = resolve;
     });
     const body = JSON.stringify({
       result: 'success',
@@ -347,32 +367,36 @@ describe('SIGTERM', () => {
       meta: { count: 1, limit: 1000, order: 'desc', last_id: 7 },
       data: [{ id: 7 }],
     });
-    upstream.respondWith((_req, res) => {
-      arrived();
-      // A slow upstream: it answers 300 ms after the request arrives.
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(body);
-      }, 300);
-    });
     const gateway = await startGateway(
       gatewayYaml({
         upstreamUrl: upstream.url,
         redis: { url: inject('redisUrl'), keyPrefix: prefix },
       }),
     );
+    const held: ServerResponse[] = [];
     try {
-      const inFlight = fetch(`${gateway.url}/accounts`, {
-        headers: { authorization: basicHeader('ak_cli_drain', 's3cret-cli-drain') },
-      });
-      await upstreamHasRequest;
+      // The upstream holds the request: it is in flight until the test answers it.
+      const { inFlight } = await sendHeldRequest(
+        upstream,
+        held,
+        gateway.url,
+        basicHeader('ak_cli_drain', 's3cret-cli-drain'),
+      );
       const exited = gateway.stop('SIGTERM');
+      await gateway.waitForLog('draining');
+      // Only now, with the drain under way, does the upstream answer.
+      for (const res of held.splice(0)) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(body);
+      }
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(await res.text()).toBe(body);
       expect(await exited).toBe(0);
-      expect(gateway.logs.some((line) => line.msg === 'draining')).toBe(true);
+      const messages = gateway.logs.map((line) => line.msg);
+      expect(messages.indexOf('draining')).toBeLessThan(messages.indexOf('stopped'));
     } finally {
+      for (const res of held.splice(0)) res.destroy();
       await gateway.stop('SIGKILL');
     }
   });
@@ -447,6 +471,39 @@ describe('overrides of the configuration file', () => {
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     expect(await gateway.stop()).toBe(0);
+  });
+
+  it('--admin-listen and GATEWAY_ADMIN_LISTEN move the admin port the file sets, the flag winning', async () => {
+    // The file's admin port is taken: only the override lets the gateway start.
+    const taken = createServer();
+    blocker = taken;
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as { port: number }).port;
+    const file = writeConfig(
+      fileYaml(upstream.url, {
+        server: { host: '127.0.0.1', port: 0 },
+        admin: { enabled: true, host: '127.0.0.1', port: takenPort },
+      }),
+    );
+    const servesAdminOn = async (
+      port: number,
+      args: string[],
+      env: NodeJS.ProcessEnv,
+    ): Promise<void> => {
+      const gateway = spawnServe(['--config', file, ...args], env);
+      const listening = await gateway.waitForLog(isListening);
+      expect(listening.admin_port).toBe(port);
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(200);
+      await health.arrayBuffer();
+      expect(await gateway.stop()).toBe(0);
+    };
+    const flagPort = await freePort();
+    await servesAdminOn(flagPort, ['--admin-listen', `127.0.0.1:${flagPort}`], {
+      GATEWAY_ADMIN_LISTEN: String(takenPort),
+    });
+    const variablePort = await freePort();
+    await servesAdminOn(variablePort, [], { GATEWAY_ADMIN_LISTEN: `127.0.0.1:${variablePort}` });
   });
 
   it('says nothing about a generated signing key when tokens.signingKey is set', async () => {

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LOGIN_MESSAGES } from '../../src/errors/gateway-error.js';
 import { bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import {
@@ -191,23 +192,25 @@ describe('POST /auth/token refusals', () => {
     expect(comparableHeaders(unknown.headers)).toEqual(comparableHeaders(wrong.headers));
   });
 
-  it('answers 400 bad_request for missing fields or a body that is not a login object', async () => {
-    const bodies = [
-      '{}',
-      JSON.stringify({ username: ALICE.username }),
-      JSON.stringify({ password: ALICE.password }),
-      JSON.stringify({ username: ALICE.username, password: '' }),
-      JSON.stringify({ username: 42, password: ALICE.password }),
-      JSON.stringify({ username: ALICE.username, password: ['x'] }),
-      JSON.stringify({ username: 'has space', password: ALICE.password }),
-      JSON.stringify([ALICE.username, ALICE.password]),
-      'null',
-      '"alice"',
-      '{"username":"alice","password":',
-      'username=alice&password=x',
+  it('answers 400 bad_request naming the missing or wrong field, in fixed words', async () => {
+    const { body, usernameMissing, username, passwordMissing, password } = LOGIN_MESSAGES;
+    const cases: [string, string][] = [
+      ['{}', usernameMissing],
+      [JSON.stringify({ username: ALICE.username }), passwordMissing],
+      [JSON.stringify({ password: ALICE.password }), usernameMissing],
+      [JSON.stringify({ username: ALICE.username, password: '' }), password],
+      [JSON.stringify({ username: 42, password: ALICE.password }), username],
+      [JSON.stringify({ username: ALICE.username, password: ['x'] }), password],
+      [JSON.stringify({ username: 'has space', password: ALICE.password }), username],
+      [JSON.stringify({ username: 'u'.repeat(129), password: ALICE.password }), username],
+      [JSON.stringify([ALICE.username, ALICE.password]), body],
+      ['null', body],
+      ['"alice"', body],
+      ['{"username":"alice","password":', body],
+      ['username=alice&password=x', body],
     ];
-    for (const body of bodies) {
-      expectGatewayError(await exchange(body, '127.0.0.22'), 'bad_request');
+    for (const [sent, message] of cases) {
+      expectGatewayError(await exchange(sent, '127.0.0.22'), 'bad_request', { message });
     }
     // No body at all.
     const empty = await send(gateway.url, '/auth/token', {
@@ -215,7 +218,7 @@ describe('POST /auth/token refusals', () => {
       headers: { ...JSON_TYPE, 'content-length': '0' },
       from: '127.0.0.22',
     });
-    expectGatewayError(empty, 'bad_request');
+    expectGatewayError(empty, 'bad_request', { message: body });
     // None of these counted as a failed login: the right password still passes from there.
     expect((await login(ALICE.username, ALICE.password, '127.0.0.22')).status).toBe(200);
   });

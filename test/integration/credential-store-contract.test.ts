@@ -800,7 +800,9 @@ describe("the Redis credential store's index of a subject's pairs", () => {
 });
 
 describe('the Redis credential store without a reachable Redis', () => {
-  it('rejects with credential_store_unavailable within a second instead of answering "unknown"', async () => {
+  // Nothing ever listens on the port, so a rejection is the store's own answer, not a wait
+  // that ended; how soon it comes (commandTimeoutMs) is redis-command-timeout.test.ts's.
+  it('rejects with credential_store_unavailable instead of answering "unknown"', async () => {
     const store = createRedisStore(
       redisConfig(`redis://127.0.0.1:${await freePort()}`, uniquePrefix('dead')),
     );
@@ -811,15 +813,12 @@ describe('the Redis credential store without a reachable Redis', () => {
         () => store.getUser('alice@example.com'),
         () => store.ping(),
       ]) {
-        const started = performance.now();
         const error = await operation().then(
           () => undefined,
           (e: unknown) => e,
         );
-        const elapsedMs = performance.now() - started;
         expect(error).toBeInstanceOf(GatewayError);
         expect(error).toMatchObject({ code: 'credential_store_unavailable', status: 503 });
-        expect(elapsedMs).toBeLessThan(1_000);
       }
     } finally {
       await store.close();

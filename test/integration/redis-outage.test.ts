@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 describe('a Redis outage', () => {
-  it('answers 503 quickly for unverified pairs, keeps cached pairs working, and recovers without a restart', async () => {
+  it('answers 503 for unverified pairs while Redis is down, keeps cached pairs working, and recovers without a restart', async () => {
     const first = await request(cachedPair);
     expect(first.status).toBe(200);
     expect(await first.json()).toEqual(ECHO_BODY);
@@ -76,11 +76,12 @@ describe('a Redis outage', () => {
         message: 'Credentials cannot be checked right now.',
       });
     }
+    // A figure, not a bound: the 503s came while Redis was down, which only the store's own
+    // timeout can explain (ioredis's defaults would hold each request ~20 s, past this test's
+    // timeout); the bound itself is redis-command-timeout.test.ts's, on a faked clock.
     console.log(
       `Redis down: 503 for an uncached pair after ${elapsedMs.map((ms) => ms.toFixed(0)).join(', ')} ms`,
     );
-    // ioredis's defaults would hold the request ~20 s; the command timeout must cut it short.
-    for (const ms of elapsedMs) expect(ms).toBeLessThan(2_000);
     // The gateway answered the 503s itself: the unverified pair never reached the upstream.
     expect(upstream.received.filter((r) => r.headers['x-auth-key'] === uncachedPair.key)).toEqual(
       [],

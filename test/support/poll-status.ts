@@ -7,13 +7,17 @@ export interface PollResult {
 }
 
 /**
- * Repeats an awaited request until it answers `status` or the deadline passes; between
+ * Repeats an awaited request until it answers `status`, or until `deadlineMs` passes when one
+ * is given (without one, only the test's timeout ends a wait that never comes); between
  * attempts it waits `intervalMs` (polling for a state change, not a fixed sleep).
  */
 export async function pollStatus(
   request: () => Promise<Response>,
   status: number,
-  { deadlineMs = 10_000, intervalMs = 0 }: { deadlineMs?: number; intervalMs?: number } = {},
+  {
+    deadlineMs = Number.POSITIVE_INFINITY,
+    intervalMs = 0,
+  }: { deadlineMs?: number; intervalMs?: number } = {},
 ): Promise<PollResult> {
   const started = performance.now();
   let last: PollResult | undefined;

@@ -8,53 +8,80 @@ import {
   defaultConfigFile,
   loadConfigFromArgs,
 } from '../../../src/commands/config-options.js';
+import { given } from '../../support/config-override.js';
 
-const NO_FLAGS = { listen: undefined, 'redis-url': undefined, 'upstream-url': undefined };
+const NO_FLAGS = {
+  listen: undefined,
+  'admin-listen': undefined,
+  'redis-url': undefined,
+  'upstream-url': undefined,
+};
+
+const NO_OVERRIDES = {
+  listen: undefined,
+  adminListen: undefined,
+  redisUrl: undefined,
+  upstreamUrl: undefined,
+  workers: undefined,
+};
 
 describe('configOverrides', () => {
   it('takes no override from an environment without GATEWAY_* variables', () => {
-    expect(configOverrides(NO_FLAGS, { PATH: '/usr/bin' })).toEqual({
-      listen: undefined,
-      redisUrl: undefined,
-      upstreamUrl: undefined,
-    });
+    expect(configOverrides(NO_FLAGS, { PATH: '/usr/bin' })).toEqual(NO_OVERRIDES);
   });
 
-  it('reads GATEWAY_LISTEN, GATEWAY_REDIS_URL and GATEWAY_UPSTREAM_URL when no flag is given', () => {
+  it('reads the GATEWAY_* variables when no flag is given, each named as its variable', () => {
     expect(
       configOverrides(NO_FLAGS, {
         GATEWAY_LISTEN: '0.0.0.0:8081',
+        GATEWAY_ADMIN_LISTEN: '9091',
         GATEWAY_REDIS_URL: 'redis://cache:6379/2',
         GATEWAY_UPSTREAM_URL: 'http://backend:9000',
       }),
     ).toEqual({
-      listen: '0.0.0.0:8081',
-      redisUrl: 'redis://cache:6379/2',
-      upstreamUrl: 'http://backend:9000',
+      listen: given('GATEWAY_LISTEN', '0.0.0.0:8081'),
+      adminListen: given('GATEWAY_ADMIN_LISTEN', '9091'),
+      redisUrl: given('GATEWAY_REDIS_URL', 'redis://cache:6379/2'),
+      upstreamUrl: given('GATEWAY_UPSTREAM_URL', 'http://backend:9000'),
+      workers: undefined,
     });
   });
 
-  it('lets each flag win over its variable', () => {
+  it('lets each flag win over its variable, named as the flag', () => {
     expect(
       configOverrides(
-        { listen: '9000', 'redis-url': 'redis://flag:6379', 'upstream-url': 'http://flag:1' },
+        {
+          listen: '9000',
+          'admin-listen': '127.0.0.1:9001',
+          'redis-url': 'redis://flag:6379',
+          'upstream-url': 'http://flag:1',
+          workers: '2',
+        },
         {
           GATEWAY_LISTEN: '8081',
+          GATEWAY_ADMIN_LISTEN: '9091',
           GATEWAY_REDIS_URL: 'redis://env:6379',
           GATEWAY_UPSTREAM_URL: 'http://env:1',
         },
       ),
-    ).toEqual({ listen: '9000', redisUrl: 'redis://flag:6379', upstreamUrl: 'http://flag:1' });
+    ).toEqual({
+      listen: given('--listen', '9000'),
+      adminListen: given('--admin-listen', '127.0.0.1:9001'),
+      redisUrl: given('--redis-url', 'redis://flag:6379'),
+      upstreamUrl: given('--upstream-url', 'http://flag:1'),
+      workers: given('--workers', '2'),
+    });
   });
 
   it('treats an empty variable as unset', () => {
     expect(
       configOverrides(NO_FLAGS, {
         GATEWAY_LISTEN: '',
+        GATEWAY_ADMIN_LISTEN: '',
         GATEWAY_REDIS_URL: '',
         GATEWAY_UPSTREAM_URL: '',
       }),
-    ).toEqual({ listen: undefined, redisUrl: undefined, upstreamUrl: undefined });
+    ).toEqual(NO_OVERRIDES);
   });
 });
 
@@ -90,11 +117,13 @@ describe('loadConfigFromArgs', () => {
       {
         PORT: '2000',
         GATEWAY_LISTEN: '127.0.0.2:3000',
+        GATEWAY_ADMIN_LISTEN: '127.0.0.2:3001',
         GATEWAY_REDIS_URL: 'redis://10.0.0.9:6380',
         GATEWAY_UPSTREAM_URL: 'http://127.0.0.1:7000',
       },
     );
     expect([config.server.host, config.server.port]).toEqual(['127.0.0.2', 3000]);
+    expect([config.admin.host, config.admin.port]).toEqual(['127.0.0.2', 3001]);
     expect([config.credentials.store, config.credentials.redis.url]).toEqual([
       'redis',
       'redis://10.0.0.9:6380',

@@ -9,6 +9,7 @@ import {
   parseConfig,
   RESERVED_PATHS,
 } from '../../../src/config/load-config.js';
+import { given } from '../../support/config-override.js';
 
 const SECRET = 'an-hmac-secret-of-at-least-32-characters';
 const PLAIN_PATH =
@@ -232,8 +233,69 @@ describe('parseConfig: problems', () => {
     expect(prefixes[1]).toMatch(/^server\.clientNetworks\.ipv6Prefix: /);
   });
 
-  it('rejects an unknown nested key with its YAML path', () => {
-    expect(problemsOf('server:\n  prot: 8080\n')).toEqual(['server: unknown key prot']);
+  it('rejects an unknown nested key with its YAML path and the known key it most likely meant', () => {
+    expect(problemsOf('server:\n  prot: 8080\n')).toEqual([
+      'server: unknown key prot (did you mean `port`?)',
+    ]);
+  });
+
+  it('suggests the closest known key at the same path, at any depth, in lists and whatever the case', () => {
+    expect(
+      problemsOf(`
+upstreams:
+  accounts:
+    url: builtin
+    timeout: 500
+routes:
+  - name: accounts
+    paths: [/accounts]
+    upstream: accounts
+    upstreampath: /accounts
+lockout:
+  basic:
+    key:
+      treshold: 5
+auth:
+  basic:
+    cache:
+      ttlsec: 5
+`),
+    ).toEqual([
+      'upstreams.accounts: unknown key timeout (did you mean `timeoutMs`?)',
+      'routes[0].upstreamPath: required',
+      'routes[0]: unknown key upstreampath (did you mean `upstreamPath`?)',
+      'auth.basic.cache: unknown key ttlsec (did you mean `ttlSec`?)',
+      'lockout.basic.key: unknown key treshold (did you mean `threshold`?)',
+    ]);
+  });
+
+  it('suggests nothing for an unknown key that is close to no known key', () => {
+    expect(problemsOf('forwarding:\n  stripEverything: true\n')).toEqual([
+      'forwarding: unknown key stripEverything',
+    ]);
+  });
+
+  it('says "required" for a key the schema needs and the file leaves out', () => {
+    expect(
+      problemsOf(`
+upstreams:
+  backend:
+    timeoutMs: 500
+routes:
+  - paths: [/accounts]
+    upstream: backend
+auth:
+  bearer:
+    issuers:
+      - secret: ${SECRET}
+`),
+    ).toEqual([
+      'upstreams.backend.url: required',
+      'routes[0].name: required',
+      'routes[0].upstreamPath: required',
+      'auth.bearer.issuers[0].name: required',
+      'auth.bearer.issuers[0].algorithms: required',
+    ]);
   });
 
   it('rejects unknown keys inside list items with the item index in the path', () => {
@@ -290,13 +352,18 @@ logging:
     expect(error.problems).toHaveLength(2);
   });
 
-  it('reports a YAML syntax error as a problem', () => {
-    expect(problemsOf('server: [\n')).toEqual([expect.stringMatching(/^YAML: /)]);
+  it('reports a YAML syntax error with its line, column and the problem, on one line', () => {
+    expect(problemsOf('server: [\n')).toEqual([
+      'YAML line 2, column 1: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    ]);
+    expect(problemsOf('server:\n\tport: 1\n')).toEqual([
+      'YAML line 2, column 1: Tabs are not allowed as indentation',
+    ]);
   });
 
-  it('reports a duplicated YAML key', () => {
+  it('reports a duplicated YAML key with the line and column of the second one', () => {
     expect(problemsOf('server:\n  port: 1\n  port: 2\n')).toEqual([
-      expect.stringMatching(/^YAML: .*unique/i),
+      'YAML line 3, column 3: Map keys must be unique',
     ]);
   });
 
@@ -493,30 +560,129 @@ describe('parseConfig: overrides', () => {
       'server:\n  port: 1234\n',
       'test.yaml',
       {},
-      { listen: '0.0.0.0:9000' },
+      { listen: given('--listen', '0.0.0.0:9000') },
     );
     expect([config.server.host, config.server.port]).toEqual(['0.0.0.0', 9000]);
   });
 
   it('overrides only the port with listen PORT', () => {
-    const config = parseConfig('server:\n  host: 10.0.0.1\n', 'test.yaml', {}, { listen: '9001' });
+    const config = parseConfig(
+      'server:\n  host: 10.0.0.1\n',
+      'test.yaml',
+      {},
+      { listen: given('--listen', '9001') },
+    );
     expect([config.server.host, config.server.port]).toEqual(['10.0.0.1', 9001]);
   });
 
   it('accepts a bracketed IPv6 host in listen', () => {
-    const config = parseConfig('', 'test.yaml', {}, { listen: '[::1]:9002' });
+    const config = parseConfig('', 'test.yaml', {}, { listen: given('--listen', '[::1]:9002') });
     expect([config.server.host, config.server.port]).toEqual(['::1', 9002]);
   });
 
-  it('reports a listen value that is not PORT or HOST:PORT', () => {
-    expect(problemsOf('', {}, { listen: 'localhost' })).toEqual([
-      '--listen: must be PORT or HOST:PORT',
+  it('reports a listen value that is not PORT or HOST:PORT, naming the flag or variable it came from', () => {
+    const rule =
+      'must be PORT or HOST:PORT (IPv6 in brackets: [::1]:8080), the port from 0 to 65535';
+    expect(problemsOf('', {}, { listen: given('--listen', 'localhost') })).toEqual([
+      `--listen: ${rule}`,
+    ]);
+    expect(problemsOf('', {}, { listen: given('GATEWAY_LISTEN', 'abc') })).toEqual([
+      `GATEWAY_LISTEN: ${rule}`,
+    ]);
+    expect(problemsOf('', {}, { listen: given('--listen', '[]:8080') })).toEqual([
+      `--listen: ${rule}`,
     ]);
   });
 
-  it('reports a listen port out of range with the schema path', () => {
-    expect(problemsOf('', {}, { listen: '99999' })).toEqual([
-      expect.stringMatching(/^server\.port: /),
+  it('reports a listen port out of range as the flag’s problem, not as server.port of the file', () => {
+    expect(problemsOf('', {}, { listen: given('--listen', '99999') })).toEqual([
+      expect.stringMatching(/^--listen: must be PORT or HOST:PORT/),
+    ]);
+  });
+
+  it('names only the flag in the message when the flag is the one problem', () => {
+    expect(() =>
+      parseConfig('', 'config/gateway.yaml', {}, { listen: given('--listen', 'abc') }),
+    ).toThrow(
+      /^--listen: must be PORT or HOST:PORT \(IPv6 in brackets: \[::1\]:8080\), the port from 0 to 65535$/,
+    );
+  });
+
+  it('reports bad flags and the file’s own problems apart, each under its own heading', () => {
+    let caught: unknown;
+    try {
+      parseConfig(
+        'server:\n  prot: 1\n',
+        'conf/gateway.yaml',
+        {},
+        {
+          listen: given('--listen', 'abc'),
+          redisUrl: given('GATEWAY_REDIS_URL', 'http://cache:6379'),
+        },
+      );
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).message).toBe(
+      [
+        'invalid command-line options or environment variables:',
+        '  - --listen: must be PORT or HOST:PORT (IPv6 in brackets: [::1]:8080), the port from 0 to 65535',
+        '  - GATEWAY_REDIS_URL: must be a redis:// or rediss:// URL',
+        'invalid configuration in conf/gateway.yaml:',
+        '  - server: unknown key prot (did you mean `port`?)',
+      ].join('\n'),
+    );
+  });
+
+  it('moves the admin port with adminListen, PORT or HOST:PORT, IPv6 in brackets', () => {
+    const file = 'admin:\n  host: 10.0.0.3\n  port: 9999\n';
+    const port = parseConfig(
+      file,
+      'test.yaml',
+      {},
+      { adminListen: given('--admin-listen', '9191') },
+    );
+    expect(port.admin).toEqual({ enabled: true, host: '10.0.0.3', port: 9191 });
+    const hostPort = parseConfig(
+      file,
+      'test.yaml',
+      {},
+      {
+        adminListen: given('GATEWAY_ADMIN_LISTEN', '[::1]:9192'),
+      },
+    );
+    expect(hostPort.admin).toEqual({ enabled: true, host: '::1', port: 9192 });
+  });
+
+  it('turns the admin port on when the file turned it off and adminListen gives it an address', () => {
+    const config = parseConfig(
+      'admin:\n  enabled: false\n',
+      'test.yaml',
+      {},
+      {
+        adminListen: given('--admin-listen', '127.0.0.1:9193'),
+      },
+    );
+    expect(config.admin).toEqual({ enabled: true, host: '127.0.0.1', port: 9193 });
+  });
+
+  it('reports a bad adminListen naming it, and an admin port equal to the API port as before', () => {
+    expect(problemsOf('', {}, { adminListen: given('GATEWAY_ADMIN_LISTEN', 'admin') })).toEqual([
+      expect.stringMatching(/^GATEWAY_ADMIN_LISTEN: must be PORT or HOST:PORT/),
+    ]);
+    expect(
+      problemsOf(
+        '',
+        {},
+        { listen: given('--listen', '8181'), adminListen: given('--admin-listen', '8181') },
+      ),
+    ).toEqual(['admin.port: must differ from server.port']);
+  });
+
+  it('leaves a section the file does not write as a mapping for the schema to report', () => {
+    expect(problemsOf('server: 8080\n', {}, { listen: given('--listen', '9000') })).toEqual([
+      expect.stringMatching(/^server: /),
     ]);
   });
 
@@ -525,7 +691,7 @@ describe('parseConfig: overrides', () => {
       'credentials:\n  store: memory\n',
       'test.yaml',
       {},
-      { redisUrl: 'redis://10.0.0.2:6380/1' },
+      { redisUrl: given('--redis-url', 'redis://10.0.0.2:6380/1') },
     );
     expect([config.credentials.store, config.credentials.redis.url]).toEqual([
       'redis',
@@ -533,9 +699,12 @@ describe('parseConfig: overrides', () => {
     ]);
   });
 
-  it('validates the redisUrl override', () => {
-    expect(problemsOf('', {}, { redisUrl: 'http://x' })).toEqual([
-      'credentials.redis.url: must be a redis:// or rediss:// URL',
+  it('reports a bad redisUrl or upstreamUrl naming the flag or variable, not the file’s key', () => {
+    expect(problemsOf('', {}, { redisUrl: given('GATEWAY_REDIS_URL', 'http://x') })).toEqual([
+      'GATEWAY_REDIS_URL: must be a redis:// or rediss:// URL',
+    ]);
+    expect(problemsOf('', {}, { upstreamUrl: given('--upstream-url', 'ftp://x/') })).toEqual([
+      '--upstream-url: must be an http:// or https:// URL, or builtin',
     ]);
   });
 
@@ -544,7 +713,7 @@ describe('parseConfig: overrides', () => {
       'upstreams:\n  accounts:\n    url: builtin\n    timeoutMs: 700\n',
       'test.yaml',
       {},
-      { upstreamUrl: 'http://127.0.0.1:7000' },
+      { upstreamUrl: given('--upstream-url', 'http://127.0.0.1:7000') },
     );
     expect(config.upstreams.accounts).toEqual({
       url: 'http://127.0.0.1:7000',
@@ -556,7 +725,12 @@ describe('parseConfig: overrides', () => {
   });
 
   it('sets the upstream URL on an empty config through the default accounts upstream', () => {
-    const config = parseConfig('', 'test.yaml', {}, { upstreamUrl: 'http://127.0.0.1:7000' });
+    const config = parseConfig(
+      '',
+      'test.yaml',
+      {},
+      { upstreamUrl: given('--upstream-url', 'http://127.0.0.1:7000') },
+    );
     expect(config.upstreams.accounts?.url).toBe('http://127.0.0.1:7000');
     expect(config.routes[0]?.upstream).toBe('accounts');
   });
@@ -575,7 +749,7 @@ routes:
 `,
       'test.yaml',
       {},
-      { upstreamUrl: 'http://127.0.0.1:2' },
+      { upstreamUrl: given('--upstream-url', 'http://127.0.0.1:2') },
     );
     expect(config.upstreams.backend?.url).toBe('http://127.0.0.1:2');
   });
@@ -596,7 +770,7 @@ routes:
     upstreamPath: /accounts
 `,
         {},
-        { upstreamUrl: 'http://127.0.0.1:3' },
+        { upstreamUrl: given('--upstream-url', 'http://127.0.0.1:3') },
       ),
     ).toEqual(['--upstream-url: several upstreams are configured and none is named "accounts"']);
   });
@@ -606,9 +780,7 @@ routes:
       'server:\n  port: ${PORT:-1000}\n',
       'test.yaml',
       { PORT: '2000' },
-      {
-        listen: '3000',
-      },
+      { listen: given('--listen', '3000') },
     );
     expect(config.server.port).toBe(3000);
   });
@@ -842,7 +1014,9 @@ describe('loadConfigFile', () => {
       const file = join(dir, 'gateway.yaml');
       writeFileSync(file, 'server:\n  port: ${PORT:-1}\n');
       expect(loadConfigFile(file, { PORT: '4321' }).server.port).toBe(4321);
-      expect(loadConfigFile(file, {}, { listen: '5555' }).server.port).toBe(5555);
+      expect(loadConfigFile(file, {}, { listen: given('--listen', '5555') }).server.port).toBe(
+        5555,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { given } from '../../support/config-override.js';
 
 // server.workers and serve --workers: a positive integer or `auto`, one process by default;
 // refused with the memory store, whose state lives in one process.
@@ -58,21 +59,30 @@ describe('server.workers', () => {
 describe('the --workers override', () => {
   it('wins over the file', () => {
     expect(
-      workersOf('server: { workers: 4 }\ncredentials: { store: redis }', { workers: '2' }),
+      workersOf('server: { workers: 4 }\ncredentials: { store: redis }', {
+        workers: given('--workers', '2'),
+      }),
     ).toBe(2);
-    expect(workersOf('credentials: { store: redis }', { workers: 'auto' })).toBe('auto');
+    expect(
+      workersOf('credentials: { store: redis }', { workers: given('--workers', 'auto') }),
+    ).toBe('auto');
   });
 
   it('is refused with the memory store like the setting, and allowed once --redis-url is given', () => {
-    expect(problemsOf('', { workers: '2' })).toEqual([MEMORY_REFUSED]);
-    expect(workersOf('', { workers: '2', redisUrl: 'redis://127.0.0.1:6379' })).toBe(2);
+    expect(problemsOf('', { workers: given('--workers', '2') })).toEqual([MEMORY_REFUSED]);
+    expect(
+      workersOf('', {
+        workers: given('--workers', '2'),
+        redisUrl: given('--redis-url', 'redis://127.0.0.1:6379'),
+      }),
+    ).toBe(2);
   });
 
-  it('reports a value that is not a positive integer or auto', () => {
-    for (const value of ['0', 'two', '1e3', '']) {
-      expect(problemsOf('credentials: { store: redis }', { workers: value })).toEqual([
-        '--workers: must be a positive integer or auto',
-      ]);
+  it('reports a value that is not a whole number from 1 to 256 or auto as the flag’s problem', () => {
+    for (const value of ['0', 'two', '1e3', '', '257']) {
+      expect(
+        problemsOf('credentials: { store: redis }', { workers: given('--workers', value) }),
+      ).toEqual(['--workers: must be a whole number from 1 to 256, or auto']);
     }
   });
 });
