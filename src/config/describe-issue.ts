@@ -30,7 +30,20 @@ export function describeIssue(issue: z.core.$ZodIssue, tree: unknown, schema: z.
     isAbsent(tree, issue.path)
   )
     return `${path}: required`;
-  return `${path}: ${issue.message}`;
+  // `port:` with nothing after it is YAML's null: say so, rather than "received null".
+  if (issue.code === 'invalid_type' && valueAt(tree, issue.path) === null)
+    return `${path}: has no value (expected ${issue.expected})`;
+  return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`;
+}
+
+/** The value at `path` in the tree; undefined when it, or a mapping above it, is absent. */
+function valueAt(tree: unknown, path: readonly PropertyKey[]): unknown {
+  let node = tree;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
 }
 
 /** True when the value at `path` is not in the tree: its key, or a mapping above it, is absent. */

@@ -275,6 +275,18 @@ auth:
     ]);
   });
 
+  it('says a key written with nothing after it has no value, and what it expects', () => {
+    expect(problemsOf('server:\n  port:\n  host: 127.0.0.1\n')).toEqual([
+      'server.port: has no value (expected number)',
+    ]);
+  });
+
+  it('leaves the schema library\'s "Invalid input:" out of a wrong type', () => {
+    expect(problemsOf('server:\n  port: [8080]\n')).toEqual([
+      'server.port: expected number, received array',
+    ]);
+  });
+
   it('says "required" for a key the schema needs and the file leaves out', () => {
     expect(
       problemsOf(`
