@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { describeFailure } from './errors/describe-failure.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
@@ -138,6 +139,14 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     trusted: createTrustedProxies(config.server.trustedProxies),
     ...config.server.clientNetworks,
   };
+  // Allowed (a gateway reachable only through its load balancer may trust them all), but
+  // then every client names the address its lockout and address limits count: say so.
+  const everyone = config.server.trustedProxies.filter((entry) => entry.endsWith('/0'));
+  if (everyone.length > 0)
+    deps.logger.warn(
+      { trustedProxies: everyone },
+      'server.trustedProxies trusts every address: any client that reaches this port directly chooses the address its lockout and address rate limit count',
+    );
   const exact = new Map<string, RouteEntry>();
   for (const route of config.routes) {
     const forwarder = upstreams.get(route.upstream);
@@ -195,7 +204,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     countStoreError: () => deps.metrics.countRateLimitStoreError(),
     warnStoreError: (failures, error) =>
       deps.logger.warn(
-        { failures, onStoreError: config.rateLimits.onStoreError, cause: String(error.cause) },
+        { failures, onStoreError: config.rateLimits.onStoreError, cause: describeFailure(error) },
         'rate limit store unavailable',
       ),
     // The value is the operator's or web application's, not a secret: shown to be fixed.
@@ -295,7 +304,7 @@ function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
           scheme: target.kind,
           client_address: target.address,
           ...who(target),
-          cause: error instanceof Error ? error.message : String(error),
+          cause: describeFailure(error),
         },
         'lockout not updated',
       );
@@ -317,8 +326,10 @@ function reportRehash(logger: Logger, metrics: GatewayMetrics, event: RehashEven
     outcome,
   };
   if (outcome === 'failed') {
-    const cause = event.error instanceof Error ? event.error.message : String(event.error);
-    logger.warn({ ...fields, cause }, 'bcrypt hash not rehashed; retried on its next use');
+    logger.warn(
+      { ...fields, cause: describeFailure(event.error) },
+      'bcrypt hash not rehashed; retried on its next use',
+    );
   } else if (outcome === 'written') logger.info(fields, 'bcrypt hash rehashed');
   else logger.info(fields, 'bcrypt hash not rehashed: it changed meanwhile');
 }

@@ -10,6 +10,7 @@ import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
+import { RedisUnavailableError } from '../credentials/redis-connection.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
@@ -50,7 +51,9 @@ export async function withStore(
     await action(store);
   } catch (error) {
     if (error instanceof GatewayError && error.code === 'credential_store_unavailable') {
-      throw new CliError('the credential store (Redis) is unavailable', EXIT.failure);
+      // The store's own words: which Redis, and why (refused, timeout, auth, TLS).
+      const why = error.cause instanceof RedisUnavailableError ? `: ${error.cause.message}` : '';
+      throw new CliError(`the credential store is unavailable${why}`, EXIT.failure);
     }
     throw error;
   } finally {

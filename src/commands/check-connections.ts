@@ -87,7 +87,8 @@ function tryUpstream(
     });
     req.once('error', (error) => {
       clearTimeout(timer);
-      resolve(silent(`upstream ${name} ${origin}: ${error.message}`));
+      // One line: OpenSSL's messages end in a newline.
+      resolve(silent(`upstream ${name} ${origin}: ${error.message.replace(/\s+/g, ' ').trim()}`));
     });
     req.end();
   });

@@ -1,4 +1,5 @@
-import { redisSchema, serverSchema, upstreamSchema } from './config-schema.js';
+import { isIPv6 } from 'node:net';
+import { isHost, redisSchema, serverSchema, upstreamSchema } from './config-schema.js';
 
 /** A setting given outside the file, and the flag or variable it was given as. */
 export interface Override {
@@ -33,14 +34,19 @@ const REDIS_URL_RULE = 'must be a redis:// or rediss:// URL';
 const UPSTREAM_URL_RULE = 'must be an http:// or https:// URL, or builtin';
 const WORKERS_RULE = 'must be a whole number from 1 to 256, or auto';
 
-/** `8080`, `127.0.0.1:8080` or `[::1]:8080`; undefined for anything else. */
-function parseListen(value: string): { host?: string; port: number } | undefined {
-  const match = /^(?:(.+):)?(\d{1,5})$/.exec(value);
-  const port = Number(match?.[2]);
+/**
+ * `8080`, `127.0.0.1:8080`, `localhost:8080` or `[::1]:8080`; undefined for anything else:
+ * an IPv6 address without brackets (`::1` would read as host `:` and port 1), or a host that
+ * is neither a host name nor an IP address.
+ */
+export function parseListen(value: string): { host?: string; port: number } | undefined {
+  const match = /^(?:(?:\[([^\]]+)\]|([^:[\]]+)):)?(\d{1,5})$/.exec(value);
+  const port = Number(match?.[3]);
   if (match === null || port > 65_535) return undefined;
-  if (match[1] === undefined) return { port };
-  const host = match[1].replace(/^\[(.*)\]$/, '$1');
-  return host === '' ? undefined : { host, port };
+  const [, ipv6, host] = match;
+  if (ipv6 !== undefined) return isIPv6(ipv6) ? { host: ipv6, port } : undefined;
+  if (host === undefined) return { port };
+  return isHost(host) ? { host, port } : undefined;
 }
 
 /**

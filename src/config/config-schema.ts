@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import {
   BCRYPT_HASH,
@@ -21,7 +22,11 @@ function bool() {
   return z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
 }
 
-const hostname = z.string().min(1);
+/** A host to listen on: an IP address, or a host name (RFC 1123 letters, digits, `-`, `.`). */
+export function isHost(value: string): boolean {
+  return isIP(value) !== 0 || /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value);
+}
+const hostname = z.string().refine(isHost, 'must be a host name or an IP address');
 const port = int(z.number().int().min(0).max(65535));
 const durationMs = int(z.number().int().positive());
 const headerName = z
@@ -196,10 +201,17 @@ export const bearerIssuerSchema = z
     }
   });
 
+/** A URL the Redis client can use: redis: or rediss:, and a port from 0 to 65535 if any. */
+function isRedisUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === 'redis:' || protocol === 'rediss:';
+}
+
 export const redisSchema = z.strictObject({
   url: z
     .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .refine(isRedisUrl, 'must be a redis:// or rediss:// URL')
     .default('redis://127.0.0.1:6379'),
   mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
   /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */

@@ -33,7 +33,31 @@ export function describeIssue(issue: z.core.$ZodIssue, tree: unknown, schema: z.
   // `port:` with nothing after it is YAML's null: say so, rather than "received null".
   if (issue.code === 'invalid_type' && valueAt(tree, issue.path) === null)
     return `${path}: has no value (expected ${issue.expected})`;
+  // The schema library's own words for a bound ("Too small: expected number to be >=30");
+  // a message the schema wrote itself stays as written.
+  if (
+    (issue.code === 'too_small' || issue.code === 'too_big') &&
+    /^Too (?:small|big):/.test(issue.message)
+  )
+    return `${path}: ${describeBound(issue)}`;
   return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`;
+}
+
+/** `must be at least 30`, `must have at most 64 entries`, `must be more than 0`, … */
+function describeBound(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
+  const small = issue.code === 'too_small';
+  const limit = Number(small ? issue.minimum : issue.maximum);
+  const words = issue.inclusive
+    ? small
+      ? 'at least'
+      : 'at most'
+    : small
+      ? 'more than'
+      : 'less than';
+  if (issue.origin === 'string') return `must be ${words} ${limit} characters long`;
+  if (issue.origin === 'array' || issue.origin === 'set')
+    return `must have ${words} ${limit} entries`;
+  return `must be ${words} ${limit}`;
 }
 
 /** The value at `path` in the tree; undefined when it, or a mapping above it, is absent. */

@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
-import { applyOverrides, type ConfigOverrides } from './apply-overrides.js';
+import {
+  applyOverrides,
+  parseListen,
+  type ConfigOverrides,
+  type Override,
+} from './apply-overrides.js';
 import {
   adminSchema,
   bearerIssuerSchema,
@@ -78,11 +83,18 @@ export function parseConfig(
   const raw = substituteEnv(yaml.tree ?? {}, env, problems);
   const optionProblems = applyOverrides(raw, overrides);
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success)
-    problems.push(...parsed.error.issues.map((issue) => describeIssue(issue, raw, configSchema)));
+  if (!parsed.success) {
+    // A setting whose variable is not set is reported once, as that: not again as the
+    // empty string the schema then read.
+    const unset = new Set(problems.map((problem) => problem.slice(0, problem.indexOf(': '))));
+    for (const issue of parsed.error.issues) {
+      const problem = describeIssue(issue, raw, configSchema);
+      if (!unset.has(problem.slice(0, problem.indexOf(': ')))) problems.push(problem);
+    }
+  }
   // The cross-checks run whatever the schema said elsewhere, each on the settings the schema
   // accepts, so that one run reports every problem of the file.
-  problems.push(...crossCheck(readCheckedSettings(raw)));
+  problems.push(...crossCheck(readCheckedSettings(raw), listenOrigins(overrides), optionProblems));
   if (problems.length > 0 || optionProblems.length > 0 || !parsed.success)
     throw new ConfigError(source, problems, optionProblems);
   return deepFreeze(parsed.data);
@@ -203,7 +215,28 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
   };
 }
 
-function crossCheck(settings: CheckedSettings): string[] {
+/** Where the API and admin addresses come from: the flag or variable that set them, if any. */
+interface ListenOrigins {
+  readonly server: string | undefined;
+  readonly admin: string | undefined;
+}
+
+function listenOrigins(overrides: ConfigOverrides): ListenOrigins {
+  // A value that does not parse was not applied (and is reported as itself).
+  const from = (override: Override | undefined) =>
+    override !== undefined && parseListen(override.value) !== undefined ? override.from : undefined;
+  return { server: from(overrides.listen), admin: from(overrides.adminListen) };
+}
+
+/**
+ * The problems no single setting has. One that involves a flag's or variable's value is
+ * that option's problem (pushed to `optionProblems`), not the file's.
+ */
+function crossCheck(
+  settings: CheckedSettings,
+  origins: ListenOrigins,
+  optionProblems: string[],
+): string[] {
   const problems: string[] = [];
   const names = new Set<string>();
   const paths = new Map<string, string>();
@@ -271,7 +304,12 @@ function crossCheck(settings: CheckedSettings): string[] {
     admin.host !== undefined &&
     admin.host === server.host
   ) {
-    problems.push('admin.port: must differ from server.port');
+    if (origins.server === undefined && origins.admin === undefined)
+      problems.push('admin.port: must differ from server.port');
+    else
+      optionProblems.push(
+        `${origins.admin ?? 'admin.port'}: must differ from ${origins.server ?? 'server.port'}`,
+      );
   }
   return problems;
 }

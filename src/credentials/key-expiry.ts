@@ -118,9 +118,11 @@ export function boundByCaller(
   callerExpiresAt: string | undefined,
 ): ExpiryOutcome {
   if (callerExpiresAt === undefined) return { ok: true, expiresAt: requested };
-  if (requested === undefined) return { ok: true, expiresAt: callerExpiresAt };
   const callerEnds = Date.parse(callerExpiresAt);
-  if (Number.isNaN(callerEnds) || Date.parse(requested) > callerEnds)
-    return { ok: false, message: OUTLIVE_MESSAGE };
+  if (Number.isNaN(callerEnds)) return { ok: false, message: OUTLIVE_MESSAGE };
+  // Inherited in the one form the stores compare as text (another writer may have stored
+  // the caller's with an offset, or without milliseconds).
+  if (requested === undefined) return { ok: true, expiresAt: new Date(callerEnds).toISOString() };
+  if (Date.parse(requested) > callerEnds) return { ok: false, message: OUTLIVE_MESSAGE };
   return { ok: true, expiresAt: requested };
 }

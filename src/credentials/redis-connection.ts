@@ -52,7 +52,8 @@ function safeDecode(text: string): string {
 }
 
 function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
+  // One line: OpenSSL's messages end in a newline, and a log field or a check line must not.
+  let out = text.replace(/\s+/g, ' ').trim();
   for (const secret of secrets) out = out.split(secret).join('***');
   return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
@@ -196,10 +197,11 @@ export function watchRedisConnection(
     settled,
     describe(error) {
       let why: string;
-      if (state === 'ready') {
-        const own = error instanceof Error ? error : new Error(String(error));
-        why = scrub(detailOf(own), options.secrets);
-      } else if (state === 'connecting') why = 'not connected yet';
+      const own = (): string =>
+        scrub(detailOf(error instanceof Error ? error : new Error(String(error))), options.secrets);
+      if (state === 'ready') why = own();
+      // Nothing failed yet, nothing answered either (a peer that accepts and stays silent).
+      else if (state === 'connecting') why = `not connected, no answer yet (${own()})`;
       else {
         const { reason, detail } = problem(lastError);
         why = `unreachable, ${FAILURE_TEXT[reason]} (${detail})`;

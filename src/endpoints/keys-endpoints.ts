@@ -8,6 +8,7 @@ import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { boundByCaller, parseExpiryRequest } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView } from '../credentials/key-view.js';
 import {
+  CREATE_KEY_MESSAGES,
   GatewayError,
   KEY_NOT_FOUND_MESSAGE,
   KEYS_PAGE_MESSAGES,
@@ -184,7 +185,7 @@ interface CreateRequest {
 function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
   if (body === undefined) return { label: '', expiresAt: undefined, scopes: undefined };
   if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw new GatewayError('bad_request');
+    throw new GatewayError('bad_request', { message: CREATE_KEY_MESSAGES.body });
   const fields = body as {
     label?: unknown;
     expires_in?: unknown;
@@ -192,7 +193,8 @@ function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
     scopes?: unknown;
   };
   const label = fields.label === undefined ? '' : fields.label;
-  if (typeof label !== 'string' || !isValidLabel(label)) throw new GatewayError('bad_request');
+  if (typeof label !== 'string' || !isValidLabel(label))
+    throw new GatewayError('bad_request', { message: CREATE_KEY_MESSAGES.label });
   const expiry = parseExpiryRequest(fields.expires_in, fields.expires_at, nowMs);
   if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
   return { label, expiresAt: expiry.expiresAt, scopes: parseScopes(fields.scopes) };

@@ -29,6 +29,12 @@ export const KEY_NOT_FOUND_MESSAGE = 'No key pair with this id belongs to the ca
 /** `POST /keys` 403 forbidden: the body asked for a scope the caller does not hold. */
 export const SCOPE_ESCALATION_MESSAGE = 'A new key pair can only carry scopes the caller holds.';
 
+/** `POST /keys` 400 bad_request: the body, or its `label`, cannot be used. */
+export const CREATE_KEY_MESSAGES = {
+  body: 'The body must be a JSON object (label, expires_in or expires_at, scopes), or empty.',
+  label: 'label must be a string of at most 200 characters, without control characters.',
+} as const;
+
 /** `POST /keys` 400 bad_request: `scopes` is not a list of different scope tokens. */
 export const SCOPES_MESSAGE =
   'scopes must be an array of at most 64 different scope tokens (RFC 6749 §3.3).';

@@ -76,12 +76,14 @@ function answerClientError(error: NodeJS.ErrnoException, socket: TrackedSocket):
   const last = socket[LAST_RESPONSE];
   if (last !== undefined && !last.req.complete) {
     // Its one answer is this error, unless it has one: then the connection closes after it
-    // (once sent whole), or at once when only part of it went out, so that the client sees
-    // a cut instead of a response that looks complete.
+    // (once sent whole; a pipelined answer may still wait behind the one before it), or at
+    // once when only part of it went out, so that the client sees a cut instead of a
+    // response that looks complete.
     if (!last.headersSent) {
       writeError(last, new GatewayError(code), pickRequestId(last.req.headers['x-request-id']));
-    } else if (last.writableEnded) socket.destroySoon();
-    else socket.destroy();
+    } else if (!last.writableEnded) socket.destroy();
+    else if (last.writableFinished) socket.destroySoon();
+    else last.once('close', () => socket.destroySoon());
     return;
   }
   // A new request: answered after the responses of the requests before it.

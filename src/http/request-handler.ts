@@ -6,6 +6,7 @@ import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
+import { describeFailure } from '../errors/describe-failure.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import {
   createAccessLog,
@@ -244,7 +245,7 @@ class RequestContext implements Exchange {
     // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
     if (error !== undefined && error.status >= 500) {
       options.logger.warn(
-        { ...toLogFields(entry), cause: describeCause(error.cause) },
+        { ...toLogFields(entry), cause: describeFailure(error) },
         'request failed',
       );
     } else {
@@ -269,14 +270,4 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     res.on('close', onResponseClose);
     context.run();
   };
-}
-
-function describeCause(cause: unknown): string | undefined {
-  if (cause instanceof Error) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    return code === undefined
-      ? `${cause.name}: ${cause.message}`
-      : `${cause.name} ${code}: ${cause.message}`;
-  }
-  return undefined;
 }

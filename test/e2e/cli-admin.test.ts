@@ -545,7 +545,7 @@ describe('store problems', () => {
     expect(result).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'accounts-gateway: the credential store (Redis) is unavailable\n',
+      stderr: `accounts-gateway: the credential store is unavailable: Redis ${closed}: unreachable, connection refused (connect ECONNREFUSED ${closed.slice(8)})\n`,
     });
   });
 
@@ -566,7 +566,9 @@ describe('store problems', () => {
       { stdin: 'zed-password-1\n' },
     );
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('accounts-gateway: the credential store (Redis) is unavailable\n');
+    expect(result.stderr).toMatch(
+      /^accounts-gateway: the credential store is unavailable: Redis redis:\/\/127\.0\.0\.1:\d+: unreachable, connection refused \(.*\)\n$/,
+    );
     expect(result.stderr).not.toMatch(NO_STACK);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
-import type { GatewayProcess } from '../support/gateway-process.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
 import type { HttpAnswer } from '../support/http-answer.js';
 import { startRedisGateway, type RedisGateway } from '../support/redis-gateway.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
@@ -108,5 +109,28 @@ describe('client addresses counted by network', () => {
       '"address";r=98;t=72',
       '"address";r=97;t=108',
     ]);
+  });
+});
+
+describe('trusting every address', () => {
+  const TRUSTS_ALL =
+    'server.trustedProxies trusts every address: any client that reaches this port directly chooses the address its lockout and address rate limit count';
+
+  it('is allowed, with a warning at start naming the ranges', async () => {
+    const open = await startGateway(
+      gatewayYaml({ config: { server: { trustedProxies: ['10.0.0.0/8', '0.0.0.0/0', '::/0'] } } }),
+    );
+    try {
+      expect(await open.waitForLog(TRUSTS_ALL)).toMatchObject({
+        level: 40,
+        trustedProxies: ['0.0.0.0/0', '::/0'],
+      });
+    } finally {
+      await open.stop();
+    }
+  });
+
+  it('is not what a narrower range is told it does', () => {
+    expect(gateway.logs.filter((line) => line.msg === TRUSTS_ALL)).toEqual([]);
   });
 });

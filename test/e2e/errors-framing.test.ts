@@ -222,4 +222,20 @@ describe('one response per request', () => {
     expect(statuses).toEqual([200, 400]);
     expect(mark.since().map((r) => r.url)).toEqual(['/accounts']);
   });
+
+  it('answers both when a request whose body breaks is pipelined behind another in one write', async () => {
+    const statuses = await answersUntilClosed(
+      'GET /.well-known/jwks.json HTTP/1.1\r\nHost: gateway.test\r\n\r\n' +
+        `POST /keys HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Transfer-Encoding: xchunked\r\n\r\n`,
+    );
+    expect(statuses).toEqual([200, 400]);
+  });
+
+  it('answers both when a refused request with a broken chunked body is pipelined behind another', async () => {
+    const statuses = await answersUntilClosed(
+      'GET /.well-known/jwks.json HTTP/1.1\r\nHost: gateway.test\r\n\r\n' +
+        'POST /keys HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    );
+    expect(statuses).toEqual([200, 401]);
+  });
 });

@@ -3,7 +3,11 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/credentials/redis-store.js';
-import { EXPIRY_MESSAGES, KEYS_PAGE_MESSAGES } from '../../src/errors/gateway-error.js';
+import {
+  CREATE_KEY_MESSAGES,
+  EXPIRY_MESSAGES,
+  KEYS_PAGE_MESSAGES,
+} from '../../src/errors/gateway-error.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import { BEARER_REJECTED, expectGatewayError } from '../support/expect-gateway-error.js';
@@ -375,19 +379,21 @@ describe('POST /keys', () => {
     expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
   });
 
-  it('answers 400 when the label is not a string or the body not an object', async () => {
+  it('answers 400 naming the label when it is not one, or the body when it is not an object', async () => {
     const owner = await freshSubject('badlabel');
     for (const body of [
       { label: 42 },
       { label: null },
       { label: ['a'] },
       { label: 'x'.repeat(201) },
-      ['a'],
-      'a',
-      7,
-    ]) {
-      expectGatewayError(await createKey(auth(owner), body), 'bad_request');
-    }
+    ])
+      expectGatewayError(await createKey(auth(owner), body), 'bad_request', {
+        message: CREATE_KEY_MESSAGES.label,
+      });
+    for (const body of [['a'], 'a', 7])
+      expectGatewayError(await createKey(auth(owner), body), 'bad_request', {
+        message: CREATE_KEY_MESSAGES.body,
+      });
     expect(dataOf(await listKeys(auth(owner)))).toHaveLength(1);
   });
 

@@ -275,6 +275,26 @@ auth:
     ]);
   });
 
+  it('reports a setting whose variable is not set once, not again as the empty value', () => {
+    expect(problemsOf('server:\n  port: ${NOPE}\n')).toEqual([
+      'server.port: environment variable NOPE is not set',
+    ]);
+  });
+
+  it('says a bound in words, keeping messages the schema wrote itself', () => {
+    expect(
+      problemsOf(
+        'tokens:\n  lifetimeSec: 5\nserver:\n  maxHeaderCount: 5000\nroutes: []\n' +
+          'auth:\n  bearer:\n    issuers:\n      - { name: x, algorithms: [HS256], secret: short }\n',
+      ),
+    ).toEqual([
+      'server.maxHeaderCount: must be at most 1000',
+      'routes: must have at least 1 entries',
+      'auth.bearer.issuers[0].secret: must be at least 32 characters',
+      'tokens.lifetimeSec: must be at least 30',
+    ]);
+  });
+
   it('says a key written with nothing after it has no value, and what it expects', () => {
     expect(problemsOf('server:\n  port:\n  host: 127.0.0.1\n')).toEqual([
       'server.port: has no value (expected number)',
@@ -526,11 +546,11 @@ describe('parseConfig: environment substitution', () => {
   });
 
   it('never lets a variable’s value change the document’s shape', () => {
-    const config = parseConfig('server:\n  host: ${HOST}\n', 'test.yaml', {
-      HOST: 'evil\nport: 1\nbogus: 2',
+    const config = parseConfig('tokens:\n  issuer: ${ISSUER}\n', 'test.yaml', {
+      ISSUER: 'evil\nlifetimeSec: 30\nbogus: 2',
     });
-    expect(config.server.host).toBe('evil\nport: 1\nbogus: 2');
-    expect(config.server.port).toBe(8080);
+    expect(config.tokens.issuer).toBe('evil\nlifetimeSec: 30\nbogus: 2');
+    expect(config.tokens.lifetimeSec).toBe(900);
   });
 
   it('names the YAML path of a missing variable', () => {
@@ -679,7 +699,7 @@ describe('parseConfig: overrides', () => {
     expect(config.admin).toEqual({ enabled: true, host: '127.0.0.1', port: 9193 });
   });
 
-  it('reports a bad adminListen naming it, and an admin port equal to the API port as before', () => {
+  it('reports a bad adminListen naming it, and an admin port equal to the API port naming the flags that set them', () => {
     expect(problemsOf('', {}, { adminListen: given('GATEWAY_ADMIN_LISTEN', 'admin') })).toEqual([
       expect.stringMatching(/^GATEWAY_ADMIN_LISTEN: must be PORT or HOST:PORT/),
     ]);
@@ -689,7 +709,45 @@ describe('parseConfig: overrides', () => {
         {},
         { listen: given('--listen', '8181'), adminListen: given('--admin-listen', '8181') },
       ),
-    ).toEqual(['admin.port: must differ from server.port']);
+    ).toEqual(['--admin-listen: must differ from --listen']);
+    expect(
+      problemsOf('admin:\n  port: 8182\n', {}, { listen: given('GATEWAY_LISTEN', '8182') }),
+    ).toEqual(['admin.port: must differ from GATEWAY_LISTEN']);
+    expect(problemsOf('server:\n  port: 8183\nadmin:\n  port: 8183\n')).toEqual([
+      'admin.port: must differ from server.port',
+    ]);
+  });
+
+  it('refuses a listen address whose host is an unbracketed IPv6 address or no host at all', () => {
+    for (const value of ['::1', '::', 'a b:80', 'host_name:80', '[not-ipv6]:80'])
+      expect(problemsOf('', {}, { listen: given('--listen', value) }), value).toEqual([
+        expect.stringMatching(/^--listen: must be PORT or HOST:PORT/),
+      ]);
+    const named = parseConfig('', 'test.yaml', {}, { listen: given('--listen', 'localhost:8080') });
+    expect([named.server.host, named.server.port]).toEqual(['localhost', 8080]);
+  });
+
+  it('refuses a host in the file that is neither a host name nor an IP address', () => {
+    expect(problemsOf('server:\n  host: "a b"\nadmin:\n  host: ""\n')).toEqual([
+      'server.host: must be a host name or an IP address',
+      'admin.host: must be a host name or an IP address',
+    ]);
+  });
+
+  it('refuses a Redis URL the client could not open, from the file or a flag', () => {
+    expect(
+      problemsOf('credentials:\n  store: redis\n  redis:\n    url: redis://127.0.0.1:99999\n'),
+    ).toEqual(['credentials.redis.url: must be a redis:// or rediss:// URL']);
+    expect(
+      problemsOf('', {}, { redisUrl: given('--redis-url', 'redis://127.0.0.1:notaport') }),
+    ).toEqual(['--redis-url: must be a redis:// or rediss:// URL']);
+    const config = parseConfig(
+      '',
+      'test.yaml',
+      {},
+      { redisUrl: given('--redis-url', 'rediss://:pw@redis.internal:6380/2') },
+    );
+    expect(config.credentials.redis.url).toBe('rediss://:pw@redis.internal:6380/2');
   });
 
   it('leaves a section the file does not write as a mapping for the schema to report', () => {

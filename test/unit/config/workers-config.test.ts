@@ -50,7 +50,7 @@ describe('server.workers', () => {
 
   it('reports the memory-store refusal together with the other problems of the file', () => {
     expect(problemsOf('server: { workers: 2, port: -1 }')).toEqual([
-      'server.port: Too small: expected number to be >=0',
+      'server.port: must be at least 0',
       MEMORY_REFUSED,
     ]);
   });

@@ -162,6 +162,17 @@ describe('boundByCaller', () => {
     expect(boundByCaller(undefined, callerEnds)).toEqual({ ok: true, expiresAt: callerEnds });
   });
 
+  it("inherits another writer's spelling of the caller's expiry in the UTC form the stores compare", () => {
+    expect(boundByCaller(undefined, '2030-06-01T14:00:00+01:00')).toEqual({
+      ok: true,
+      expiresAt: callerEnds,
+    });
+    expect(boundByCaller(undefined, '2030-06-01T13:00:00Z')).toEqual({
+      ok: true,
+      expiresAt: callerEnds,
+    });
+  });
+
   it("keeps an asked expiry up to the caller's own, and refuses a later one", () => {
     const earlier = '2030-06-01T12:30:00.000Z';
     expect(boundByCaller(earlier, callerEnds)).toEqual({ ok: true, expiresAt: earlier });

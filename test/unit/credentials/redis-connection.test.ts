@@ -204,10 +204,18 @@ describe('watchRedisConnection', () => {
     );
   });
 
+  it('keeps every cause on one line, whatever the error says (OpenSSL ends its words in a newline)', () => {
+    const { client, log, connection } = watched();
+    client.emit('error', new Error('SSL routines::wrong version number\n'));
+    const lines = log.lines as { cause?: string }[];
+    expect(lines.map((line) => line.cause)).toEqual(['SSL routines::wrong version number']);
+    expect(connection.describe(new Error('Connection is closed.')).message).not.toMatch(/\n/);
+  });
+
   it('describes a failed operation by the connection while it is down, by the error while it is up', () => {
     const { client, connection } = watched();
-    expect(connection.describe(new Error('x')).message).toBe(
-      'Redis redis://127.0.0.1:6379: not connected yet',
+    expect(connection.describe(new Error('Redis did not answer within 300 ms')).message).toBe(
+      'Redis redis://127.0.0.1:6379: not connected, no answer yet (Redis did not answer within 300 ms)',
     );
     client.emit('ready');
     const timeout = connection.describe(new Error('no answer within 300 ms'));
