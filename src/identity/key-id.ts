@@ -10,8 +10,9 @@ import { crc32 } from 'node:zlib';
  *   random   = 24 base62                               ; ~143 bits from the CSPRNG
  *   checksum = 6 base62                                ; CRC32 of the 33 characters before it
  *
- * The tag lets the gateway find, from the id alone, the Redis Cluster hash tag under which
- * everything of the subject lives (its pairs, indexes, rate buckets). The prefix and the
+ * The tag is there so that a layout sharded by subject can keep everything of the subject
+ * (its pairs, indexes, rate buckets) under one Redis Cluster hash tag and find a pair's keys
+ * from its id alone; today's `{ag}` layout does not use it yet. The prefix and the
  * checksum follow GitHub's token format (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/:
  * a prefix for scanners, "the last six characters ... a 32-bit checksum" in base62): a
  * scanner can tell a leaked id from a look-alike without asking anyone, and the gateway
@@ -45,18 +46,19 @@ const BODY_LENGTH = KEY_ID_PREFIX.length + SUBJECT_TAG_LENGTH + 1 + KEY_ID_RANDO
 /** Every self-describing id has exactly this length (39), inside KEY_ID's 3-64. */
 export const TAGGED_KEY_ID_LENGTH = BODY_LENGTH + CHECKSUM_LENGTH;
 
+const TAG_SOURCE = `[0-9a-f]{${SUBJECT_TAG_LENGTH}}`;
+/** The random part and the checksum, one run of base62. */
+const TAIL_SOURCE = `[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}`;
 /**
  * What a secret scanner searches for (the README gives it verbatim); a hit is an id when its
  * checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a
  * match early nor lets `xak_…` match.
  */
-export const TAGGED_KEY_ID_SOURCE = `\\bak_[0-9a-f]{${SUBJECT_TAG_LENGTH}}_[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}\\b`;
+export const TAGGED_KEY_ID_SOURCE = `\\b${KEY_ID_PREFIX}${TAG_SOURCE}_${TAIL_SOURCE}\\b`;
 
-const TAG = new RegExp(`^[0-9a-f]{${SUBJECT_TAG_LENGTH}}$`);
+const TAG = new RegExp(`^${TAG_SOURCE}$`);
 const RANDOM = new RegExp(`^[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH}}$`);
-const TAGGED = new RegExp(
-  `^ak_([0-9a-f]{${SUBJECT_TAG_LENGTH}})_[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}$`,
-);
+const TAGGED = new RegExp(`^${KEY_ID_PREFIX}(${TAG_SOURCE})_${TAIL_SOURCE}$`);
 
 /**
  * A subject's shard tag: the first 5 hex characters of SHA-256 of the subject's UTF-8
