@@ -278,8 +278,8 @@ async function makeBootstrapPair(
 ): Promise<Gateway['bootstrap']> {
   if (!config.credentials.bootstrap.enabled || config.credentials.store !== 'memory')
     return undefined;
-  const { key, secret } = generateKeyPair();
   const subject = config.credentials.bootstrap.subject;
+  const { key, secret } = generateKeyPair(subject);
   const record: KeyRecord = {
     key,
     subject,

@@ -111,7 +111,7 @@ export async function createKeyCommand(
   const expiry = expires === undefined ? undefined : parseExpiresOption(expires, nowMs);
   if (expiry?.ok === false) throw new CliError(expiry.message, EXIT.usage);
   const expiresAt = expiry?.expiresAt;
-  const { key, secret } = generateKeyPair();
+  const { key, secret } = generateKeyPair(subject);
   const record: KeyRecord = {
     key,
     subject,

@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto';
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+import { BASE62, formatKeyId, KEY_ID_RANDOM_LENGTH, subjectTag } from '../identity/key-id.js';
 
 /** Uniform base62 from the CSPRNG (randomInt avoids modulo bias). */
 export function randomBase62(length: number): string {
@@ -9,7 +8,13 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** Key: public id `ak_` + 24 base62. Secret: 48 base62 (~285 bits), well under bcrypt's 72 bytes. */
-export function generateKeyPair(): { key: string; secret: string } {
-  return { key: `ak_${randomBase62(24)}`, secret: randomBase62(48) };
+/**
+ * A new pair for `subject`. Key: a self-describing id carrying the subject's shard tag
+ * (identity/key-id.ts). Secret: 48 base62 (~285 bits), well under bcrypt's 72 bytes.
+ */
+export function generateKeyPair(subject: string): { key: string; secret: string } {
+  return {
+    key: formatKeyId(subjectTag(subject), randomBase62(KEY_ID_RANDOM_LENGTH)),
+    secret: randomBase62(48),
+  };
 }

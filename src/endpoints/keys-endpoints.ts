@@ -110,7 +110,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
     // cap must not be able to keep it busy. createKey still decides, atomically.
     if ((await store.countActiveKeys(caller.subject)) >= options.maxActivePerSubject)
       throw new GatewayError('limit_exceeded');
-    const { key, secret } = generateKeyPair();
+    const { key, secret } = generateKeyPair(caller.subject);
     const record: KeyRecord = {
       key,
       subject: caller.subject,

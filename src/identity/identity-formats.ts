@@ -8,7 +8,10 @@ export interface Format {
   readonly rule: string;
 }
 
-/** A key pair's public id. Generated ones are `ak_` + 24 base62; stores may hold others. */
+/**
+ * A key pair's public id. Generated ones are self-describing (key-id.ts, 39 characters);
+ * stores may hold others (earlier `ak_` + 24 base62 ones, ids another service wrote).
+ */
 export const KEY_ID: Format = { pattern: /^[A-Za-z0-9_-]{3,64}$/, rule: '3-64 of A-Z a-z 0-9 _ -' };
 
 /** Who a credential acts for: forwarded as X-Auth-Subject and used as a JWT `sub`. */

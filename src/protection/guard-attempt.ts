@@ -10,7 +10,8 @@ import type {
 /**
  * Why credentials were refused, for the failure log line and metric: `invalid_credentials`
  * when they were compared (and counted), `unusable_credentials` when refused before any
- * compare (an empty key or secret, a secret over bcrypt's 72 bytes, a key over 128).
+ * compare (an empty key or secret, a secret over bcrypt's 72 bytes, a key over 128, a
+ * self-describing key id whose checksum fails).
  */
 export type FailureReason = 'invalid_credentials' | 'unusable_credentials';
 

@@ -22,6 +22,9 @@ const prefix = uniquePrefix('authbasic');
 const KEY = 'ak_basic';
 const SECRET = 'basic-secret-0123456789abcdefghijklmnopq';
 const SECRET_72 = 'A'.repeat(72);
+/** A self-describing id another service wrote for subject alice (README, Key ids), and a typo of it. */
+const TAGGED = 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX';
+const MISTYPED = TAGGED.replace('7Fq', '7Gq');
 
 let upstream: EchoUpstream;
 let gateway: GatewayProcess;
@@ -36,6 +39,9 @@ beforeAll(async () => {
     seedKey(redisUrl, prefix, { key: 'test', secret: '123£', subject: 'tester' }),
     seedKey(redisUrl, prefix, { key: 'ak_long', secret: SECRET_72, subject: 'longo' }),
     seedKey(redisUrl, prefix, { key: 'ak_colon', secret: 'se:cr:et', subject: 'colin' }),
+    seedKey(redisUrl, prefix, { key: TAGGED, secret: SECRET, subject: 'alice' }),
+    // Stored too, so that only the checksum can refuse it.
+    seedKey(redisUrl, prefix, { key: MISTYPED, secret: SECRET, subject: 'alice' }),
     seedKey(redisUrl, prefix, {
       key: 'ak_revoked',
       secret: SECRET,
@@ -99,6 +105,12 @@ describe('Basic authentication that succeeds', () => {
     const res = await get(`${scheme} ${base64(`${KEY}:${SECRET}`)}`);
     expect(res.status).toBe(200);
     expect(mark.since()[0]?.headers['x-auth-subject']).toBe('bob');
+  });
+
+  it('accepts a self-describing key id another service wrote', async () => {
+    const mark = upstreamMark(upstream);
+    expect((await get(basicHeader(TAGGED, SECRET))).status).toBe(200);
+    expect(mark.since()[0]?.headers['x-auth-key']).toBe(TAGGED);
   });
 
   it('accepts the RFC 7617 example Aladdin:open sesame as QWxhZGRpbjpvcGVuIHNlc2FtZQ==', async () => {
@@ -217,6 +229,19 @@ describe('Basic credentials that are refused', () => {
     expect(idA).not.toEqual(idB);
     expect(withoutRequestId(wrongSecret.json)).toEqual(withoutRequestId(unknownKey.json));
     expect(mark.since()).toEqual([]);
+  });
+
+  it('answers a key id whose checksum fails exactly like a wrong secret, and logs it as unusable', async () => {
+    const mark = upstreamMark(upstream);
+    const wrongSecret = await rawGet([basicHeader(TAGGED, 'not-the-secret-0123456789abcdefghijk')]);
+    const mistyped = await rawGet([basicHeader(MISTYPED, SECRET)]);
+    expectGatewayError(mistyped, 'invalid_credentials');
+    expect(comparableHeaders(mistyped.headers)).toEqual(comparableHeaders(wrongSecret.headers));
+    expect(withoutRequestId(mistyped.json)).toEqual(withoutRequestId(wrongSecret.json));
+    expect(mark.since()).toEqual([]);
+    await expect(
+      gateway.waitForLog('authentication failed', { key: MISTYPED }),
+    ).resolves.toMatchObject({ scheme: 'basic', reason: 'unusable_credentials' });
   });
 
   it('answers 401 missing_credentials with a Basic and a Bearer challenge when no Authorization is sent', async () => {

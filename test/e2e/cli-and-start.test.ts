@@ -15,6 +15,7 @@ import {
 import { CLI, startGateway, writeConfig, onJsonLines } from '../support/gateway-process.js';
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
+import { expectKeyIdOf } from '../support/key-ids.js';
 import { sendHeldRequest } from '../support/hold-requests.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli, runCommand } from '../support/run-cli.js';
@@ -241,7 +242,7 @@ describe('serve on the embedded default configuration (no --config)', () => {
   });
 
   it('prints a bootstrap key pair and a curl line on stderr, the secret exactly once', () => {
-    expect(key).toMatch(/^ak_[A-Za-z0-9]{24}$/);
+    expectKeyIdOf(key, 'demo');
     expect(secret).toMatch(/^[A-Za-z0-9]{40,}$/);
     const stderr = gateway.stderr();
     expect(stderr).toContain(`key:    ${key}`);

@@ -25,12 +25,17 @@ const KEY = 'ak_aliceAAAAAAAAAAAAAAAAAAAA';
 const SECRET = 'aliceSecret0123456789aliceSecret0123456789';
 const LONG_KEY = 'ak_longAAAAAAAAAAAAAAAAAAAAA';
 const SEVENTY_TWO = 'A'.repeat(72);
+/** A self-describing id of subject erin (identity/key-id.ts), and one character of it changed. */
+const TAGGED = 'ak_7cbcc_7FqR0cX1mZ9pLw2sTn4vYb8d3oDf3t';
+const FORGED = `${TAGGED.slice(0, -1)}1`;
+const ERIN_SECRET = 'erinSecret0123456789erinSecret0123456789';
 
 let records: KeyRecord[];
 let dummyHash: string;
 
 beforeAll(async () => {
   dummyHash = await hasher.hash(randomBytes(32).toString('base64'));
+  const erinHash = await hasher.hash(ERIN_SECRET);
   records = [
     {
       key: KEY,
@@ -69,6 +74,16 @@ beforeAll(async () => {
       scopes: [],
       revokedAt: '2030-01-02T00:00:00.000Z',
     },
+    // Both stored, as a careless writer might: the forged one must still never be read.
+    ...[TAGGED, FORGED].map((key) => ({
+      key,
+      subject: 'erin',
+      secretHash: erinHash,
+      label: '',
+      status: 'active' as const,
+      createdAt: '2030-01-01T00:00:00.000Z',
+      scopes: [],
+    })),
     {
       key: LONG_KEY,
       subject: 'dave',
@@ -200,6 +215,18 @@ describe('createBasicAuthenticator: verify', () => {
     const { basic, store } = setup();
     await expect(basic.verify('k'.repeat(129), SECRET)).resolves.toBe(DENIED.invalid_credentials);
     expect(store.lookups()).toBe(0);
+  });
+
+  it('verifies a self-describing key id like any other: one store read, one compare', async () => {
+    const { basic, store, hasher: counted } = setup();
+    await expect(basic.verify(TAGGED, ERIN_SECRET)).resolves.toMatchObject({ subject: 'erin' });
+    expect([store.lookups(), counted.compares().length]).toEqual([1, 1]);
+  });
+
+  it('refuses a key id whose checksum fails with the invalid_credentials denial, reading no store and running no bcrypt', async () => {
+    const { basic, store, hasher: counted } = setup();
+    await expect(basic.verify(FORGED, ERIN_SECRET)).resolves.toBe(DENIED.invalid_credentials);
+    expect([store.lookups(), counted.compares().length]).toEqual([0, 0]);
   });
 
   it('does not let one key’s secret open another key', async () => {
@@ -496,6 +523,16 @@ describe('createBasicAuthenticator: lockout', () => {
       '10.1.2.1 ak_unknown invalid_credentials',
       `10.1.2.1 ${KEY} unusable_credentials`,
     ]);
+  });
+
+  it('reports a key id whose checksum fails as unusable credentials, without counting it towards a lock', async () => {
+    const { basic, failed } = withLockout();
+    // Three, past the (key, address) threshold of 2: a counted key would get 429 at the third.
+    for (let i = 0; i < 3; i += 1)
+      await expect(basic.verify(FORGED, 'wrong', undefined, from('10.1.5.1'))).resolves.toBe(
+        DENIED.invalid_credentials,
+      );
+    expect(failed).toEqual(Array(3).fill(`10.1.5.1 ${FORGED} unusable_credentials`));
   });
 
   it('does not count a check that ends without a verdict (store down)', async () => {
