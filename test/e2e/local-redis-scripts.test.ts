@@ -7,6 +7,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { writeConfig } from '../support/gateway-process.js';
+import { processAlive } from '../support/process-alive.js';
 import { killCliChildren, runCli, runCommand, type CliResult } from '../support/run-cli.js';
 
 // Issue 14, point 7: config/local-redis-cluster.sh and config/local-redis-sentinel.sh start
@@ -86,15 +87,6 @@ function recordedPids(dir: string): number[] {
     .map((entry) => Number(readFileSync(join(dir, entry.name, 'redis.pid'), 'utf8')));
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -137,6 +129,9 @@ function holdPort(port: number): Promise<Server | undefined> {
   });
 }
 
+/** What stopAndLook finds after a clean stop. */
+const NOTHING_LEFT = { code: 0, running: [], listening: [], dirLeft: false };
+
 const range = (from: number, count: number): number[] =>
   Array.from({ length: count }, (_, i) => from + i);
 
@@ -171,12 +166,7 @@ describe('config/local-redis-cluster.sh', () => {
     expect(await keyCreatedWith(started.yaml)).toMatch(/^ak_/);
 
     const busPorts = ports.map((port) => port + 10_000);
-    expect(await stopAndLook('cluster', started, [...ports, ...busPorts])).toEqual({
-      code: 0,
-      running: [],
-      listening: [],
-      dirLeft: false,
-    });
+    expect(await stopAndLook('cluster', started, [...ports, ...busPorts])).toEqual(NOTHING_LEFT);
   }, 60_000);
 
   it('refuses to start on a taken port, naming it, and starts nothing', async () => {
@@ -233,11 +223,6 @@ describe('config/local-redis-sentinel.sh', () => {
     }
     expect(await keyCreatedWith(started.yaml)).toMatch(/^ak_/);
 
-    expect(await stopAndLook('sentinel', started, ports)).toEqual({
-      code: 0,
-      running: [],
-      listening: [],
-      dirLeft: false,
-    });
+    expect(await stopAndLook('sentinel', started, ports)).toEqual(NOTHING_LEFT);
   }, 60_000);
 });

@@ -1,17 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { failoverUnderTrickle } from '../support/failover-under-trickle.js';
 import {
   CLUSTER_NODE_TIMEOUT_MS,
   startRedisCluster,
   type RedisCluster,
 } from '../support/redis-cluster.js';
+import type { RedisProcess } from '../support/redis-process.js';
 import { killCliChildren } from '../support/run-cli.js';
-import { send } from '../support/send.js';
-import {
-  startTopologyGateways,
-  WHOLE,
-  type TopologyGateways,
-} from '../support/topology-gateways.js';
+import { startTopologyGateways, type TopologyGateways } from '../support/topology-gateways.js';
+import { describeGatewaysOnTopology } from '../support/topology-suite.js';
 
 // Issue 14, point 5's ground: the gateway as it is today on a real Redis Cluster of 3
 // masters and 3 replicas (redis-server processes of this file's own, `redis-cli --cluster
@@ -21,6 +17,8 @@ import {
 
 let cluster: RedisCluster;
 let gateways: TopologyGateways;
+/** The master the failover test kills. */
+let killed: RedisProcess | undefined;
 
 beforeAll(async () => {
   cluster = await startRedisCluster();
@@ -37,16 +35,6 @@ afterAll(async () => {
 /** A key in the slot of every key the gateways write (their prefix's hash tag). */
 const slotKey = (): string => `${gateways.keyPrefix}probe`;
 
-/** A pair accepted on B, revoked through A's API, answered 401 by B. */
-async function revokedThroughAOnB(nodes: readonly string[]): Promise<void> {
-  const pair = await gateways.createPair('subject-revoked');
-  expect(await gateways.accounts(gateways.b, pair)).toBe(200);
-  await gateways.revokeThroughA(pair, nodes);
-  expect(await gateways.accounts(gateways.b, pair)).toBe(401);
-}
-
-const ready = (adminUrl: string | undefined) => send(adminUrl ?? '', '/readyz');
-
 describe('a Redis Cluster of 3 masters and 3 replicas on loopback', () => {
   it("names the master of a key's slot: it takes the key, every other node redirects it there", async () => {
     const key = slotKey();
@@ -59,61 +47,26 @@ describe('a Redis Cluster of 3 masters and 3 replicas on loopback', () => {
   });
 });
 
-describe('gateways in cluster mode', () => {
-  it('are ready at /readyz', async () => {
-    for (const gateway of [gateways.a, gateways.b])
-      expect(await ready(gateway.adminUrl)).toMatchObject({
-        status: 200,
-        body: '{"status":"ready"}',
-      });
-  });
-
-  it('authenticate a pair made with keys create on both gateways', async () => {
-    const pair = await gateways.createPair('subject-created');
-    expect(await gateways.accounts(gateways.a, pair)).toBe(200);
-    expect(await gateways.accounts(gateways.b, pair)).toBe(200);
-    expect(await gateways.accounts(gateways.b, { ...pair, secret: `${pair.secret}x` })).toBe(401);
-  });
-
-  it("stop accepting a pair on gateway B once gateway A's API revokes it", async () => {
-    await revokedThroughAOnB(cluster.seeds);
-  });
+describeGatewaysOnTopology({
+  mode: 'cluster',
+  failoverLabel: `Cluster failover (cluster-node-timeout ${CLUSTER_NODE_TIMEOUT_MS} ms)`,
+  gateways: () => gateways,
+  runningServers: () =>
+    cluster.nodes.filter((node) => node.pid !== undefined).map((node) => node.address),
+  async killMaster() {
+    killed = await cluster.masterOf(slotKey());
+    await cluster.killMaster(killed);
+  },
+  async awaitPromotion() {
+    if (killed !== undefined) await cluster.awaitPromotion(slotKey(), killed);
+  },
 });
 
-describe("the master of the gateways' slot killed under a trickle of requests", () => {
-  it('is replaced by its replica, and the gateways serve every valid pair again without a restart', async () => {
-    const cached = await gateways.createPair('subject-trickle');
-    const unused = await gateways.createPair('subject-unused');
-    const key = slotKey();
-    const master = await cluster.masterOf(key);
-
-    const run = await failoverUnderTrickle({
-      label: `Cluster failover (cluster-node-timeout ${CLUSTER_NODE_TIMEOUT_MS} ms)`,
-      request: () => gateways.accounts(gateways.a, cached),
-      killMaster: () => cluster.killMaster(master),
-      awaitPromotion: async () => {
-        await cluster.awaitPromotion(key, master);
-      },
-    });
-    console.log(run.report);
-
-    // Never a 401 for a valid pair: the store failing is 503, never "wrong secret".
-    expect(run.samples.filter((sample) => ![200, 503].includes(sample.status))).toEqual([]);
-    expect(await gateways.everyPath(cached, unused)).toEqual(WHOLE);
-  }, 90_000);
-
-  it('leaves the revocation channel working: gateway B drops a pair gateway A revokes', async () => {
-    const running = cluster.nodes.filter((node) => node.pid !== undefined);
-    await revokedThroughAOnB(running.map((node) => node.address));
-  });
-
-  it('takes the killed master back, restarted, as a replica of the promoted one', async () => {
-    const key = slotKey();
-    const killed = cluster.nodes.find((node) => node.pid === undefined);
-    expect(killed).toBeDefined();
-    if (killed === undefined) return;
+describe('a killed master, restarted', () => {
+  it('rejoins as a replica of the one promoted in its place', async () => {
+    if (killed === undefined) throw new Error('the failover test killed no master');
     await cluster.restart(killed);
-    const master = await cluster.masterOf(key);
+    const master = await cluster.masterOf(slotKey());
     expect(master).not.toBe(killed);
     expect(await cluster.replicasOf(master)).toEqual([killed]);
     expect(await killed.call('ROLE')).toEqual([
