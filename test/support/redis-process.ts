@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './redis-server.js';
@@ -17,7 +17,7 @@ const HOW_TO_GET_THEM =
   'The Cluster and Sentinel tests run redis-server, redis-sentinel and redis-cli on loopback ' +
   '(Debian/Ubuntu: apt-get install redis-server redis-sentinel redis-tools; macOS: brew install redis).';
 
-/** What a process printed last, for the errors that name it. */
+/** What a process printed last, for the error that says why it did not start. */
 const OUTPUT_KEPT_CHARS = 16_384;
 
 /** Each bind that can lose a race for its port is tried again on others, this many times. */
@@ -45,13 +45,11 @@ export interface RedisProcess {
    * `extraArgs` (config directives as redis-server's command line takes them) for this run.
    */
   restart(extraArgs?: readonly string[]): Promise<void>;
-  /** The last of what it printed. */
-  output(): string;
 }
 
 export interface RedisProcessOptions {
   readonly command: RedisCommand;
-  /** Made if missing; the caller removes it (with the topology's root). */
+  /** Made afresh (emptied if it exists); the caller removes it (with the topology's root). */
   readonly dir: string;
   /** Free ports it needs, its client port first (a Cluster node also needs its bus port). */
   readonly portCount?: number;
@@ -73,9 +71,11 @@ class PortTaken extends Error {}
  * again on other ports.
  */
 export async function startRedisProcess(options: RedisProcessOptions): Promise<RedisProcess> {
-  mkdirSync(options.dir, { recursive: true });
   const configFile = join(options.dir, `${options.command}.conf`);
   for (let attempt = 1; ; attempt += 1) {
+    // Afresh each time: a Cluster node that lost its bus port has already written nodes.conf.
+    rmSync(options.dir, { recursive: true, force: true });
+    mkdirSync(options.dir, { recursive: true });
     const ports = await distinctFreePorts(options.portCount ?? 1);
     writeFileSync(configFile, options.config(ports));
     const proc = redisProcess(options.command, options.dir, configFile, ports);
@@ -195,7 +195,6 @@ function redisProcess(
       if (child !== undefined) throw new Error(`${command} on ${port} is running`);
       return launch(extraArgs);
     },
-    output: () => output,
   };
 }
 

@@ -52,10 +52,10 @@ export interface RedisSentinels {
   stop(): Promise<void>;
 }
 
+/** A `+switch-master` one sentinel announced: its index, and the old master's port. */
 interface SwitchMaster {
   readonly sentinel: number;
   readonly from: number;
-  readonly to: number;
 }
 
 export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSentinels> {
@@ -94,9 +94,9 @@ export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSenti
       subscribers.push(subscriber);
       subscriber.on('message', (_channel: string, message: string) => {
         // "<name> <old ip> <old port> <new ip> <new port>"
-        const [group, , from, , to] = message.split(' ');
+        const [group, , from] = message.split(' ');
         if (group !== name) return;
-        const event = { sentinel: index, from: Number(from), to: Number(to) };
+        const event = { sentinel: index, from: Number(from) };
         switches.push(event);
         for (const waiter of waiters.filter((w) => w.matches(event))) {
           waiters.splice(waiters.indexOf(waiter), 1);

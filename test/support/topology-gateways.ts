@@ -13,6 +13,7 @@ export type TopologyRedis =
   | { readonly mode: 'sentinel'; readonly nodes: readonly string[]; readonly sentinelName: string };
 
 const CACHE_TTL_SEC = 300;
+const SUBSCRIBED_GUARD_MS = 30_000;
 
 export interface KeyPair {
   readonly key: string;
@@ -122,10 +123,13 @@ export async function startTopologyGateways(
       };
     },
     async revokeThroughA(pair, nodes) {
+      // A guard, not a bound: after a failover a client resubscribes once it has found the
+      // new topology, which takes longer than the 5 s default allows under load.
       await untilSubscribers(
         nodes.map((address) => `redis://${address}`),
         keyPrefix,
         2,
+        SUBSCRIBED_GUARD_MS,
       );
       const revoked = await send(a.url, `/keys/${pair.key}?force=true`, {
         method: 'DELETE',
