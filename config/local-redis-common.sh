@@ -1,6 +1,7 @@
 # What config/local-redis-cluster.sh and config/local-redis-sentinel.sh share; sourced by
-# them after they set NAME, COMMAND, DEFAULT_BASE, BASE and PORTS (every port a process of theirs serves).
-# Each defines start and status; main runs the command.
+# them after they set NAME, COMMAND, DEFAULT_BASE, BASE and PORTS (every port a process of
+# theirs serves), and SENTINELS (the ports among them that run redis-sentinel) if any. Each
+# defines start and status; main runs the command.
 
 DIR=${LOCAL_REDIS_DIR:-${TMPDIR:-/tmp}/accounts-gateway-redis-$NAME-$BASE}
 SCRIPT="config/local-redis-$NAME.sh"
