@@ -13,6 +13,7 @@ import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { fromFetch, type HttpAnswer } from '../support/http-answer.js';
+import { processAlive } from '../support/process-alive.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
@@ -546,19 +547,10 @@ describe('stopping serve --workers 2', () => {
     // No worker outlives the primary: each is gone soon after (a grandchild's exit sends the
     // test no event, so it is polled; the test's timeout ends a worker that stays).
     for (const pid of workers) {
-      while (isAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (processAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
     }
   });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('workers and the memory store', () => {
   const MESSAGE =

@@ -3,26 +3,33 @@ import { redisKeys } from '../../src/credentials/redis-store.js';
 
 /**
  * Resolves once `count` connections subscribe to the prefix's revocation channel, so a test
- * never publishes into a channel nobody listens to yet. Each attempt is one Redis round trip.
+ * never publishes into a channel nobody listens to yet. Each attempt is one Redis round trip
+ * to each of `redisUrls`, whose counts add up: a Cluster's subscribers are spread over its
+ * nodes, and PUBSUB NUMSUB counts only the node asked.
  */
 export async function untilSubscribers(
-  redisUrl: string,
+  redisUrls: string | readonly string[],
   keyPrefix: string,
   count: number,
   deadlineMs = 5_000,
 ): Promise<void> {
   const channel = redisKeys(keyPrefix).channel;
-  const redis = new Redis(redisUrl);
+  const clients = (typeof redisUrls === 'string' ? [redisUrls] : redisUrls).map(
+    (url) => new Redis(url),
+  );
   try {
     const deadline = Date.now() + deadlineMs;
     for (;;) {
-      const reply = (await redis.pubsub('NUMSUB', channel)) as [string, number];
-      if (Number(reply[1]) >= count) return;
+      const replies = await Promise.all(
+        clients.map(async (redis) => (await redis.pubsub('NUMSUB', channel)) as [string, number]),
+      );
+      const subscribed = replies.reduce((sum, [, subscribers]) => sum + Number(subscribers), 0);
+      if (subscribed >= count) return;
       if (Date.now() > deadline) {
-        throw new Error(`${channel} has ${String(reply[1])} subscribers, wanted ${count}`);
+        throw new Error(`${channel} has ${String(subscribed)} subscribers, wanted ${count}`);
       }
     }
   } finally {
-    redis.disconnect();
+    for (const redis of clients) redis.disconnect();
   }
 }

@@ -1,0 +1,160 @@
+import { basicHeader } from './basic-header.js';
+import { startEchoUpstream } from './echo-upstream.js';
+import { startGateway, writeConfig, type GatewayProcess } from './gateway-process.js';
+import { gatewayYaml } from './gateway-yaml.js';
+import { runCli } from './run-cli.js';
+import { uniquePrefix } from './seed-redis.js';
+import { send } from './send.js';
+import { untilSubscribers } from './until-subscribers.js';
+
+/** `credentials.redis` for a topology: a Cluster's seed nodes, or the sentinels and the master's name. */
+export type TopologyRedis =
+  | { readonly mode: 'cluster'; readonly nodes: readonly string[] }
+  | { readonly mode: 'sentinel'; readonly nodes: readonly string[]; readonly sentinelName: string };
+
+const CACHE_TTL_SEC = 300;
+const SUBSCRIBED_GUARD_MS = 30_000;
+
+export interface KeyPair {
+  readonly key: string;
+  readonly secret: string;
+}
+
+/** Two gateway processes on one topology and key prefix, in front of one echo upstream. */
+export interface TopologyGateways {
+  readonly a: GatewayProcess;
+  readonly b: GatewayProcess;
+  readonly keyPrefix: string;
+  /** The YAML both gateways run, as a file: the CLI's `--config`. */
+  readonly configFile: string;
+  /** A pair made as an operator makes one: `keys create --subject … --json`. */
+  createPair(subject: string): Promise<KeyPair>;
+  /** The status `gateway` answers GET /accounts with `pair`, on a fresh connection. */
+  accounts(gateway: GatewayProcess, pair: KeyPair): Promise<number>;
+  /**
+   * What each path a Redis failover could break answers now: a pair never used yet on B
+   * (its record read from Redis), POST /keys on B with `known` (a write), the pair made so on
+   * A, and both gateways' /readyz.
+   */
+  everyPath(known: KeyPair, unused: KeyPair): Promise<Record<string, number>>;
+  /**
+   * Once both gateways subscribe to the revocation channel (counted on `nodes`, the running
+   * Redis servers, wherever each client put its subscription), revokes `pair` through
+   * gateway A's API and resolves when gateway B answers it 401. B's cache keeps a pair for
+   * 300 s: within a test's timeout only the revocation message can end it there.
+   */
+  revokeThroughA(pair: KeyPair, nodes: readonly string[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts both gateways. A credential rate limit far above what any test sends, failing
+ * closed: every authenticated request runs a script in Redis and answers 503 when Redis does
+ * not answer, instead of passing, so each answer says whether the gateway could use Redis
+ * at that moment (cached pairs need no Redis otherwise).
+ */
+export async function startTopologyGateways(
+  name: string,
+  redis: TopologyRedis,
+): Promise<TopologyGateways> {
+  const keyPrefix = uniquePrefix(name);
+  const upstream = await startEchoUpstream();
+  const yaml = gatewayYaml({
+    upstreamUrl: upstream.url,
+    config: {
+      credentials: { store: 'redis', redis: { ...redis, nodes: [...redis.nodes], keyPrefix } },
+      auth: { basic: { cache: { ttlSec: CACHE_TTL_SEC } } },
+      rateLimits: {
+        credential: { requests: 1_000_000, periodSec: 1, burst: 1_000_000 },
+        onStoreError: 'closed',
+      },
+      logging: { level: 'info', requests: false },
+    },
+  });
+  const configFile = writeConfig(yaml);
+  const gateways = await Promise.allSettled([startGateway(yaml), startGateway(yaml)]);
+  const [a, b] = gateways.map((started) =>
+    started.status === 'fulfilled' ? started.value : undefined,
+  );
+  if (a === undefined || b === undefined) {
+    await Promise.all([a?.stop(), b?.stop(), upstream.close()]);
+    throw gateways.find((started) => started.status === 'rejected')?.reason;
+  }
+  const accounts = async (gateway: GatewayProcess, pair: KeyPair): Promise<number> => {
+    const answer = await send(gateway.url, '/accounts', {
+      headers: { authorization: basicHeader(pair.key, pair.secret) },
+    });
+    return answer.status;
+  };
+  return {
+    a,
+    b,
+    keyPrefix,
+    configFile,
+    async createPair(subject) {
+      const made = await runCli([
+        'keys',
+        'create',
+        '--subject',
+        subject,
+        '--config',
+        configFile,
+        '--json',
+      ]);
+      if (made.code !== 0)
+        throw new Error(`keys create exited ${String(made.code)}: ${made.stderr}`);
+      const { key, secret } = JSON.parse(made.stdout) as KeyPair;
+      return { key, secret };
+    },
+    accounts,
+    async everyPath(known, unused) {
+      const unusedOnB = await accounts(b, unused);
+      const made = await send(b.url, '/keys', {
+        method: 'POST',
+        headers: { authorization: basicHeader(known.key, known.secret) },
+      });
+      const [fresh] = (made.json as { data?: KeyPair[] } | undefined)?.data ?? [];
+      return {
+        unusedOnB,
+        createdOnB: made.status,
+        createdUsedOnA: fresh === undefined ? 0 : await accounts(a, fresh),
+        readyA: (await send(a.adminUrl ?? '', '/readyz')).status,
+        readyB: (await send(b.adminUrl ?? '', '/readyz')).status,
+      };
+    },
+    async revokeThroughA(pair, nodes) {
+      // A guard, not a bound: after a failover a client resubscribes once it has found the
+      // new topology, which takes longer than the 5 s default allows under load.
+      await untilSubscribers(
+        nodes.map((address) => `redis://${address}`),
+        keyPrefix,
+        2,
+        SUBSCRIBED_GUARD_MS,
+      );
+      const revoked = await send(a.url, `/keys/${pair.key}?force=true`, {
+        method: 'DELETE',
+        headers: { authorization: basicHeader(pair.key, pair.secret) },
+      });
+      if (revoked.status !== 200)
+        throw new Error(`DELETE answered ${revoked.status}: ${revoked.body}`);
+      for (;;) {
+        const status = await accounts(b, pair);
+        if (status === 401) return;
+        if (status !== 200) throw new Error(`gateway B answered ${status} before the 401`);
+      }
+    },
+    async close() {
+      await Promise.all([a.stop(), b.stop()]);
+      await upstream.close();
+    },
+  };
+}
+
+/** everyPath() of gateways that serve everything. */
+export const WHOLE = {
+  unusedOnB: 200,
+  createdOnB: 201,
+  createdUsedOnA: 200,
+  readyA: 200,
+  readyB: 200,
+} as const;
