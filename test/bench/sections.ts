@@ -12,7 +12,7 @@ import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.j
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
 import {
   COLD_SET,
@@ -890,7 +890,7 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
     });
     record(`http-${limit}`, `GET /keys?limit=${limit} (first page of ${n}), whole request`, times);
   }
-  const store = createRedisStore({
+  const store = openRedisStore({
     url: redis.url,
     mode: 'standalone',
     sentinelName: undefined,

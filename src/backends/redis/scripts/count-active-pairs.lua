@@ -1,0 +1,4 @@
+-- How many usable (active, unexpired) pairs the subject has: { 'done', count }.
+wantUsable()
+if missing then return need() end
+return { 'done', usable() }
