@@ -902,7 +902,7 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
     const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
       if ((await store.listKeys(subject))?.length !== 1000) throw new Error('listKeys: not 1,000');
     });
-    record('store-1000', `the store's listKeys of the first 1,000 alone (one EVALSHA)`, times);
+    record('store-1000', `the store's listKeys of the first 1,000 alone (two EVALSHA)`, times);
   } finally {
     await store.close();
   }

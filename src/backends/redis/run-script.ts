@@ -13,9 +13,9 @@ import type { RedisClient, RedisConnection } from './client.js';
  * In the script, `KEY.<name>` and `ARG.<name>` hold them (a list as a Lua table): a short
  * prologue, generated from the names, binds them, so no script reads KEYS[n] or ARGV[n]
  * itself. Each list's length travels as a leading ARGV entry the prologue reads first.
- * Every key a script touches must come in through KEYS (Redis Cluster routes a script by
- * them, and Cluster and Dragonfly refuse keys a script forms itself in another slot);
- * test/integration/script-keys.test.ts watches every script run for it.
+ * Every key a script touches must come in through KEYS: Redis Cluster routes a script by
+ * them and refuses a key the script forms itself in another slot; Dragonfly refuses any key
+ * not declared. test/integration/script-keys.test.ts watches every script run for it.
  */
 
 /** What a script is given: strings, and numbers (sent as their decimal text). */
@@ -111,7 +111,7 @@ function prologue(keys: readonly string[], args: readonly string[]): string {
 }
 
 /** KEYS and ARGV as sent: each list's length first in ARGV, then the values in declared order. */
-export function flatten(
+function flatten(
   script: Script,
   keys: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
   args: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
@@ -153,10 +153,11 @@ export function createScriptRunner(
 ): ScriptRunner {
   const guarded = createGuard(client, options.timeoutMs, options.connection);
   return {
-    run: (script, keys, args) =>
-      guarded(async () => {
-        const flat = flatten(script, keys, args);
-        const count = flat.keys.length;
+    // A script given a wrong name fails as it is, outside the bound: a bug, not an outage.
+    run: async (script, keys, args) => {
+      const flat = flatten(script, keys, args);
+      const count = flat.keys.length;
+      return guarded(async () => {
         try {
           return await client.evalsha(script.sha, count, ...flat.keys, ...flat.args);
         } catch (error) {
@@ -164,7 +165,8 @@ export function createScriptRunner(
           if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
           return await client.eval(script.source, count, ...flat.keys, ...flat.args);
         }
-      }),
+      });
+    },
     call: (operation) => guarded(() => operation(client)),
   };
 }
