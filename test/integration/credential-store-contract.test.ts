@@ -1,4 +1,5 @@
 import bcrypt from 'bcrypt';
+import type { RedisConfig } from '../../src/config/config-schema.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   FIRST_PAGE,
@@ -35,6 +36,15 @@ beforeAll(async () => {
   audit = await auditScriptKeys(url);
 });
 
+/**
+ * A store's configuration on the watched Redis. MONITOR's stream is parsed in this process,
+ * beside the stores: a command may wait on it longer than a gateway's timeout, which nothing
+ * here tests (redis-command-timeout.test.ts does).
+ */
+function watchedConfig(prefix: string): RedisConfig {
+  return { ...redisConfig(url, prefix), commandTimeoutMs: 10_000 };
+}
+
 afterAll(async () => {
   const undeclared = await audit.undeclared();
   audit.stop();
@@ -62,6 +72,7 @@ const START_MS = Date.parse('2024-06-02T00:00:00.000Z');
 const clock = { ms: START_MS };
 const now = (): number => clock.ms;
 const DAY_MS = 86_400_000;
+const iso = (ms: number): string => new Date(ms).toISOString();
 /** The retention every store of this suite keeps ended pairs for. */
 const RETAIN_DAYS = 30;
 const retention = { retainEndedSec: RETAIN_DAYS * 86_400 };
@@ -548,9 +559,9 @@ credentialStoreContract('the memory', () => {
 credentialStoreContract('the Redis', () => {
   // A fresh prefix per test: each one starts from an empty keyspace.
   const prefix = uniquePrefix('contract');
-  const store = openRedisStore(redisConfig(url, prefix), { now, retention });
+  const store = openRedisStore(watchedConfig(prefix), { now, retention });
   // A second gateway's store on the same Redis: revocations must reach it too.
-  const observer = openRedisStore(redisConfig(url, prefix), { now, retention });
+  const observer = openRedisStore(watchedConfig(prefix), { now, retention });
   return Promise.resolve({
     store,
     observer,
@@ -566,7 +577,7 @@ describe('the Redis credential store reading what another service wrote', () => 
   let store: CredentialStore;
 
   beforeEach(() => {
-    store = openRedisStore(redisConfig(url, prefix));
+    store = openRedisStore(watchedConfig(prefix));
   });
 
   afterEach(async () => {
@@ -681,6 +692,77 @@ describe('the Redis credential store reading what another service wrote', () => 
     // A revoked pair does not count against the cap.
     await expect(store.createKey(keyRecord('ak_fred2', 'fred'), 1)).resolves.toBe(true);
   });
+
+  it('counts and lists a pair whose expiry another service moved later, past its first end and that end’s retention', async () => {
+    const clocked = openRedisStore(watchedConfig(prefix), { now, retention });
+    const redis = new Redis(url);
+    try {
+      clock.ms = START_MS;
+      const firstEnd = START_MS + 3_600_000;
+      await clocked.createKey(keyRecord('ak_moved', 'ida', { expiresAt: iso(firstEnd) }), 5);
+      // A writer moves the expiry and leaves …:ends as it was. (It sets the TTL too, which
+      // this test leaves alone: the stores' clock here is years behind Redis's.)
+      const laterEnd = firstEnd + 90 * DAY_MS;
+      await redis.hset(redisLayout(prefix).key('ak_moved'), 'expires_at', iso(laterEnd));
+
+      clock.ms = firstEnd + 1;
+      await expect(clocked.countActiveKeys('ida')).resolves.toBe(1);
+      clock.ms = firstEnd + RETAIN_DAYS * DAY_MS + 1;
+      await expect(clocked.createKey(keyRecord('ak_moved_2', 'ida'), 2)).resolves.toBe(true);
+      expect((await clocked.listKeys('ida'))?.map((r) => r.key).sort()).toEqual([
+        'ak_moved',
+        'ak_moved_2',
+      ]);
+      await expect(clocked.getKey('ak_moved')).resolves.toMatchObject({
+        expiresAt: iso(laterEnd),
+      });
+    } finally {
+      redis.disconnect();
+      await clocked.close();
+      clock.ms = START_MS;
+    }
+  });
+
+  it('revokes with the subject’s pairs one another service indexed without adding it to the active set', async () => {
+    const redis = new Redis(url);
+    try {
+      const k = redisLayout(prefix);
+      await redis.hset(k.key('ak_unlisted'), {
+        secret_hash: HASH,
+        subject: 'jan',
+        status: 'active',
+        created_at: '2024-05-01T10:00:00.000Z',
+      });
+      await redis.zadd(
+        k.subjectPairs('jan'),
+        Date.parse('2024-05-01T10:00:00.000Z'),
+        'ak_unlisted',
+      );
+      await expect(store.revokeSubjectKeys('jan', new Date().toISOString())).resolves.toEqual([
+        'ak_unlisted',
+      ]);
+      await expect(store.getKey('ak_unlisted')).resolves.toMatchObject({ status: 'revoked' });
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('keeps the last usable pair when another service revoked the other one without taking it out of the active set', async () => {
+    await store.createKey(keyRecord('ak_kim_1', 'kim'), 5);
+    await store.createKey(keyRecord('ak_kim_2', 'kim'), 5);
+    const redis = new Redis(url);
+    try {
+      await redis.hset(redisLayout(prefix).key('ak_kim_2'), {
+        status: 'revoked',
+        revoked_at: '2024-06-01T11:00:00.000Z',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    await expect(
+      store.revokeKey('ak_kim_1', '2024-06-01T12:00:00.000Z', { keepLastActive: true }),
+    ).rejects.toMatchObject({ code: 'conflict' });
+  });
 });
 
 describe("the Redis credential store's index of a subject's pairs", () => {
@@ -722,8 +804,8 @@ describe("the Redis credential store's index of a subject's pairs", () => {
     // Before the sorted index: SMEMBERS, then one HGETALL per pair (1,501 commands here). A
     // script names every key it reads, so the first run answers with the page's ids and the
     // second reads their hashes.
-    const counting = countingRedis(redisConfig(url, prefix));
-    const store = openRedisStore(redisConfig(url, prefix), {
+    const counting = countingRedis(watchedConfig(prefix));
+    const store = openRedisStore(watchedConfig(prefix), {
       client: counting.client,
       now,
       retention,
@@ -773,7 +855,7 @@ describe("the Redis credential store's index of a subject's pairs", () => {
       await redis.sadd(k.subjectLegacyKeys('olga'), key);
       await redis.sadd(k.subjectActive('olga'), key);
     }
-    const store = openRedisStore(redisConfig(url, prefix), { now, retention });
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
     try {
       expect((await store.listKeys('olga'))?.map((r) => r.key)).toEqual([
         'ak_old_2',
@@ -800,9 +882,28 @@ describe("the Redis credential store's index of a subject's pairs", () => {
     }
   });
 
+  it('lists past thousands of index entries whose hashes are gone (pairs that left by their TTL together), dropping them', async () => {
+    const k = redisLayout(prefix);
+    await writePairs('lea', 3);
+    // Newer than the three pairs, so every page starts with them.
+    const batch = redis.pipeline();
+    for (let i = 0; i < 2_500; i += 1)
+      batch.zadd(k.subjectPairs('lea'), START_MS + i, `ak_gone_${i}`);
+    await batch.exec();
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
+    try {
+      expect((await store.listKeys('lea', { limit: 2, order: 'desc' }))?.map((r) => r.key)).toEqual(
+        ['ak_lea_00002', 'ak_lea_00001'],
+      );
+      expect(await redis.zcard(k.subjectPairs('lea'))).toBe(3);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("gives a pair's hash a TTL of its end plus the retention once its end is known", async () => {
     const k = redisLayout(prefix);
-    const store = openRedisStore(redisConfig(url, prefix), { now, retention });
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
     const retainMs = RETAIN_DAYS * DAY_MS;
     try {
       const inAnHour = new Date(START_MS + 3_600_000).toISOString();

@@ -6,6 +6,7 @@ import { redisLayout } from '../../src/backends/redis/layout.js';
 import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import { createScriptRunner, scriptFromSource } from '../../src/backends/redis/run-script.js';
 import { ALL_SCRIPTS } from '../../src/backends/redis/scripts.js';
+import type { RedisConfig } from '../../src/config/config-schema.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { KeyRecord } from '../../src/credentials/credential-store.js';
 import type { LockoutTarget } from '../../src/protection/lockout.js';
@@ -35,6 +36,14 @@ let backend: Backend;
 const prefix = uniquePrefix('keys');
 const layout = redisLayout(prefix);
 
+/**
+ * The backend's configuration. MONITOR's stream is parsed in this process, beside the
+ * backend: a command may wait on it longer than a gateway's timeout, which nothing here tests.
+ */
+function watchedConfig(): RedisConfig {
+  return { ...redisConfig(redis.url, prefix), commandTimeoutMs: 10_000 };
+}
+
 function pair(key: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
   return {
     key,
@@ -52,10 +61,14 @@ beforeAll(async () => {
   redis = await startLocalRedis();
   audit = await auditScriptKeys(redis.url);
   admin = new Redis(redis.url);
-  backend = createRedisBackend(redisConfig(redis.url, prefix), {
-    now: () => clock.ms,
-    retention: { retainEndedSec: 30 * 86_400 },
-  });
+  // MONITOR's stream is parsed in this process, beside the backend: give its commands time.
+  backend = createRedisBackend(
+    { ...redisConfig(redis.url, prefix), commandTimeoutMs: 10_000 },
+    {
+      now: () => clock.ms,
+      retention: { retainEndedSec: 30 * 86_400 },
+    },
+  );
 });
 
 afterAll(async () => {
@@ -187,14 +200,14 @@ describe('the watch on scripts’ keys', () => {
       `redis.call('SET', KEY.given, 1) return redis.call('GET', ARG.prefix .. 'formed')`,
       { keys: ['given'], args: ['prefix'] },
     );
-    const client = createRedisClient(redisConfig(redis.url, prefix));
+    const client = createRedisClient(watchedConfig());
     const connection = watchRedisConnection(client, {
       address: 'test',
       secrets: [],
       settleWithinMs: 1_000,
     });
     try {
-      const runner = createScriptRunner(client, { timeoutMs: 1_000, connection });
+      const runner = createScriptRunner(client, { timeoutMs: 10_000, connection });
       await runner.run(formed, { given: `${prefix}given` }, { prefix });
       expect(
         (await audit.undeclared())

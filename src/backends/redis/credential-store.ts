@@ -35,11 +35,12 @@ import {
 const LAST_USE_BATCH = 500;
 
 /**
- * Runs of a pair script per operation at most. The first run asks for the hashes it needs
- * (when it needs any), the second has them; a third happens only when the index changed in
- * between, so a limit this high is reached only by a subject under constant change.
+ * Runs of a pair script per operation at most: a safety net, not a budget. The first run asks
+ * for the hashes it needs (when it needs any), the second has them; a listing that meets
+ * entries whose hash is gone asks once more per 1,000 of them (list-pairs.lua), and a run
+ * asks again when the index changed in between.
  */
-const MAX_PAIR_RUNS = 8;
+const MAX_PAIR_RUNS = 50;
 
 export interface RedisCredentialStoreDeps {
   readonly client: RedisClient;

@@ -3,11 +3,11 @@
 -- pairs leave the active set here, atomically with the check.
 HASH[ARG.id] = KEY.key
 wantMaintenance()
-wantUsable()
+wantUsable(false)
 if missing then return need() end
 maintain()
 if redis.call('EXISTS', KEY.key) == 1 then return { 'done', 0 } end
-if usable() >= tonumber(ARG.maxActive) then return { 'done', -1 } end
+if usable(false) >= tonumber(ARG.maxActive) then return { 'done', -1 } end
 redis.call('HSET', KEY.key, 'secret_hash', ARG.secretHash, 'subject', SUBJECT, 'label', ARG.label,
   'status', 'active', 'created_at', ARG.createdAt)
 if ARG.expiresAt ~= '' then redis.call('HSET', KEY.key, 'expires_at', ARG.expiresAt) end

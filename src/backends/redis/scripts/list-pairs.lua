@@ -5,6 +5,7 @@
 -- ... }. Entries whose hash is gone, belongs to another subject or is past the retention are
 -- taken out of the index on the way and do not count towards the limit.
 local limit, desc, after = tonumber(ARG.limit), ARG.order == 'desc', ARG.after
+local SCAN_BATCH = 1000
 
 -- Where the page starts in the index (0-based), or nil when ARG.after is not in it.
 local function start()
@@ -31,13 +32,17 @@ local out, found, dropped = { 'done', 1 }, 0, {}
 while found < limit do
   local ids = range(at, limit - found)
   if #ids == 0 then break end
-  at = at + #ids
-  for _, id in ipairs(ids) do want(id) end
-  if missing then
-    -- Entries dropped above left fewer pairs than the page needs: read on next time.
-    for _, id in ipairs(dropped) do forget(id) end
-    return need()
+  for _, id in ipairs(ids) do
+    if not HASH[id] then
+      -- Entries dropped above left the page short. Those that follow may be gone too, and in
+      -- numbers (pairs that ended together leave Redis together, by their TTL): ask for a
+      -- whole batch of them, so each run drops up to SCAN_BATCH whatever the page's size.
+      for _, next in ipairs(range(at, math.max(limit - found, SCAN_BATCH))) do want(next) end
+      for _, gone in ipairs(dropped) do forget(gone) end
+      return need()
+    end
   end
+  at = at + #ids
   for _, id in ipairs(ids) do
     local values = redis.call('HMGET', HASH[id], unpack(ARG.fields))
     if values[1] ~= SUBJECT then

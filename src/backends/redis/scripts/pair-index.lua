@@ -184,28 +184,27 @@ local function maintain()
   purge()
 end
 
--- The active pairs whose end, as far as KEY.ends knows, has come: the hashes usable() reads.
-local function endedActive()
-  local ids = {}
-  for _, id in ipairs(redis.call('SMEMBERS', ACTIVE)) do
-    local e = redis.call('ZSCORE', ENDS, id)
-    if e and tonumber(e) <= NOW then ids[#ids + 1] = id end
-  end
-  return ids
+-- Whether usable() reads the hash of active pair `id`: every one when `all`, else only one
+-- whose end, as far as KEY.ends knows, has come (a writer may have moved it later since).
+local function readsActive(id, all)
+  if all then return true end
+  local known = redis.call('ZSCORE', ENDS, id)
+  return known ~= false and tonumber(known) <= NOW
 end
-local function wantUsable()
-  for _, id in ipairs(endedActive()) do want(id) end
+local function wantUsable(all)
+  for _, id in ipairs(redis.call('SMEMBERS', ACTIVE)) do
+    if readsActive(id, all) then want(id) end
+  end
 end
 
--- How many active pairs are usable (unexpired); takes those whose end has come out of ACTIVE.
--- A pair's end is known from KEY.ends (the gateway notes it when it makes, revokes or reads a
--- pair; writers add it too): only a pair whose known end has come is read, in case a writer
--- moved it later.
-local function usable()
+-- How many active pairs are usable (unexpired), taking the others out of ACTIVE. The gateway
+-- notes a pair's end in KEY.ends when it makes, revokes or reads the pair, and writers add it
+-- too, so only a pair whose known end has come needs its hash read; with `all`, every active
+-- pair's is (exact even after a writer that revoked a pair without its SREM).
+local function usable(all)
   local left = 0
   for _, id in ipairs(redis.call('SMEMBERS', ACTIVE)) do
-    local known = redis.call('ZSCORE', ENDS, id)
-    if known and tonumber(known) <= NOW then
+    if readsActive(id, all) then
       local h = stateOf(id)
       if h and usableState(h) then
         left = left + 1
