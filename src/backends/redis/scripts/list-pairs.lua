@@ -37,8 +37,8 @@ while found < limit do
       -- Entries dropped above left the page short. Those that follow may be gone too, and in
       -- numbers (pairs that ended together leave Redis together, by their TTL): ask for a
       -- whole batch of them, so each run drops up to SCAN_BATCH whatever the page's size.
-      for _, next in ipairs(range(at, math.max(limit - found, SCAN_BATCH))) do want(next) end
-      for _, gone in ipairs(dropped) do forget(gone) end
+      for _, later in ipairs(range(at, math.max(limit - found, SCAN_BATCH))) do want(later) end
+      for _, left in ipairs(dropped) do forget(left) end
       return need()
     end
   end
