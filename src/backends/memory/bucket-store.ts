@@ -63,7 +63,10 @@ export function createMemoryBucketStore(options: MemoryBucketStoreOptions): Rate
   };
 }
 
-/** A bucket as one string, for the map: its kind and what it counts, as a JSON array (unambiguous whatever a route is named). */
+/**
+ * A bucket as one string, for the map: its kind and what it counts, as a JSON array (one
+ * reading only, whatever a route is named).
+ */
 function bucketKey(bucket: BucketId): string {
   const owner = (o: BucketOwner): string[] =>
     o.kind === 'key' ? ['key', o.key] : ['subject', o.subject];
