@@ -115,6 +115,12 @@ describe('import layers', () => {
     expect(checkImport(srcRoot, `${srcRoot}/protection/x.ts`, '../backends/redis/layout.js')).toBe(
       'protection/ may not import backends/redis/ (allowed: config, errors, identity)',
     );
+    // Beside the composition root, only the CLI's commands (which open a store) reach a backend.
+    const reaching = Object.entries(LAYERS)
+      .filter(([room]) => !room.startsWith('backends'))
+      .filter(([, allowed]) => allowed.some((to) => to.startsWith('backends')))
+      .map(([room]) => room);
+    expect(reaching).toEqual(['commands']);
   });
 
   it('keeps the entry (cli.ts) to the version check, which must run before any folder loads', () => {
