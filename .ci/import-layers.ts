@@ -1,6 +1,7 @@
 // Which folder of src/ may import which: the architecture as a lint rule, so a wrong arrow
 // fails `npm run check`. Read it bottom-up: a folder imports only folders listed for it
 // (and itself); the root files compose everything; only the CLI (main.ts) reaches the commands.
+// A folder of NESTED_ROOMS is a room per subfolder (`backends/redis`), each with its own entry.
 import { dirname, relative, resolve, sep } from 'node:path';
 import type { Rule } from 'eslint';
 
@@ -14,9 +15,14 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   // Configuration and what every layer above may use.
   config: ['identity', 'routing'],
   observability: ['errors', 'identity'],
-  // Domain: credentials and their checks.
+  // Domain: credentials and their checks, as contracts (no store in them).
   credentials: ['config', 'errors', 'identity'],
-  protection: ['config', 'credentials', 'errors', 'identity'],
+  protection: ['config', 'errors', 'identity'],
+  // The stores behind those contracts: backend.ts names what a backend gives; each subfolder
+  // implements it. Only the composition root and the CLI's commands reach them.
+  backends: ['config', 'credentials', 'protection'],
+  'backends/memory': ['backends', 'config', 'credentials', 'errors', 'protection'],
+  'backends/redis': ['backends', 'config', 'credentials', 'errors', 'identity', 'protection'],
   auth: ['concurrency', 'config', 'credentials', 'errors', 'identity', 'protection'],
   tokens: ['auth', 'config', 'errors', 'identity'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.
@@ -29,6 +35,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   commands: [
     '<root>',
     'auth',
+    'backends/redis',
     'config',
     'credentials',
     'errors',
@@ -55,7 +62,7 @@ const ROOT_FILES: Readonly<Record<string, readonly string[] | 'any'>> = {
 
 /** A library that belongs to one room: nobody else imports it. */
 export const PACKAGES: Readonly<Record<string, readonly string[]>> = {
-  ioredis: ['credentials'],
+  ioredis: ['backends/redis'],
   bcrypt: ['credentials'],
   jose: ['auth', 'tokens', 'endpoints'],
   'http-proxy-3': ['proxy'],
@@ -67,12 +74,20 @@ export const PACKAGES: Readonly<Record<string, readonly string[]>> = {
   yargs: ['<root>', 'commands'],
 };
 
-/** The folder of src/ a path lies in, `<root>` for src/ itself, undefined outside src/. */
+/** Folders of src/ whose subfolders are rooms of their own (`backends/redis`, `backends/memory`). */
+export const NESTED_ROOMS: readonly string[] = ['backends'];
+
+/**
+ * The room of src/ a path lies in: its folder, or `<folder>/<subfolder>` in a nested room;
+ * `<root>` for src/ itself, undefined outside src/.
+ */
 function folderOf(srcRoot: string, path: string): string | undefined {
   const rel = relative(srcRoot, path);
   if (rel.startsWith('..') || rel === '') return undefined;
   const parts = rel.split(sep);
-  return parts.length === 1 ? '<root>' : parts[0];
+  if (parts.length === 1) return '<root>';
+  const [top = '', sub] = parts;
+  return NESTED_ROOMS.includes(top) && parts.length > 2 ? `${top}/${sub}` : top;
 }
 
 function packageName(specifier: string): string {

@@ -2,10 +2,11 @@ import { lowerThreadPoolPriority } from './concurrency/thread-pool-priority.js';
 import { createAdminServer } from './admin/admin-server.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { GatewayConfig } from './config/config-schema.js';
+import type { Backend } from './backends/backend.js';
+import { createMemoryBackend } from './backends/memory/memory-backend.js';
+import { createRedisBackend } from './backends/redis/redis-backend.js';
 import type { CredentialStore, KeyRecord } from './credentials/credential-store.js';
 import { generateKeyPair, randomBase62 } from './credentials/generate-key-pair.js';
-import { createMemoryStore } from './credentials/memory-store.js';
-import { createRedisStore } from './credentials/redis-store.js';
 import { createSecretHasher, type SecretHasher } from './credentials/secret-hasher.js';
 import { createGatewayServer } from './http/create-server.js';
 import { closeServer, drain, listenOn } from './http/listen.js';
@@ -17,8 +18,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** Milliseconds since the epoch. */
   now?: () => number;
-  /** Replaces the store the config names (tests pass a real one of their own). */
-  store?: CredentialStore;
+  /** Replaces the backend the config names (tests pass a real one of their own). */
+  backend?: Backend;
   /**
    * A worker of `serve --workers`: no admin port (the primary serves one for the set), and
    * the start is logged as `worker listening`.
@@ -67,12 +68,13 @@ const RESTART_ONLY = [
 /**
  * The composition root: with pipeline.ts (the part rebuilt per configuration), the only
  * place that picks production implementations. The CLI's one-off commands open their
- * store through createCredentialStore below.
+ * store through createBackend below.
  */
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const store = deps.store ?? createCredentialStore(initial, now, logger);
+  const backend = deps.backend ?? createBackend(initial, now, logger);
+  const store = backend.credentials;
   // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
   // most) only puts its log line first and makes the first scrape tell the truth.
   await store.health.settled;
@@ -92,7 +94,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   let config = initial;
   let signer = await makeSigner(config, now, logger);
   let pipeline = await buildPipeline(config, {
-    store,
+    backend,
     hasher,
     dummyHash,
     signer,
@@ -167,7 +169,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         throw error;
       }
       const { port, adminPort } = bound;
-      const storeName = deps.store === undefined ? config.credentials.store : 'injected';
+      const storeName = deps.backend === undefined ? config.credentials.store : 'injected';
       logger.info(
         { host: config.server.host, port, admin_port: adminPort, store: storeName },
         deps.worker === true ? 'worker listening' : 'gateway listening',
@@ -193,7 +195,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
           ? signer
           : await makeSigner(effective, now, logger);
       const nextPipeline = await buildPipeline(effective, {
-        store,
+        backend,
         hasher,
         dummyHash,
         signer: nextSigner,
@@ -246,28 +248,28 @@ async function makeSigner(
 }
 
 /**
- * The store the configuration names: Redis, or the in-memory one seeded from YAML. With a
- * logger, Redis's connection states are logged (the gateway's; one-off commands say what
- * failed themselves).
+ * The backend the configuration names, the one choice of it: Redis, or the in-process one
+ * seeded from YAML. With a logger, Redis's connection states are logged (the gateway's;
+ * one-off commands say what failed themselves).
  */
-export function createCredentialStore(
+export function createBackend(
   config: GatewayConfig,
   now: () => number = Date.now,
   log?: Logger,
-): CredentialStore {
+): Backend {
   const retention = { retainEndedSec: config.keys.retainEndedDays * 86_400 };
   if (config.credentials.store === 'redis')
-    return createRedisStore(config.credentials.redis, { now, log, retention });
+    return createRedisBackend(config.credentials.redis, { now, log, retention });
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
-  return createMemoryStore(
-    {
+  return createMemoryBackend({
+    seed: {
       keys: seed.keys.map((k) => ({ ...k, status: 'active', createdAt: epoch })),
       users: seed.users.map((u) => ({ ...u, createdAt: epoch })),
     },
     now,
     retention,
-  );
+  });
 }
 
 async function makeBootstrapPair(

@@ -8,14 +8,11 @@ import { createKeySource } from './auth/jwt/key-sources.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import type { LockoutEvents } from './protection/guard-attempt.js';
 import type { Lockout, LockoutTarget } from './protection/lockout.js';
-import { createMemoryLockout } from './protection/memory-lockout.js';
-import { createRedisLockout } from './protection/redis-lockout.js';
-import { withLocalLocks } from './protection/local-locks.js';
+import type { Backend } from './backends/backend.js';
 import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import { createRehashOnUse, type RehashEvent } from './auth/rehash-on-use.js';
 import type { GatewayConfig } from './config/config-schema.js';
-import type { CredentialStore } from './credentials/credential-store.js';
 import type { SecretHasher } from './credentials/secret-hasher.js';
 import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
 import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
@@ -45,7 +42,8 @@ export interface Pipeline {
 }
 
 export interface PipelineDeps {
-  store: CredentialStore;
+  /** Where credentials, lockout counters and buckets live (app.ts picks it once). */
+  backend: Backend;
   hasher: SecretHasher;
   /** A hash of a random secret, compared when a key or user does not exist. */
   dummyHash: string;
@@ -56,7 +54,8 @@ export interface PipelineDeps {
 }
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
-  const { store, signer, now } = deps;
+  const { backend, signer, now } = deps;
+  const store = backend.credentials;
   const countedHasher: SecretHasher = {
     hash: (secret) => deps.hasher.hash(secret),
     verify: (secret, hash) => {
@@ -65,7 +64,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     },
   };
   // Off (`lockout.enabled: false`): nothing counted, failures still logged and counted.
-  const lockout = createLockout(config, store, now) ?? OPEN_LOCKOUT;
+  const lockout = config.lockout.enabled ? backend.lockout(config.lockout) : OPEN_LOCKOUT;
   const events = lockoutEvents(deps.logger, deps.metrics);
   // One bound on bcrypt for Basic checks, password exchanges and new pairs alike.
   const hashing = {
@@ -200,7 +199,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
 
   const rateLimiter = createConfiguredRateLimiter(config, {
-    store,
+    buckets: (options) => backend.buckets(options),
     countStoreError: () => deps.metrics.countRateLimitStoreError(),
     warnStoreError: (failures, error) =>
       deps.logger.warn(
@@ -240,21 +239,6 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       for (const forwarder of upstreams.values()) forwarder.close();
     },
   };
-}
-
-/**
- * The lockout of failed attempts: in Redis when the store is (shared by every instance and
- * worker, on Redis's clock), else in this process. None when `lockout.enabled` is false.
- */
-function createLockout(
-  config: GatewayConfig,
-  store: CredentialStore,
-  now: () => number,
-): Lockout | undefined {
-  if (!config.lockout.enabled) return undefined;
-  return store.scripts === undefined
-    ? createMemoryLockout(config.lockout, now)
-    : withLocalLocks(createRedisLockout(config.lockout, store.scripts), now);
 }
 
 /** `lockout.enabled: false`: every attempt allowed, nothing counted. */

@@ -1,4 +1,4 @@
-import { createCredentialStore } from '../app.js';
+import { createBackend } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import {
   FIRST_PAGE,
@@ -10,7 +10,7 @@ import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
-import { RedisUnavailableError } from '../credentials/redis-connection.js';
+import { RedisUnavailableError } from '../backends/redis/client.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
@@ -33,13 +33,13 @@ export function openStore(config: GatewayConfig): CredentialStore {
   // A one-off command pays for connecting within its first command's timeout: allow more
   // than the gateway's per-request budget.
   const { redis } = config.credentials;
-  return createCredentialStore({
+  return createBackend({
     ...config,
     credentials: {
       ...config.credentials,
       redis: { ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) },
     },
-  });
+  }).credentials;
 }
 
 export async function withStore(

@@ -1,7 +1,7 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { GatewayConfig } from '../config/config-schema.js';
-import { redisAddress, RedisUnavailableError } from '../credentials/redis-connection.js';
+import { redisAddress, RedisUnavailableError } from '../backends/redis/client.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { openStore } from './admin-commands.js';
 

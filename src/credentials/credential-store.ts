@@ -49,7 +49,7 @@ export interface KeyRecord {
 
 /**
  * A pair as a listing reads it: everything but the hash of its secret, which no listing needs,
- * so the Redis store does not even read it for one.
+ * so a store need not even read it for one.
  */
 export type KeySummary = Omit<KeyRecord, 'secretHash'>;
 
@@ -71,24 +71,6 @@ export type HashOwner =
 export type Revocation =
   | { readonly kind: 'key'; readonly key: string }
   | { readonly kind: 'subject'; readonly subject: string };
-
-/**
- * Atomic scripts on the store every instance shares (Redis Lua), for state that must hold
- * across instances and workers: rate limits, lockout, last use. Keys are the caller's, each
- * starting with `keyPrefix` (by default a Cluster hash tag, so multi-key scripts stay atomic).
- */
-export interface ScriptRunner {
-  readonly keyPrefix: string;
-  /**
-   * Runs `script` (sent once, then called by its SHA1) with `keys` and `args`. Rejects with a
-   * GatewayError `credential_store_unavailable` when the store does not answer in time.
-   */
-  run(
-    script: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-  ): Promise<unknown>;
-}
 
 /**
  * Whether the store can answer, as its connection tells (not as a request finds out): what
@@ -181,8 +163,6 @@ export interface CredentialStore {
    * drop everything it cached.
    */
   subscribe(listener: (revocation: Revocation) => void, flush: () => void): void;
-  /** Present when the store is shared by instances (Redis); absent for the in-process store. */
-  readonly scripts?: ScriptRunner;
   close(): Promise<void>;
 }
 

@@ -1,11 +1,8 @@
 import type { GatewayConfig, RatePolicyConfig } from '../config/config-schema.js';
-import type { CredentialStore } from '../credentials/credential-store.js';
 import type { GatewayError } from '../errors/gateway-error.js';
-import { createMemoryBucketStore } from './memory-bucket-store.js';
-import type { MalformedOverride } from './rate-bucket-store.js';
+import type { MalformedOverride, RateBucketStore } from './rate-bucket-store.js';
 import type { RatePolicy } from './rate-policy.js';
 import { createRateLimiter, rateLimitsEnabled, type RateLimiter } from './rate-limiter.js';
-import { createRedisBucketStore } from './redis-bucket-store.js';
 
 /** A configured policy with its burst resolved (by default, a whole period's requests). */
 export function toRatePolicy(config: RatePolicyConfig | undefined): RatePolicy | undefined {
@@ -19,7 +16,8 @@ export function toRatePolicy(config: RatePolicyConfig | undefined): RatePolicy |
 }
 
 export interface ConfiguredRateLimiterDeps {
-  readonly store: CredentialStore;
+  /** Makes the buckets (the backend's), once limits are on. */
+  readonly buckets: (options: { maxTrackedBuckets: number }) => RateBucketStore;
   readonly countStoreError: () => void;
   readonly warnStoreError: (failures: number, error: GatewayError) => void;
   readonly warnMalformedOverride: (override: MalformedOverride) => void;
@@ -27,8 +25,8 @@ export interface ConfiguredRateLimiterDeps {
 
 /**
  * The limiter the configuration asks for, or undefined when it sets no policy at all (then
- * the request path does not check anything). Buckets live in Redis when the credential store
- * runs scripts (shared by every instance), in process otherwise.
+ * the request path does not check anything). The buckets are the backend's: in Redis, shared
+ * by every instance, or in process.
  */
 export function createConfiguredRateLimiter(
   config: GatewayConfig,
@@ -43,12 +41,8 @@ export function createConfiguredRateLimiter(
   };
   const routes = config.routes.map((r) => toRatePolicy(r.rateLimit));
   if (!rateLimitsEnabled(settings, routes)) return undefined;
-  const scripts = deps.store.scripts;
   return createRateLimiter(settings, {
-    store:
-      scripts === undefined
-        ? createMemoryBucketStore({ maxBuckets: config.rateLimits.maxTrackedBuckets })
-        : createRedisBucketStore(scripts),
+    store: deps.buckets({ maxTrackedBuckets: config.rateLimits.maxTrackedBuckets }),
     countStoreError: deps.countStoreError,
     warnStoreError: deps.warnStoreError,
     warnMalformedOverride: deps.warnMalformedOverride,

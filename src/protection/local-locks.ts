@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import {
-  counterIds,
+  counterKey,
+  countersOf,
   LOCKOUT_SCOPES,
   toRetryAfterSec,
   type Lockout,
@@ -49,7 +50,7 @@ export function withLocalLocks(
 
   return {
     async begin(target) {
-      const ids = counterIds(target);
+      const ids = countersOf(target).map(counterKey);
       const local = known(target.kind, ids);
       if (local !== undefined) return local;
       const decision = await lockout.begin(target);
@@ -57,7 +58,7 @@ export function withLocalLocks(
       return decision;
     },
     async checkAddress(kind, network) {
-      const ids = counterIds({ kind, id: '', network }).slice(0, 1);
+      const ids = countersOf({ kind, id: '', network }).slice(0, 1).map(counterKey);
       const local = known(kind, ids);
       if (local !== undefined) return local;
       const refusal = await lockout.checkAddress(kind, network);

@@ -1,7 +1,7 @@
 /**
  * The lockout policy as pure functions over one counter's state: what the in-process lockout
- * runs, and what the Redis script (redis-lockout.ts) mirrors line by line in Lua. Times are
- * milliseconds on one clock (the process's, or Redis's TIME).
+ * runs, and what the Redis backend's script (backends/redis/scripts/lockout.lua) mirrors line
+ * by line in Lua. Times are milliseconds on one clock (the process's, or Redis's TIME).
  */
 
 /** One counter's limit: `threshold` failures, then locks doubling from the initial one. */

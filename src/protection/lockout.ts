@@ -84,19 +84,37 @@ export interface Lockout {
   checkAddress(kind: LockoutTarget['kind'], network: string): Promise<LockoutRefusal | undefined>;
 }
 
-/** The three counters' names (under a store's prefix) for a target, in LOCKOUT_SCOPES order. */
-export function counterIds(
+/**
+ * One counter, by what it counts; each store names (and keeps) it its own way. `id` is the key
+ * or username as sent ('' for an address counter), `network` the client's network ('' for a
+ * key-wide or username-wide counter).
+ */
+export interface LockoutCounter {
+  readonly scope: LockoutScope;
+  readonly id: string;
+  readonly network: string;
+}
+
+/** The three counters of a target, in LOCKOUT_SCOPES order. */
+export function countersOf(
   target: Pick<LockoutTarget, 'kind' | 'id' | 'network'>,
-): readonly [string, string, string] {
-  // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames are
-  // checked), so `<id>:<network>` cannot be read two ways even for an IPv6 network.
+): readonly [LockoutCounter, LockoutCounter, LockoutCounter] {
   const { kind, id, network } = target;
-  const wide = kind === 'basic' ? 'key' : 'username';
+  const [address, idAddress, wide] = LOCKOUT_SCOPES[kind];
   return [
-    `lockout:${kind}:address:${network}`,
-    `lockout:${kind}:${wide}-address:${id}:${network}`,
-    `lockout:${kind}:${wide}:${id}`,
+    { scope: address, id: '', network },
+    { scope: idAddress, id, network },
+    { scope: wide, id, network: '' },
   ];
+}
+
+/**
+ * A counter as one string, for a map in this process. Keys and usernames never contain `:`
+ * (a Basic key ends at the first colon; usernames are checked) and the network comes last,
+ * so no two counters share one even for an IPv6 network.
+ */
+export function counterKey(counter: LockoutCounter): string {
+  return `${counter.scope}:${counter.id}:${counter.network}`;
 }
 
 /** The limits of a target's three counters, in LOCKOUT_SCOPES order. */

@@ -1,19 +1,35 @@
 import type { RatePolicy } from './rate-policy.js';
 
+/**
+ * Whose credential a bucket counts, and whose settings may override its policy: a key pair
+ * (Basic), or a subject (Bearer, whose credential is the subject).
+ */
+export type BucketOwner =
+  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'subject'; readonly subject: string };
+
+/**
+ * What a bucket counts, by the policy it serves (its `kind`, the name in the IETF headers);
+ * each store names (and keeps) it its own way.
+ */
+export type BucketId =
+  | { readonly kind: 'credential'; readonly owner: BucketOwner }
+  | { readonly kind: 'subject'; readonly subject: string }
+  | { readonly kind: 'route'; readonly route: string; readonly owner: BucketOwner }
+  | { readonly kind: 'address'; readonly network: string };
+
 /** The policies of the IETF headers: one bucket each. */
-export type PolicyName = 'credential' | 'subject' | 'route' | 'address';
+export type PolicyName = BucketId['kind'];
 
 export interface BucketRequest {
-  readonly name: PolicyName;
-  /** The bucket's id under the store's prefix, e.g. `rl:key:ak_…`. */
-  readonly id: string;
+  readonly bucket: BucketId;
   /** Undefined: the bucket only counts when an override gives it a policy. */
   readonly policy: RatePolicy | undefined;
   /**
-   * The hash whose `rate_limit` field replaces `policy` when it holds one (`key:<key>` or
-   * `subject:<subject>`, under the store's prefix). Only Redis holds overrides.
+   * Whose `rate_limit` setting replaces `policy` when it holds one. Only a shared store
+   * (Redis) holds such settings; the in-process one ignores this.
    */
-  readonly override?: string | undefined;
+  readonly override?: BucketOwner | undefined;
 }
 
 export interface TakeRequest {
@@ -28,9 +44,9 @@ export interface BucketState {
   readonly waitUs: number;
 }
 
-/** A `rate_limit` field no policy could be read from: ignored, and reported. */
+/** A `rate_limit` setting no policy could be read from: ignored, and reported. */
 export interface MalformedOverride {
-  /** The hash, as the store names it (with its prefix). */
+  /** Where the store keeps it, in the store's own words (for Redis, the hash's key name). */
   readonly key: string;
   /** The field's value, at most 64 characters of it. */
   readonly value: string;

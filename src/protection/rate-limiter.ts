@@ -3,6 +3,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import type { RatePolicy } from './rate-policy.js';
 import type {
+  BucketOwner,
   BucketRequest,
   BucketState,
   MalformedOverride,
@@ -136,29 +137,30 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
         routePolicy === undefined
       )
         return undefined;
-      const subject = `subject:${identity.subject}`;
-      const own =
-        identity.method === 'basic' && identity.key !== undefined ? `key:${identity.key}` : subject;
+      const subject = { kind: 'subject', subject: identity.subject } as const;
+      const own: BucketOwner =
+        identity.method === 'basic' && identity.key !== undefined
+          ? { kind: 'key', key: identity.key }
+          : subject;
       // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
       // bucket, and the credential bucket of its tokens (for Bearer the subject is the
       // credential), never each pair's: that would multiply the subject's budget by its pairs.
       const buckets: BucketRequest[] = [
-        { name: 'credential', id: `rl:${own}`, policy: settings.credential, override: own },
+        { bucket: { kind: 'credential', owner: own }, policy: settings.credential, override: own },
         {
-          name: 'subject',
-          id: `rl:subject-all:${identity.subject}`,
+          bucket: { kind: 'subject', subject: identity.subject },
           policy: settings.subject,
           override: subject,
         },
       ];
       if (routePolicy !== undefined)
-        buckets.push({ name: 'route', id: `rl:route:${route}:${own}`, policy: routePolicy });
+        buckets.push({ bucket: { kind: 'route', route, owner: own }, policy: routePolicy });
       return take({ buckets });
     },
     checkAddress(network) {
       if (settings.address === undefined) return undefined;
       return take({
-        buckets: [{ name: 'address', id: `rl:address:${network}`, policy: settings.address }],
+        buckets: [{ bucket: { kind: 'address', network }, policy: settings.address }],
       });
     },
   };

@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { freePort, spawnRedisServer } from '../support/redis-server.js';
 import { httpRequest, waitForHttp, type ProcessGroup, type Started } from './processes.js';
@@ -139,7 +139,7 @@ export function* pairCommands(options: {
   /** The subject of pair i; by default bench-<i/10>, 10 pairs each (the default per-subject cap). */
   subjectOf?: (index: number) => string;
 }): Generator<string[]> {
-  const k = redisKeys(options.prefix);
+  const k = redisLayout(options.prefix);
   const created = new Date();
   const createdAt = created.toISOString();
   const subjectOf = options.subjectOf ?? ((i: number) => `bench-${Math.floor(i / 10)}`);
@@ -171,7 +171,7 @@ export function userCommand(
 ): string[] {
   return [
     'HSET',
-    redisKeys(prefix).user(user.username),
+    redisLayout(prefix).user(user.username),
     'password_hash',
     user.passwordHash,
     'subject',

@@ -2,7 +2,7 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { HashOwner } from '../../src/credentials/credential-store.js';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { htpasswdHash, PHP_WRITTEN } from '../support/foreign-hashes.js';
@@ -71,7 +71,7 @@ async function rehashes(kind: 'key' | 'user'): Promise<number> {
  * secret at the gateway's cost.
  */
 async function expectRehashed(owner: HashOwner, secret: string): Promise<void> {
-  const k = redisKeys(prefix);
+  const k = redisLayout(prefix);
   const [who, redisKey, field]: [Record<string, string>, string, string] =
     owner.kind === 'key'
       ? [{ key: owner.key }, k.key(owner.key), 'secret_hash']

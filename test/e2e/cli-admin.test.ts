@@ -3,7 +3,8 @@ import { decodeJwt } from 'jose';
 import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -42,7 +43,7 @@ beforeAll(async () => {
   redisFileConfig = writeConfig(
     gatewayYaml({ redis: { url: redisUrl, keyPrefix: prefix }, config: { keys } }),
   );
-  store = createRedisStore(redisConfig(redisUrl, prefix));
+  store = openRedisStore(redisConfig(redisUrl, prefix));
   upstream = await startEchoUpstream();
   const signing = await generateSigningKey();
   gateway = await startGateway(
@@ -407,7 +408,7 @@ describe('keys create | list | revoke', () => {
   });
 
   it('lists every pair of a subject, past the 1,000 of one page', async () => {
-    const k = redisKeys(prefix);
+    const k = redisLayout(prefix);
     const redis = new Redis(redisUrl);
     const count = 1_005;
     try {

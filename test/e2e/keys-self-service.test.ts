@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import {
   CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
@@ -304,7 +304,7 @@ describe('POST /keys', () => {
     const pair = await createdPair(owner, 'stored');
     const redis = new Redis(redisUrl);
     try {
-      const stored = await redis.hgetall(redisKeys(prefix).key(pair.key));
+      const stored = await redis.hgetall(redisLayout(prefix).key(pair.key));
       expect(stored.secret_hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
       expect(await bcrypt.compare(pair.secret, stored.secret_hash ?? '')).toBe(true);
       expect(JSON.stringify(stored)).not.toContain(pair.secret);

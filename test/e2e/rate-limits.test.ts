@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
@@ -16,7 +16,7 @@ import { issueToken, send } from '../support/send.js';
 
 const redisUrl = inject('redisUrl');
 const prefix = uniquePrefix('ratelimit');
-const keys = redisKeys(prefix);
+const keys = redisLayout(prefix);
 const HOUR = 3600;
 
 let upstream: EchoUpstream;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
@@ -100,7 +100,7 @@ async function warm(pair: Pair, times = 3): Promise<void> {
 async function swapHashSilently(pair: Pair): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
-    await redis.hset(redisKeys(prefix).key(pair.key), {
+    await redis.hset(redisLayout(prefix).key(pair.key), {
       secret_hash: await bcrypt.hash('some-other-secret', TEST_BCRYPT_COST),
     });
   } finally {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
@@ -15,7 +15,7 @@ import { JSON_TYPE, send } from '../support/send.js';
 
 const redisUrl = inject('redisUrl');
 const prefix = uniquePrefix('subjectrl');
-const keys = redisKeys(prefix);
+const keys = redisLayout(prefix);
 const HOUR = 3600;
 const PER_KEY = 3;
 const PER_SUBJECT = 5;

@@ -4,7 +4,7 @@ import { Agent, type ServerResponse } from 'node:http';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { sendHeldRequest } from '../support/hold-requests.js';
@@ -340,7 +340,7 @@ describe('serve --workers 2 on one Redis', () => {
     try {
       // Redis no longer holds a hash this secret matches: both workers answer from cache.
       const redisClient = new Redis(redis.url);
-      await redisClient.hset(redisKeys(prefix).key(revoked.key), {
+      await redisClient.hset(redisLayout(prefix).key(revoked.key), {
         secret_hash: await bcrypt.hash('another-secret', TEST_BCRYPT_COST),
       });
       redisClient.disconnect();

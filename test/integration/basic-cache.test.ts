@@ -1,7 +1,7 @@
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { errorEnvelope, GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
@@ -17,7 +17,7 @@ const TIMING_SAMPLES = 15;
 
 const redisUrl = inject('redisUrl');
 const prefix = uniquePrefix('cache');
-const keys = redisKeys(prefix);
+const keys = redisLayout(prefix);
 const pair = { key: 'ak_cached', secret: 'cached-secret-0123456789', subject: 'alice' };
 
 let upstream: EchoUpstream;

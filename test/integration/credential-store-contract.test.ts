@@ -1,5 +1,6 @@
 import bcrypt from 'bcrypt';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { RedisConfig } from '../../src/config/config-schema.js';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   FIRST_PAGE,
   type CredentialStore,
@@ -9,15 +10,47 @@ import {
   type Revocation,
   type UserRecord,
 } from '../../src/credentials/credential-store.js';
-import { createMemoryStore } from '../../src/credentials/memory-store.js';
+import { createMemoryStore } from '../../src/backends/memory/credential-store.js';
 import { Redis } from 'ioredis';
-import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { countingRedis } from '../support/counting-redis.js';
 import { redisConfig } from '../support/redis-config.js';
-import { freePort } from '../support/redis-server.js';
+import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { auditScriptKeys, type ScriptKeyAudit } from '../support/script-key-audit.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
+
+/**
+ * The Redis of this file's own, watched: no script any test below runs may touch a key it was
+ * not given in KEYS (script-keys.test.ts says why).
+ */
+let url: string;
+let ownRedis: TestRedis;
+let audit: ScriptKeyAudit;
+
+beforeAll(async () => {
+  ownRedis = await startLocalRedis();
+  url = ownRedis.url;
+  audit = await auditScriptKeys(url);
+});
+
+/**
+ * A store's configuration on the watched Redis. MONITOR's stream is parsed in this process,
+ * beside the stores: a command may wait on it longer than a gateway's timeout, which nothing
+ * here tests (redis-command-timeout.test.ts does).
+ */
+function watchedConfig(prefix: string): RedisConfig {
+  return { ...redisConfig(url, prefix), commandTimeoutMs: 10_000 };
+}
+
+afterAll(async () => {
+  const undeclared = await audit.undeclared();
+  audit.stop();
+  await ownRedis.stop();
+  expect(undeclared).toEqual([]);
+});
 
 /**
  * What one test gets: `store` to act on, and `observer`, whose subscribe() listener must
@@ -39,6 +72,7 @@ const START_MS = Date.parse('2024-06-02T00:00:00.000Z');
 const clock = { ms: START_MS };
 const now = (): number => clock.ms;
 const DAY_MS = 86_400_000;
+const iso = (ms: number): string => new Date(ms).toISOString();
 /** The retention every store of this suite keeps ended pairs for. */
 const RETAIN_DAYS = 30;
 const retention = { retainEndedSec: RETAIN_DAYS * 86_400 };
@@ -523,12 +557,11 @@ credentialStoreContract('the memory', () => {
 });
 
 credentialStoreContract('the Redis', () => {
-  // A fresh prefix per test: each one starts from an empty keyspace on the shared Redis.
-  const url = inject('redisUrl');
+  // A fresh prefix per test: each one starts from an empty keyspace.
   const prefix = uniquePrefix('contract');
-  const store = createRedisStore(redisConfig(url, prefix), { now, retention });
+  const store = openRedisStore(watchedConfig(prefix), { now, retention });
   // A second gateway's store on the same Redis: revocations must reach it too.
-  const observer = createRedisStore(redisConfig(url, prefix), { now, retention });
+  const observer = openRedisStore(watchedConfig(prefix), { now, retention });
   return Promise.resolve({
     store,
     observer,
@@ -540,12 +573,11 @@ credentialStoreContract('the Redis', () => {
 });
 
 describe('the Redis credential store reading what another service wrote', () => {
-  const url = inject('redisUrl');
   const prefix = uniquePrefix('layout');
   let store: CredentialStore;
 
   beforeEach(() => {
-    store = createRedisStore(redisConfig(url, prefix));
+    store = openRedisStore(watchedConfig(prefix));
   });
 
   afterEach(async () => {
@@ -581,7 +613,7 @@ describe('the Redis credential store reading what another service wrote', () => 
 
   it('reads scopes, expires_at and a user written with the documented layout', async () => {
     const redis = new Redis(url);
-    const k = redisKeys(prefix);
+    const k = redisLayout(prefix);
     try {
       await redis.hset(k.key('ak_webapp9'), {
         secret_hash: HASH,
@@ -618,9 +650,9 @@ describe('the Redis credential store reading what another service wrote', () => 
     });
     const redis = new Redis(url);
     try {
-      await redis.del(redisKeys(prefix).key('ak_deleted'));
+      await redis.del(redisLayout(prefix).key('ak_deleted'));
       await store.recordLastUse(new Map([['ak_deleted', '2024-06-01T12:00:00.000Z']]));
-      expect(await redis.exists(redisKeys(prefix).key('ak_deleted'))).toBe(0);
+      expect(await redis.exists(redisLayout(prefix).key('ak_deleted'))).toBe(0);
     } finally {
       redis.disconnect();
     }
@@ -660,10 +692,80 @@ describe('the Redis credential store reading what another service wrote', () => 
     // A revoked pair does not count against the cap.
     await expect(store.createKey(keyRecord('ak_fred2', 'fred'), 1)).resolves.toBe(true);
   });
+
+  it('counts and lists a pair whose expiry another service moved later, past its first end and that end’s retention', async () => {
+    const clocked = openRedisStore(watchedConfig(prefix), { now, retention });
+    const redis = new Redis(url);
+    try {
+      clock.ms = START_MS;
+      const firstEnd = START_MS + 3_600_000;
+      await clocked.createKey(keyRecord('ak_moved', 'ida', { expiresAt: iso(firstEnd) }), 5);
+      // A writer moves the expiry and leaves …:ends as it was. (It sets the TTL too, which
+      // this test leaves alone: the stores' clock here is years behind Redis's.)
+      const laterEnd = firstEnd + 90 * DAY_MS;
+      await redis.hset(redisLayout(prefix).key('ak_moved'), 'expires_at', iso(laterEnd));
+
+      clock.ms = firstEnd + 1;
+      await expect(clocked.countActiveKeys('ida')).resolves.toBe(1);
+      clock.ms = firstEnd + RETAIN_DAYS * DAY_MS + 1;
+      await expect(clocked.createKey(keyRecord('ak_moved_2', 'ida'), 2)).resolves.toBe(true);
+      expect((await clocked.listKeys('ida'))?.map((r) => r.key).sort()).toEqual([
+        'ak_moved',
+        'ak_moved_2',
+      ]);
+      await expect(clocked.getKey('ak_moved')).resolves.toMatchObject({
+        expiresAt: iso(laterEnd),
+      });
+    } finally {
+      redis.disconnect();
+      await clocked.close();
+      clock.ms = START_MS;
+    }
+  });
+
+  it('revokes with the subject’s pairs one another service indexed without adding it to the active set', async () => {
+    const redis = new Redis(url);
+    try {
+      const k = redisLayout(prefix);
+      await redis.hset(k.key('ak_unlisted'), {
+        secret_hash: HASH,
+        subject: 'jan',
+        status: 'active',
+        created_at: '2024-05-01T10:00:00.000Z',
+      });
+      await redis.zadd(
+        k.subjectPairs('jan'),
+        Date.parse('2024-05-01T10:00:00.000Z'),
+        'ak_unlisted',
+      );
+      await expect(store.revokeSubjectKeys('jan', new Date().toISOString())).resolves.toEqual([
+        'ak_unlisted',
+      ]);
+      await expect(store.getKey('ak_unlisted')).resolves.toMatchObject({ status: 'revoked' });
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('keeps the last usable pair when another service revoked the other one without taking it out of the active set', async () => {
+    await store.createKey(keyRecord('ak_kim_1', 'kim'), 5);
+    await store.createKey(keyRecord('ak_kim_2', 'kim'), 5);
+    const redis = new Redis(url);
+    try {
+      await redis.hset(redisLayout(prefix).key('ak_kim_2'), {
+        status: 'revoked',
+        revoked_at: '2024-06-01T11:00:00.000Z',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    await expect(
+      store.revokeKey('ak_kim_1', '2024-06-01T12:00:00.000Z', { keepLastActive: true }),
+    ).rejects.toMatchObject({ code: 'conflict' });
+  });
 });
 
 describe("the Redis credential store's index of a subject's pairs", () => {
-  const url = inject('redisUrl');
   let prefix: string;
   let redis: Redis;
 
@@ -679,7 +781,7 @@ describe("the Redis credential store's index of a subject's pairs", () => {
 
   /** Writes pairs of `subject` straight to Redis: hash, sorted index and active set. */
   async function writePairs(subject: string, count: number): Promise<void> {
-    const k = redisKeys(prefix);
+    const k = redisLayout(prefix);
     const batch = redis.pipeline();
     for (let i = 0; i < count; i += 1) {
       const key = `ak_${subject}_${String(i).padStart(5, '0')}`;
@@ -698,10 +800,12 @@ describe("the Redis credential store's index of a subject's pairs", () => {
     await batch.exec();
   }
 
-  it('reads a page in one command, however many pairs the subject has', async () => {
-    // Before the sorted index: SMEMBERS, then one HGETALL per pair (1,501 commands here).
-    const counting = countingRedis(redisConfig(url, prefix));
-    const store = createRedisStore(redisConfig(url, prefix), {
+  it('reads a page in two commands (its ids, then their hashes declared), however many pairs the subject has', async () => {
+    // Before the sorted index: SMEMBERS, then one HGETALL per pair (1,501 commands here). A
+    // script names every key it reads, so the first run answers with the page's ids and the
+    // second reads their hashes.
+    const counting = countingRedis(watchedConfig(prefix));
+    const store = openRedisStore(watchedConfig(prefix), {
       client: counting.client,
       now,
       retention,
@@ -713,16 +817,20 @@ describe("the Redis credential store's index of a subject's pairs", () => {
       await store.listKeys('nobody');
       counting.reset();
       const first = await store.listKeys('many');
-      expect(counting.sent()).toEqual(['evalsha']);
+      expect(counting.sent()).toEqual(['evalsha', 'evalsha']);
       expect(first).toHaveLength(1_000);
       expect(first?.[0]?.key).toBe('ak_many_01499');
       counting.reset();
       const second = await store.listKeys('many', { ...FIRST_PAGE, after: first?.at(-1)?.key });
-      expect(counting.sent()).toEqual(['evalsha']);
+      expect(counting.sent()).toEqual(['evalsha', 'evalsha']);
       expect(second).toHaveLength(500);
       expect(second?.at(-1)?.key).toBe('ak_many_00000');
       counting.reset();
       await expect(store.listKeys('few')).resolves.toHaveLength(3);
+      expect(counting.sent()).toEqual(['evalsha', 'evalsha']);
+      // A subject without pairs needs no hash: one run.
+      counting.reset();
+      await expect(store.listKeys('nobody')).resolves.toEqual([]);
       expect(counting.sent()).toEqual(['evalsha']);
     } finally {
       await store.close();
@@ -730,7 +838,7 @@ describe("the Redis credential store's index of a subject's pairs", () => {
   });
 
   it('folds the SET index of an older writer into the sorted index when it first touches the subject', async () => {
-    const k = redisKeys(prefix);
+    const k = redisLayout(prefix);
     const old = [
       ['ak_old_1', '2024-05-01T10:00:00.000Z'],
       ['ak_old_2', '2024-05-03T10:00:00.000Z'],
@@ -747,7 +855,7 @@ describe("the Redis credential store's index of a subject's pairs", () => {
       await redis.sadd(k.subjectLegacyKeys('olga'), key);
       await redis.sadd(k.subjectActive('olga'), key);
     }
-    const store = createRedisStore(redisConfig(url, prefix), { now, retention });
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
     try {
       expect((await store.listKeys('olga'))?.map((r) => r.key)).toEqual([
         'ak_old_2',
@@ -774,9 +882,28 @@ describe("the Redis credential store's index of a subject's pairs", () => {
     }
   });
 
+  it('lists past thousands of index entries whose hashes are gone (pairs that left by their TTL together), dropping them', async () => {
+    const k = redisLayout(prefix);
+    await writePairs('lea', 3);
+    // Newer than the three pairs, so every page starts with them.
+    const batch = redis.pipeline();
+    for (let i = 0; i < 2_500; i += 1)
+      batch.zadd(k.subjectPairs('lea'), START_MS + i, `ak_gone_${i}`);
+    await batch.exec();
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
+    try {
+      expect((await store.listKeys('lea', { limit: 2, order: 'desc' }))?.map((r) => r.key)).toEqual(
+        ['ak_lea_00002', 'ak_lea_00001'],
+      );
+      expect(await redis.zcard(k.subjectPairs('lea'))).toBe(3);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("gives a pair's hash a TTL of its end plus the retention once its end is known", async () => {
-    const k = redisKeys(prefix);
-    const store = createRedisStore(redisConfig(url, prefix), { now, retention });
+    const k = redisLayout(prefix);
+    const store = openRedisStore(watchedConfig(prefix), { now, retention });
     const retainMs = RETAIN_DAYS * DAY_MS;
     try {
       const inAnHour = new Date(START_MS + 3_600_000).toISOString();
@@ -803,7 +930,7 @@ describe('the Redis credential store without a reachable Redis', () => {
   // Nothing ever listens on the port, so a rejection is the store's own answer, not a wait
   // that ended; how soon it comes (commandTimeoutMs) is redis-command-timeout.test.ts's.
   it('rejects with credential_store_unavailable instead of answering "unknown"', async () => {
-    const store = createRedisStore(
+    const store = openRedisStore(
       redisConfig(`redis://127.0.0.1:${await freePort()}`, uniquePrefix('dead')),
     );
     try {

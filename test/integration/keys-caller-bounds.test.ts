@@ -1,8 +1,9 @@
 import bcrypt from 'bcrypt';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
-import { createMemoryStore } from '../../src/credentials/memory-store.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import type { Backend } from '../../src/backends/backend.js';
+import { createMemoryBackend } from '../../src/backends/memory/memory-backend.js';
+import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
+import type { KeyRecord } from '../../src/credentials/credential-store.js';
 import { OUTLIVE_MESSAGE } from '../../src/errors/gateway-error.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -66,17 +67,17 @@ async function makerRecord(): Promise<KeyRecord> {
   };
 }
 
-const STORES = {
-  memory: async (now: () => number): Promise<CredentialStore> =>
-    createMemoryStore({ keys: [await makerRecord()] }, now),
-  redis: async (now: () => number): Promise<CredentialStore> => {
-    const store = createRedisStore(redisConfig(redisUrl, uniquePrefix('outlive')), { now });
-    await store.createKey(await makerRecord(), 10);
-    return store;
+const BACKENDS = {
+  memory: async (now: () => number): Promise<Backend> =>
+    createMemoryBackend({ seed: { keys: [await makerRecord()] }, now }),
+  redis: async (now: () => number): Promise<Backend> => {
+    const backend = createRedisBackend(redisConfig(redisUrl, uniquePrefix('outlive')), { now });
+    await backend.credentials.createKey(await makerRecord(), 10);
+    return backend;
   },
 };
 
-describe.each(Object.entries(STORES))('a pair made by an expiring pair (%s store)', (_, make) => {
+describe.each(Object.entries(BACKENDS))('a pair made by an expiring pair (%s store)', (_, make) => {
   const clock = { ms: START_MS };
 
   async function start(): Promise<string> {
@@ -87,7 +88,7 @@ describe.each(Object.entries(STORES))('a pair made by an expiring pair (%s store
       keyPrefix: uniquePrefix('outlivegw'),
       upstreamUrl: upstream.url,
       now,
-      store: await make(now),
+      backend: await make(now),
     });
     running.push(gateway);
     return gateway.url;
@@ -137,8 +138,8 @@ describe.each(Object.entries(STORES))('a pair made by an expiring pair (%s store
 describe('a pair made with a gateway token', () => {
   it("is not bound by the token's exp (users remove --revoke-keys contains such pairs)", async () => {
     const now = () => START_MS;
-    const store = createMemoryStore(
-      {
+    const backend = createMemoryBackend({
+      seed: {
         users: [
           {
             username: USER.username,
@@ -150,13 +151,13 @@ describe('a pair made with a gateway token', () => {
         ],
       },
       now,
-    );
+    });
     const gateway = await startInProcessGateway({
       redisUrl,
       keyPrefix: uniquePrefix('tokenmade'),
       upstreamUrl: upstream.url,
       now,
-      store,
+      backend,
     });
     running.push(gateway);
     const token = await issueToken(gateway.url, USER.username, USER.password);

@@ -5,7 +5,7 @@ import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import fc from 'fast-check';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
 import { SCOPE_ESCALATION_MESSAGE, SCOPES_MESSAGE } from '../../src/errors/gateway-error.js';
-import { createMemoryStore } from '../../src/credentials/memory-store.js';
+import { createMemoryStore } from '../../src/backends/memory/credential-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
 import { countingHasher } from '../support/counting-hasher.js';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
@@ -74,12 +74,12 @@ describe('last use of a pair', () => {
       expect([['evalsha'], ['evalsha', 'eval']]).toContainEqual(
         scripts.map((args) => args[0]?.toLowerCase()),
       );
-      for (const args of scripts) expect(args).toContain(redisKeys(prefix).key(pair.key));
+      for (const args of scripts) expect(args).toContain(redisLayout(prefix).key(pair.key));
       // Inside it (MONITOR shows a script's own commands too), one write: the HSET.
       expect(atShutdown.filter((args) => args[0]?.toLowerCase() === 'hset')).toHaveLength(1);
       const redis = new Redis(redisUrl);
       try {
-        const usedAt = await redis.hget(redisKeys(prefix).key(pair.key), 'last_used_at');
+        const usedAt = await redis.hget(redisLayout(prefix).key(pair.key), 'last_used_at');
         expect(Date.parse(usedAt ?? '')).toBeGreaterThanOrEqual(before - 1);
         expect(Date.parse(usedAt ?? '')).toBeLessThanOrEqual(Date.now());
       } finally {

@@ -3,8 +3,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { LockoutConfig } from '../../src/config/config-schema.js';
 import { parseConfig } from '../../src/config/load-config.js';
-import type { CredentialStore } from '../../src/credentials/credential-store.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import type { Backend } from '../../src/backends/backend.js';
+import { createMemoryBackend } from '../../src/backends/memory/memory-backend.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
+import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import type {
   AttemptOutcome,
   LockStarted,
@@ -12,9 +14,6 @@ import type {
   LockoutDecision,
   LockoutTarget,
 } from '../../src/protection/lockout.js';
-import { withLocalLocks } from '../../src/protection/local-locks.js';
-import { createMemoryLockout } from '../../src/protection/memory-lockout.js';
-import { createRedisLockout } from '../../src/protection/redis-lockout.js';
 import { redisConfig } from '../support/redis-config.js';
 import { uniquePrefix } from '../support/seed-redis.js';
 
@@ -53,33 +52,29 @@ interface Implementation {
   make(config: LockoutConfig): Lockout;
 }
 
-let store: CredentialStore;
 let admin: Redis;
+const backends: Backend[] = [];
 const prefixes: string[] = [];
 
 beforeAll(() => {
   admin = new Redis(redisUrl);
 });
 afterAll(async () => {
-  await store?.close();
+  await Promise.all(backends.map((backend) => backend.credentials.close()));
   admin.disconnect();
 });
 
 const IMPLEMENTATIONS: Implementation[] = [
-  { name: 'in process (memory store)', make: (c) => createMemoryLockout(c) },
+  { name: 'in process (memory backend)', make: (c) => createMemoryBackend().lockout(c) },
   {
-    name: 'Redis script',
+    name: 'Redis backend',
     make(c) {
+      // Each lockout its own prefix, so tests never share counters.
       const prefix = uniquePrefix('lockout');
       prefixes.push(prefix);
-      store ??= createRedisStore(redisConfig(redisUrl, '{unused}:'));
-      // Each lockout its own prefix, so tests never share counters.
-      const scripts = store.scripts;
-      if (scripts === undefined) throw new Error('the Redis store runs scripts');
-      return createRedisLockout(c, {
-        keyPrefix: prefix,
-        run: (script, keys, args) => scripts.run(script, keys, args),
-      });
+      const backend = createRedisBackend(redisConfig(redisUrl, prefix));
+      backends.push(backend);
+      return backend.lockout(c);
     },
   },
 ];
@@ -262,6 +257,12 @@ describe('lockout in Redis', () => {
     const prefix = prefixes.at(-1) ?? '';
     await failTimes(lockout, basic('ak_keys', '2001:db8::1'), 3);
     const keys = (await admin.keys(`${prefix}*`)).sort();
+    const layout = redisLayout(prefix);
+    expect(keys).toEqual([
+      layout.lockoutCounter({ scope: 'basic_address', id: '', network: '2001:db8::1' }),
+      layout.lockoutCounter({ scope: 'basic_key_address', id: 'ak_keys', network: '2001:db8::1' }),
+      layout.lockoutCounter({ scope: 'basic_key', id: 'ak_keys', network: '' }),
+    ]);
     expect(keys).toEqual(
       [
         'lockout:basic:address:2001:db8::1',
@@ -280,9 +281,9 @@ describe('lockout in Redis', () => {
     // Issue 13: two gateways on one Redis; on one, a client behind a NAT is refused because
     // another attempt from the same address is in flight. That attempt succeeds; the next
     // attempt from the address must not be refused by this process for the whole Retry-After.
-    const shared = IMPLEMENTATIONS[1]?.make(config());
-    if (shared === undefined) throw new Error('no Redis implementation');
-    const gateway = withLocalLocks(shared);
+    // The Redis backend's lockout remembers locks in process (local-locks.ts), as a gateway's.
+    const gateway = IMPLEMENTATIONS[1]?.make(config());
+    if (gateway === undefined) throw new Error('no Redis implementation');
     const target = basic('ak_nat', '10.0.10.1');
     await failTimes(gateway, target, 2);
     const running = await gateway.begin(target);

@@ -1,12 +1,18 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import type { Backend } from '../../src/backends/backend.js';
+import { createMemoryBackend } from '../../src/backends/memory/memory-backend.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
+import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
-import { createMemoryBucketStore } from '../../src/protection/memory-bucket-store.js';
-import type { RateBucketStore, TakeResult } from '../../src/protection/rate-bucket-store.js';
+import type {
+  BucketId,
+  PolicyName,
+  RateBucketStore,
+  TakeResult,
+} from '../../src/protection/rate-bucket-store.js';
 import { parseRateLimitOverride } from '../../src/protection/rate-policy.js';
-import { createRedisBucketStore } from '../../src/protection/redis-bucket-store.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { uniquePrefix } from '../support/seed-redis.js';
@@ -15,30 +21,43 @@ import { uniquePrefix } from '../support/seed-redis.js';
 // long periods, so nothing refills during a test and every count is exact.
 
 const prefix = uniquePrefix('buckets');
-let redisStore: ReturnType<typeof createRedisStore>;
+const layout = redisLayout(prefix);
+let redisBackend: Backend;
 let admin: Redis;
 
 beforeAll(() => {
-  redisStore = createRedisStore(redisConfig(inject('redisUrl'), prefix));
+  redisBackend = createRedisBackend(redisConfig(inject('redisUrl'), prefix));
   admin = new Redis(inject('redisUrl'));
 });
 
 afterAll(async () => {
-  await redisStore.close();
+  await redisBackend.credentials.close();
   admin.disconnect();
 });
 
 const HOUR = { requests: 3600, periodSec: 3600 };
 let run = 0;
-/** A bucket id no other test uses. */
-const fresh = (name: string): string => `rl:${name}:${(run += 1)}`;
+/** A bucket of `kind` no other test uses. */
+function fresh(kind: PolicyName, name: string): BucketId {
+  const id = `${name}${(run += 1)}`;
+  switch (kind) {
+    case 'credential':
+      return { kind, owner: { kind: 'key', key: `ak_${id}` } };
+    case 'subject':
+      return { kind, subject: id };
+    case 'route':
+      return { kind, route: id, owner: { kind: 'subject', subject: id } };
+    case 'address':
+      return { kind, network: id };
+  }
+}
+const TRACKED = { maxTrackedBuckets: 1000 };
 
 function bucketStoreContract(name: string, make: () => RateBucketStore): void {
   describe(`the ${name} rate buckets`, () => {
     it('admit the burst, then refuse until one request has been earned back', async () => {
       const store = make();
-      const id = fresh('burst');
-      const bucket = { name: 'credential', id, policy: { ...HOUR, burst: 3 } } as const;
+      const bucket = { bucket: fresh('credential', 'burst'), policy: { ...HOUR, burst: 3 } };
       const results = [];
       const before = Date.now();
       for (let i = 0; i < 4; i += 1) results.push(await store.take({ buckets: [bucket] }));
@@ -62,12 +81,8 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
 
     it('charge every bucket of a request or none: a refusal by one leaves the others as they were', async () => {
       const store = make();
-      const wide = {
-        name: 'credential',
-        id: fresh('wide'),
-        policy: { ...HOUR, burst: 5 },
-      } as const;
-      const narrow = { name: 'route', id: fresh('narrow'), policy: { ...HOUR, burst: 1 } } as const;
+      const wide = { bucket: fresh('credential', 'wide'), policy: { ...HOUR, burst: 5 } };
+      const narrow = { bucket: fresh('route', 'narrow'), policy: { ...HOUR, burst: 1 } };
       const first = await store.take({ buckets: [wide, narrow] });
       expect(first.allowed).toBe(true);
       for (let i = 0; i < 3; i += 1) {
@@ -87,8 +102,8 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
     it('keep one budget per bucket id', async () => {
       const store = make();
       const policy = { ...HOUR, burst: 1 };
-      const a = { name: 'address', id: fresh('a'), policy } as const;
-      const b = { name: 'address', id: fresh('b'), policy } as const;
+      const a = { bucket: fresh('address', 'a'), policy };
+      const b = { bucket: fresh('address', 'b'), policy };
       expect((await store.take({ buckets: [a] })).allowed).toBe(true);
       expect((await store.take({ buckets: [a] })).allowed).toBe(false);
       expect((await store.take({ buckets: [b] })).allowed).toBe(true);
@@ -96,8 +111,8 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
 
     it('count nothing for a bucket without a policy and report only those with one', async () => {
       const store = make();
-      const none = { name: 'credential', id: fresh('none'), policy: undefined } as const;
-      const route = { name: 'route', id: fresh('route'), policy: { ...HOUR, burst: 2 } } as const;
+      const none = { bucket: fresh('credential', 'none'), policy: undefined };
+      const route = { bucket: fresh('route', 'route'), policy: { ...HOUR, burst: 2 } };
       const result = await store.take({ buckets: [none, route] });
       expect([result.allowed, result.states.map((s) => s.name)]).toEqual([true, ['route']]);
       const empty = await store.take({ buckets: [none] });
@@ -106,48 +121,41 @@ function bucketStoreContract(name: string, make: () => RateBucketStore): void {
   });
 }
 
-bucketStoreContract('in-process', () => createMemoryBucketStore({ maxBuckets: 1000 }));
-bucketStoreContract('Redis', () => {
-  if (redisStore.scripts === undefined) throw new Error('the Redis store runs scripts');
-  return createRedisBucketStore(redisStore.scripts);
-});
+bucketStoreContract('in-process', () => createMemoryBackend().buckets(TRACKED));
+bucketStoreContract('Redis', () => redisBackend.buckets(TRACKED));
 
 describe('the Redis rate buckets', () => {
-  const store = (): RateBucketStore => {
-    if (redisStore.scripts === undefined) throw new Error('the Redis store runs scripts');
-    return createRedisBucketStore(redisStore.scripts);
-  };
-  const credential = (id: string) =>
-    ({ name: 'credential', id, policy: { ...HOUR, burst: 1 } }) as const;
+  const store = (): RateBucketStore => redisBackend.buckets(TRACKED);
+  const credential = (bucket: BucketId) => ({ bucket, policy: { ...HOUR, burst: 1 } });
 
   it('expire a bucket by itself once it is full again', async () => {
-    const id = fresh('ttl');
-    const result = await store().take({ buckets: [credential(id)] });
-    const ttlMs = await admin.pttl(prefix + id);
+    const bucket = fresh('credential', 'ttl');
+    const result = await store().take({ buckets: [credential(bucket)] });
+    const ttlMs = await admin.pttl(layout.bucket(bucket));
     expect(ttlMs).toBeGreaterThan(0);
     expect(ttlMs).toBeLessThanOrEqual(Math.ceil((result.states[0]?.waitUs ?? 0) / 1000));
   });
 
   it('take each bucket’s policy from the hash it names, in the same script, and report a malformed one', async () => {
-    const key = `key:ak_override${(run += 1)}`;
-    const subject = `subject:override${run}`;
+    const key = { kind: 'key', key: `ak_override${(run += 1)}` } as const;
+    const subject = { kind: 'subject', subject: `override${run}` } as const;
     const take = () =>
       store().take({
         buckets: [
-          { ...credential(fresh('o')), override: key },
-          { name: 'subject', id: fresh('o'), policy: { ...HOUR, burst: 2 }, override: subject },
+          { ...credential(fresh('credential', 'o')), override: key },
+          { bucket: fresh('subject', 'o'), policy: { ...HOUR, burst: 2 }, override: subject },
         ],
       });
     const policies = (result: TakeResult) => result.states.map((s) => [s.name, s.policy]);
     const configured = { ...HOUR, burst: 1 };
 
-    await admin.hset(prefix + subject, 'rate_limit', '100/60,3');
+    await admin.hset(layout.settings(subject), 'rate_limit', '100/60,3');
     expect(policies(await take())).toEqual([
       ['credential', configured],
       ['subject', { requests: 100, periodSec: 60, burst: 3 }],
     ]);
 
-    await admin.hset(prefix + key, 'rate_limit', '5/10');
+    await admin.hset(layout.settings(key), 'rate_limit', '5/10');
     const byKey = await take();
     expect(policies(byKey)).toEqual([
       ['credential', { requests: 5, periodSec: 10, burst: 5 }],
@@ -155,44 +163,44 @@ describe('the Redis rate buckets', () => {
     ]);
     expect(byKey.states[0]?.remaining).toBe(4);
 
-    await admin.hset(prefix + key, 'rate_limit', 'none');
+    await admin.hset(layout.settings(key), 'rate_limit', 'none');
     expect(policies(await take())).toEqual([
       ['subject', { requests: 100, periodSec: 60, burst: 3 }],
     ]);
 
-    await admin.hset(prefix + key, 'rate_limit', 'soon');
+    await admin.hset(layout.settings(key), 'rate_limit', 'soon');
     const ignored = await take();
     expect(policies(ignored)).toEqual([
       ['credential', configured],
       ['subject', { requests: 100, periodSec: 60, burst: 3 }],
     ]);
-    expect(ignored.malformedOverrides).toEqual([{ key: prefix + key, value: 'soon' }]);
+    expect(ignored.malformedOverrides).toEqual([{ key: layout.key(key.key), value: 'soon' }]);
   });
 
   it('read a hash that two buckets name once, and report its malformed value once, cut to 64 characters', async () => {
-    const subject = `subject:shared${(run += 1)}`;
+    const subject = { kind: 'subject', subject: `shared${(run += 1)}` } as const;
     const take = () =>
       store().take({
         buckets: [
-          { ...credential(fresh('s')), override: subject },
-          { name: 'subject', id: fresh('s'), policy: undefined, override: subject },
+          { ...credential(fresh('credential', 's')), override: subject },
+          { bucket: fresh('subject', 's'), policy: undefined, override: subject },
         ],
       });
-    await admin.hset(prefix + subject, 'rate_limit', '3/3600,2');
+    await admin.hset(layout.settings(subject), 'rate_limit', '3/3600,2');
     const both = await take();
     expect(both.states.map((s) => [s.name, s.remaining])).toEqual([
       ['credential', 1],
       ['subject', 1],
     ]);
     expect(both.malformedOverrides).toBeUndefined();
-    await admin.hset(prefix + subject, 'rate_limit', 'x'.repeat(100));
+    await admin.hset(layout.settings(subject), 'rate_limit', 'x'.repeat(100));
     expect((await take()).malformedOverrides).toEqual([
-      { key: prefix + subject, value: 'x'.repeat(64) },
+      { key: layout.subject(subject.subject), value: 'x'.repeat(64) },
     ]);
   });
 
   it('read an override exactly as parseRateLimitOverride documents it, and report what it refuses', async () => {
-    const key = `${prefix}key:ak_parse`;
+    const key = layout.key('ak_parse');
     const configured = { requests: 7, periodSec: 7, burst: 7 };
     await fc.assert(
       fc.asyncProperty(
@@ -204,7 +212,11 @@ describe('the Redis rate buckets', () => {
           await admin.hset(key, 'rate_limit', value);
           const result = await store().take({
             buckets: [
-              { name: 'credential', id: fresh('p'), policy: configured, override: 'key:ak_parse' },
+              {
+                bucket: fresh('credential', 'p'),
+                policy: configured,
+                override: { kind: 'key', key: 'ak_parse' },
+              },
             ],
           });
           const parsed = parseRateLimitOverride(value);
@@ -221,21 +233,18 @@ describe('the Redis rate buckets', () => {
   });
 
   it('reject with credential_store_unavailable when Redis does not answer', async () => {
-    const dead = createRedisStore({
+    const dead = createRedisBackend({
       ...redisConfig(`redis://127.0.0.1:${await freePort()}`, prefix),
       commandTimeoutMs: 100,
     });
     try {
-      if (dead.scripts === undefined) throw new Error('the Redis store runs scripts');
       const error = await Promise.resolve(
-        createRedisBucketStore(dead.scripts).take({
-          buckets: [credential(fresh('dead'))],
-        }),
+        dead.buckets(TRACKED).take({ buckets: [credential(fresh('credential', 'dead'))] }),
       ).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(GatewayError);
       expect((error as GatewayError).code).toBe('credential_store_unavailable');
     } finally {
-      await dead.close();
+      await dead.credentials.close();
     }
   });
 });

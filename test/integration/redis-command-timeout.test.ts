@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
-import { createRedisClient, createRedisStore } from '../../src/credentials/redis-store.js';
+import { createRedisClient } from '../../src/backends/redis/client.js';
+import { openRedisStore } from '../support/redis-store.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -270,7 +271,7 @@ describe('a standalone Redis that accepts but never answers', () => {
   });
 
   it('makes every store operation reject as credential_store_unavailable at commandTimeoutMs', async () => {
-    const store = createRedisStore(config({ url: redis.url }));
+    const store = openRedisStore(config({ url: redis.url }));
     try {
       await store.ping();
       redis.pause();
@@ -372,7 +373,7 @@ describe('a Redis Cluster that cannot answer', () => {
     config({ mode: 'cluster', nodes: [`127.0.0.1:${node.port}`] });
 
   it('serves a Cluster-mode store while the node answers', async () => {
-    const store = createRedisStore(clusterConfig());
+    const store = openRedisStore(clusterConfig());
     try {
       await untilUp(store);
       await expect(store.getKey('ak_none')).resolves.toBeUndefined();
@@ -383,7 +384,7 @@ describe('a Redis Cluster that cannot answer', () => {
   });
 
   it('rejects every operation at commandTimeoutMs while the ready cluster node is paused', async () => {
-    const store = createRedisStore(clusterConfig());
+    const store = openRedisStore(clusterConfig());
     try {
       await untilUp(store);
       node.pause();
@@ -400,7 +401,7 @@ describe('a Redis Cluster that cannot answer', () => {
     'rejects every operation while the cluster is down, before it is back, and serves again once it is',
     { timeout: 30000 },
     async () => {
-      const store = createRedisStore(clusterConfig());
+      const store = openRedisStore(clusterConfig());
       try {
         await untilUp(store);
         await node.kill();
@@ -420,7 +421,7 @@ describe('a Redis Cluster that cannot answer', () => {
     { timeout: 10000 },
     async () => {
       const silent = await startSilentServer();
-      const store = createRedisStore(
+      const store = openRedisStore(
         config({ mode: 'cluster', nodes: [`127.0.0.1:${silent.port}`] }),
       );
       try {
@@ -436,7 +437,7 @@ describe('a Redis Cluster that cannot answer', () => {
 describe('a Sentinel that accepts but never answers', () => {
   it('makes every store operation reject at commandTimeoutMs', async () => {
     const silent = await startSilentServer();
-    const store = createRedisStore(
+    const store = openRedisStore(
       config({ mode: 'sentinel', nodes: [`127.0.0.1:${silent.port}`], sentinelName: 'mymaster' }),
     );
     try {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
@@ -154,7 +154,7 @@ describe('a gateway started while Redis is down', () => {
     await pollStatus(send, 200, { deadlineMs: 10_000, intervalMs: 50 });
     expect((await send()).status).toBe(200);
 
-    const revoker = createRedisStore(redisConfig(downRedis.url, latePrefix));
+    const revoker = openRedisStore(redisConfig(downRedis.url, latePrefix));
     try {
       await revoker.revokeKey(pair.key, new Date().toISOString());
     } finally {

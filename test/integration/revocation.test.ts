@@ -2,7 +2,8 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
-import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
@@ -48,7 +49,7 @@ beforeAll(async () => {
       }),
     ),
   );
-  revoker = createRedisStore(redisConfig(redis.url, prefix));
+  revoker = openRedisStore(redisConfig(redis.url, prefix));
   admin = new Redis(redis.url);
   // Both gateways listen on the revocation channel before any test revokes anything.
   await untilSubscribers(redis.url, prefix, 2);
@@ -106,7 +107,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Delete the kept pair's hash behind the gateway's back (no event): only its cache
     // entry can still let it through, so this shows the eviction was not a flush.
-    await admin.del(redisKeys(prefix).key(kept.key));
+    await admin.del(redisLayout(prefix).key(kept.key));
     const res = await request(gateway, kept);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(ECHO_BODY);
@@ -120,7 +121,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Another service changes the hash directly and publishes nothing.
     await admin.hset(
-      redisKeys(prefix).key(pair.key),
+      redisLayout(prefix).key(pair.key),
       'secret_hash',
       await bcrypt.hash(newSecret, TEST_BCRYPT_COST),
     );

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createMemoryLockout } from '../../src/protection/memory-lockout.js';
+import { createMemoryLockout } from '../../src/backends/memory/lockout-store.js';
 import { SILENT_LOCKOUT_EVENTS } from '../../src/protection/guard-attempt.js';
 import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { CredentialStore } from '../../src/credentials/credential-store.js';
-import { createRedisStore } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from '../support/redis-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
 import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
@@ -34,7 +34,7 @@ let aliceHash: string;
 const servers: Server[] = [];
 
 beforeAll(async () => {
-  store = createRedisStore(redisConfig(redisUrl, prefix));
+  store = openRedisStore(redisConfig(redisUrl, prefix));
   dummyHash = await hasher.hash(randomBytes(32).toString('base64'));
   aliceHash = await hasher.hash(ALICE.password);
   await store.addUser({

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../src/config/config-schema.js';
-import { createRedisClient } from '../../src/credentials/redis-store.js';
+import { createRedisClient } from '../../src/backends/redis/client.js';
 
 /** A real Redis client that counts the commands it sends (each one a round trip or part of one). */
 export interface CountingRedis {

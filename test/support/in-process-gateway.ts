@@ -1,6 +1,6 @@
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
-import type { CredentialStore } from '../../src/credentials/credential-store.js';
+import type { Backend } from '../../src/backends/backend.js';
 import { createLogger } from '../../src/observability/create-logger.js';
 import { gatewayYaml, type GatewayConfigInput } from './gateway-yaml.js';
 import { TEST_BCRYPT_COST } from './seed-redis.js';
@@ -17,8 +17,8 @@ export interface GatewayOptions {
   config?: GatewayConfigInput;
   /** The gateway's clock (milliseconds since the epoch); by default Date.now. */
   now?: () => number;
-  /** A store of the test's own (e.g. the memory store) instead of Redis at `redisUrl`. */
-  store?: CredentialStore;
+  /** A backend of the test's own (e.g. the memory backend) instead of Redis at `redisUrl`. */
+  backend?: Backend;
 }
 
 export interface RunningGateway {
@@ -46,7 +46,7 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
   const gateway = await createGateway(config, {
     logger: createLogger('silent'),
     ...(options.now === undefined ? {} : { now: options.now }),
-    ...(options.store === undefined ? {} : { store: options.store }),
+    ...(options.backend === undefined ? {} : { backend: options.backend }),
   });
   const { port, adminPort } = await gateway.listen();
   if (adminPort === undefined) throw new Error('the admin server is enabled in this config');

@@ -1,6 +1,7 @@
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
-import { createRedisStore, redisKeys } from '../../src/credentials/redis-store.js';
+import { openRedisStore } from './redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { redisConfig } from './redis-config.js';
 
 /** Low cost keeps tests fast; the cost is read from each hash, so verification is unchanged. */
@@ -26,7 +27,7 @@ export async function seedKey(
     secretHash?: string;
   },
 ): Promise<void> {
-  const k = redisKeys(prefix);
+  const k = redisLayout(prefix);
   const redis = new Redis(redisUrl);
   try {
     const status = pair.status ?? 'active';
@@ -66,7 +67,7 @@ export async function putUser(
 ): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
-    await redis.hset(redisKeys(keyPrefix).user(user.username), {
+    await redis.hset(redisLayout(keyPrefix).user(user.username), {
       password_hash: user.passwordHash ?? (await bcrypt.hash(user.password, TEST_BCRYPT_COST)),
       subject: user.subject,
       created_at: new Date().toISOString(),
@@ -83,7 +84,7 @@ export async function removeUser(
   keyPrefix: string,
   username: string,
 ): Promise<boolean> {
-  const store = createRedisStore(redisConfig(redisUrl, keyPrefix));
+  const store = openRedisStore(redisConfig(redisUrl, keyPrefix));
   try {
     return await store.removeUser(username);
   } finally {
@@ -101,7 +102,7 @@ export async function revokeAsAnotherService(
   key: string,
   subject: string,
 ): Promise<void> {
-  const k = redisKeys(keyPrefix);
+  const k = redisLayout(keyPrefix);
   const redis = new Redis(redisUrl);
   try {
     await redis

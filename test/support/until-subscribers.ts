@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { redisKeys } from '../../src/credentials/redis-store.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 
 /**
  * Resolves once `count` connections subscribe to the prefix's revocation channel, so a test
@@ -13,7 +13,7 @@ export async function untilSubscribers(
   count: number,
   deadlineMs = 5_000,
 ): Promise<void> {
-  const channel = redisKeys(keyPrefix).channel;
+  const channel = redisLayout(keyPrefix).channel;
   const clients = (typeof redisUrls === 'string' ? [redisUrls] : redisUrls).map(
     (url) => new Redis(url),
   );

@@ -10,7 +10,7 @@ import { createBasicAuthenticator } from '../../../src/auth/basic-authenticator.
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import { createKeySource, type KeySource } from '../../../src/auth/jwt/key-sources.js';
 import type { CredentialStore } from '../../../src/credentials/credential-store.js';
-import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createMemoryStore } from '../../../src/backends/memory/credential-store.js';
 import { createSecretHasher, type SecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 

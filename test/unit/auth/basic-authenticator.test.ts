@@ -6,14 +6,14 @@ import {
 } from '../../../src/auth/basic-authenticator.js';
 import type { CredentialStore, KeyRecord } from '../../../src/credentials/credential-store.js';
 import { DENIED } from '../../../src/auth/denial.js';
-import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createMemoryStore } from '../../../src/backends/memory/credential-store.js';
 import { createSecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import { countingHasher, type CountingHasher } from '../../support/counting-hasher.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { SILENT_LOCKOUT_EVENTS } from '../../../src/protection/guard-attempt.js';
 import type { LockoutTarget } from '../../../src/protection/lockout.js';
-import { createMemoryLockout } from '../../../src/protection/memory-lockout.js';
+import { createMemoryLockout } from '../../../src/backends/memory/lockout-store.js';
 
 /** The credentials as a client sends them, which is what the cache is keyed by. */
 function encoded(key: string, secret: string): string {

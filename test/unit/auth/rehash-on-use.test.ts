@@ -6,7 +6,7 @@ import {
 import { createRehashOnUse, type RehashEvent } from '../../../src/auth/rehash-on-use.js';
 import { createSecretVerifier } from '../../../src/auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../../../src/credentials/credential-store.js';
-import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createMemoryStore } from '../../../src/backends/memory/credential-store.js';
 import { createSecretHasher } from '../../../src/credentials/secret-hasher.js';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import { countingHasher } from '../../support/counting-hasher.js';

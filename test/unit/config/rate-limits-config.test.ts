@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
-import { createMemoryStore } from '../../../src/credentials/memory-store.js';
+import { createMemoryBackend } from '../../../src/backends/memory/memory-backend.js';
 import { createConfiguredRateLimiter } from '../../../src/protection/configured-rate-limiter.js';
 
 function problemsOf(yaml: string): readonly string[] {
@@ -13,8 +13,9 @@ function problemsOf(yaml: string): readonly string[] {
   throw new Error('expected a ConfigError');
 }
 
+const backend = createMemoryBackend();
 const deps = {
-  store: createMemoryStore(),
+  buckets: (options: { maxTrackedBuckets: number }) => backend.buckets(options),
   countStoreError: () => undefined,
   warnStoreError: () => undefined,
   warnMalformedOverride: () => undefined,

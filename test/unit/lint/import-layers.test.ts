@@ -1,15 +1,30 @@
 import { readdirSync } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ESLint, Linter } from 'eslint';
 import tseslint from 'typescript-eslint';
 import { describe, expect, it } from 'vitest';
-import { checkImport, importLayersRule, LAYERS, PACKAGES } from '../../../.ci/import-layers.js';
+import {
+  checkImport,
+  importLayersRule,
+  LAYERS,
+  NESTED_ROOMS,
+  PACKAGES,
+} from '../../../.ci/import-layers.js';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const srcRoot = `${repo}src`;
-const folders = readdirSync(srcRoot, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory())
-  .map((entry) => entry.name);
+const subfolders = (path: string): string[] =>
+  readdirSync(path, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name);
+/** Every room: each folder of src/, and each subfolder of a nested room (`backends/redis`). */
+const folders = subfolders(srcRoot).flatMap((name) => [
+  name,
+  ...(NESTED_ROOMS.includes(name)
+    ? subfolders(`${srcRoot}/${name}`).map((sub) => `${name}/${sub}`)
+    : []),
+]);
 
 /** Lints one import line as if it were written in src/<folder>/probe.ts. */
 function lintImport(folder: string, specifier: string): string[] {
@@ -25,6 +40,12 @@ function lintImport(folder: string, specifier: string): string[] {
     { filename: `${srcRoot}/${folder}/probe.ts` },
   );
   return messages.map((m) => m.message);
+}
+
+/** How src/<from>/probe.ts names a module of src/<to>/. */
+function specifierOf(from: string, to: string): string {
+  const path = relative(`${srcRoot}/${from}`, `${srcRoot}/${to}/module.js`);
+  return path.startsWith('.') ? path : `./${path}`;
 }
 
 describe('import layers', () => {
@@ -54,7 +75,7 @@ describe('import layers', () => {
   it.each(folders)('reports every import from %s/ into a folder it may not use', (from) => {
     for (const to of folders) {
       if (to === from) continue;
-      const reported = lintImport(from, `../${to}/module.js`);
+      const reported = lintImport(from, specifierOf(from, to));
       if (LAYERS[from]?.includes(to)) expect(reported, `${from} -> ${to}`).toEqual([]);
       else expect(reported, `${from} -> ${to}`).toHaveLength(1);
     }
@@ -78,6 +99,28 @@ describe('import layers', () => {
       'app.ts may not import commands/',
     );
     expect(checkImport(srcRoot, `${srcRoot}/main.ts`, './commands/serve.js')).toBe(undefined);
+  });
+
+  it('treats each subfolder of a nested room as a room: only backends/redis reaches ioredis, and the memory backend cannot import it', () => {
+    expect(
+      checkImport(srcRoot, `${srcRoot}/backends/memory/x.ts`, '../redis/credential-store.js'),
+    ).toBe(
+      'backends/memory/ may not import backends/redis/ (allowed: backends, config, credentials, errors, protection)',
+    );
+    expect(checkImport(srcRoot, `${srcRoot}/backends/redis/x.ts`, '../backend.js')).toBe(undefined);
+    expect(checkImport(srcRoot, `${srcRoot}/backends/redis/x.ts`, 'ioredis')).toBe(undefined);
+    expect(checkImport(srcRoot, `${srcRoot}/backends/backend.ts`, 'ioredis')).toBe(
+      'ioredis belongs to backends/redis: backends reaches it through them',
+    );
+    expect(checkImport(srcRoot, `${srcRoot}/protection/x.ts`, '../backends/redis/layout.js')).toBe(
+      'protection/ may not import backends/redis/ (allowed: config, errors, identity)',
+    );
+    // Beside the composition root, only the CLI's commands (which open a store) reach a backend.
+    const reaching = Object.entries(LAYERS)
+      .filter(([room]) => !room.startsWith('backends'))
+      .filter(([, allowed]) => allowed.some((to) => to.startsWith('backends')))
+      .map(([room]) => room);
+    expect(reaching).toEqual(['commands']);
   });
 
   it('keeps the entry (cli.ts) to the version check, which must run before any folder loads', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import type { Identity } from '../../../src/identity/identity.js';
-import { createMemoryBucketStore } from '../../../src/protection/memory-bucket-store.js';
+import { createMemoryBucketStore } from '../../../src/backends/memory/bucket-store.js';
 import type { RateBucketStore, TakeRequest } from '../../../src/protection/rate-bucket-store.js';
 import {
   createRateLimiter,
@@ -80,20 +80,20 @@ describe('the rate limiter', () => {
     );
     void limiter.checkCredential('accounts', undefined, basic);
     void limiter.checkCredential('accounts', { requests: 5, periodSec: 1, burst: 5 }, bearer);
+    const key = { kind: 'key', key: 'ak_alice1' };
+    const subject = { kind: 'subject', subject: 'alice' };
     const subjectBucket = {
-      name: 'subject',
-      id: 'rl:subject-all:alice',
+      bucket: { kind: 'subject', subject: 'alice' },
       policy: { requests: 9, periodSec: 60, burst: 9 },
-      override: 'subject:alice',
+      override: subject,
     };
     expect(requests).toEqual([
       {
         buckets: [
           {
-            name: 'credential',
-            id: 'rl:key:ak_alice1',
+            bucket: { kind: 'credential', owner: key },
             policy: settings.credential,
-            override: 'key:ak_alice1',
+            override: key,
           },
           subjectBucket,
         ],
@@ -101,15 +101,13 @@ describe('the rate limiter', () => {
       {
         buckets: [
           {
-            name: 'credential',
-            id: 'rl:subject:alice',
+            bucket: { kind: 'credential', owner: subject },
             policy: settings.credential,
-            override: 'subject:alice',
+            override: subject,
           },
           subjectBucket,
           {
-            name: 'route',
-            id: 'rl:route:accounts:subject:alice',
+            bucket: { kind: 'route', route: 'accounts', owner: subject },
             policy: { requests: 5, periodSec: 1, burst: 5 },
           },
         ],

@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import type { RedisConfig } from '../../../src/config/config-schema.js';
+import type { RedisConfig } from '../../../../src/config/config-schema.js';
 import {
   classifyRedisError,
   redisAddress,
   redisSecrets,
   watchRedisConnection,
   type StoreLog,
-} from '../../../src/credentials/redis-connection.js';
+} from '../../../../src/backends/redis/client.js';
 
 const BASE: RedisConfig = {
   url: 'redis://127.0.0.1:6379',

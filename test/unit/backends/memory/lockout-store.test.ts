@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { LockoutConfig } from '../../../src/config/config-schema.js';
-import { parseConfig } from '../../../src/config/load-config.js';
-import type { Lockout, LockoutTarget } from '../../../src/protection/lockout.js';
-import { createMemoryLockout } from '../../../src/protection/memory-lockout.js';
+import type { LockoutConfig } from '../../../../src/config/config-schema.js';
+import { parseConfig } from '../../../../src/config/load-config.js';
+import type { Lockout, LockoutTarget } from '../../../../src/protection/lockout.js';
+import { createMemoryLockout } from '../../../../src/backends/memory/lockout-store.js';
 
 // The in-process lockout keeps at most lockout.maxTrackedCounters counters. A flood of junk
 // attempts (new keys from new addresses: three counters each) must not push out the counters

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors/gateway-error.js';
+import { GatewayError } from '../../errors/gateway-error.js';
 import {
   DEFAULT_RETAIN_ENDED_SEC,
   FIRST_PAGE,
@@ -12,7 +12,7 @@ import {
   type RetentionOptions,
   type Revocation,
   type UserRecord,
-} from './credential-store.js';
+} from '../../credentials/credential-store.js';
 
 /**
  * The embedded store for the zero-setup default and single-instance use: one process,

@@ -1,5 +1,5 @@
-import type { LockoutConfig } from '../config/config-schema.js';
-import { createCounterTable } from './counter-table.js';
+import type { LockoutConfig } from '../../config/config-schema.js';
+import { createCounterTable } from '../../protection/counter-table.js';
 import {
   EMPTY_COUNTER,
   isEmpty,
@@ -12,16 +12,17 @@ import {
   waitMs,
   type CounterState,
   type LockoutLimit,
-} from './lockout-policy.js';
+} from '../../protection/lockout-policy.js';
 import {
-  counterIds,
+  counterKey,
+  countersOf,
   counterLimits,
   LOCKOUT_SCOPES,
   toRetryAfterSec,
   type LockStarted,
   type Lockout,
   type LockoutRefusal,
-} from './lockout.js';
+} from '../../protection/lockout.js';
 
 interface Entry {
   state: CounterState;
@@ -60,7 +61,7 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
   return {
     begin(target) {
       const at = now();
-      const ids = counterIds(target);
+      const ids = countersOf(target).map(counterKey);
       const limits = counterLimits(config, target.kind);
       const states = ids.map((id) => read(id, at));
       let refusal: LockoutRefusal | undefined;
@@ -117,7 +118,7 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
     },
     checkAddress(kind, network) {
       const at = now();
-      const [id] = counterIds({ kind, id: '', network });
+      const id = counterKey(countersOf({ kind, id: '', network })[0]);
       const [limit] = counterLimits(config, kind);
       const state = read(id, at);
       const wait = waitMs(state, at, limit);

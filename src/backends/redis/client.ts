@@ -1,5 +1,34 @@
-import type { RedisConfig } from '../config/config-schema.js';
-import type { StoreHealth } from './credential-store.js';
+import { Cluster, Redis } from 'ioredis';
+import type { RedisConfig } from '../../config/config-schema.js';
+import type { StoreHealth } from '../../credentials/credential-store.js';
+
+/** A client of any mode: standalone and Sentinel are a Redis, a Cluster its own kind. */
+export type RedisClient = Redis | Cluster;
+
+/** The client `config` names: standalone, Sentinel or Cluster, each failing fast. */
+export function createRedisClient(config: RedisConfig): RedisClient {
+  const options = {
+    // Fail fast during an outage: a command waits at most commandTimeoutMs, is retried
+    // once, and the client keeps reconnecting in the background. ioredis arms this timer
+    // when a command is sent or queued on a Redis connection (standalone, Sentinel, and
+    // each Cluster node), so it also frees the command, not only the caller.
+    commandTimeout: config.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (times: number) => Math.min(50 * times, 1_000),
+  };
+  const nodes = config.nodes.map((node) => {
+    const [host = '127.0.0.1', port = '6379'] = node.split(':');
+    return { host, port: Number(port) };
+  });
+  // The Cluster client has an offline queue of its own, with no timer: the runner never
+  // hands it a command before it is ready (see run-script.ts).
+  if (config.mode === 'cluster') return new Cluster(nodes, { redisOptions: options });
+  if (config.mode === 'sentinel') {
+    return new Redis({ ...options, sentinels: nodes, name: config.sentinelName ?? 'mymaster' });
+  }
+  return new Redis(config.url, options);
+}
 
 /** Why Redis cannot be reached, in the terms an operator acts on. */
 export type RedisFailure =
@@ -80,7 +109,7 @@ export function classifyRedisError(error: unknown): RedisFailure {
   return 'other';
 }
 
-/** Where the connection's states are logged: pino's logger fits (credentials/ cannot import it). */
+/** Where the connection's states are logged: pino's logger fits (backends/ cannot import it). */
 export interface StoreLog {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;

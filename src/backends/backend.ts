@@ -1,0 +1,27 @@
+import type { LockoutConfig } from '../config/config-schema.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import type { Lockout } from '../protection/lockout.js';
+import type { RateBucketStore } from '../protection/rate-bucket-store.js';
+
+/** What the in-process bucket store keeps; a shared store keeps its buckets itself. */
+export interface BucketOptions {
+  /** Buckets kept in process at most (`rateLimits.maxTrackedBuckets`). */
+  readonly maxTrackedBuckets: number;
+}
+
+/**
+ * Where the gateway keeps what it shares: credentials, lockout counters and rate-limit
+ * buckets, behind the contracts of credentials/ and protection/. The composition root picks
+ * one backend at start (`credentials.store`); nothing else knows which one it is.
+ *
+ * The lockout and the buckets are made per configuration (a SIGHUP rebuilds them with the
+ * new limits) on the backend's one connection, which the credential store owns: its health,
+ * ping and close are the backend's.
+ */
+export interface Backend {
+  readonly credentials: CredentialStore;
+  /** The lockout of failed attempts under `config`, on this backend. */
+  lockout(config: LockoutConfig): Lockout;
+  /** The rate-limit buckets, on this backend. */
+  buckets(options: BucketOptions): RateBucketStore;
+}

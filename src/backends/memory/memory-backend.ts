@@ -1,0 +1,29 @@
+import type {
+  KeyRecord,
+  RetentionOptions,
+  UserRecord,
+} from '../../credentials/credential-store.js';
+import type { Backend } from '../backend.js';
+import { createMemoryBucketStore } from './bucket-store.js';
+import { createMemoryStore } from './credential-store.js';
+import { createMemoryLockout } from './lockout-store.js';
+
+export interface MemoryBackendOptions {
+  readonly seed?: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] };
+  /** Milliseconds since the epoch: what decides expiry, ends and locks. */
+  readonly now?: () => number;
+  readonly retention?: RetentionOptions;
+}
+
+/**
+ * Everything in this process (the zero-setup default): nothing persisted, nothing shared
+ * with another instance or worker.
+ */
+export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend {
+  const now = options.now ?? Date.now;
+  return {
+    credentials: createMemoryStore(options.seed, now, options.retention),
+    lockout: (config) => createMemoryLockout(config, now),
+    buckets: ({ maxTrackedBuckets }) => createMemoryBucketStore({ maxBuckets: maxTrackedBuckets }),
+  };
+}

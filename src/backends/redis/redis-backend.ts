@@ -1,0 +1,70 @@
+import type { RedisConfig } from '../../config/config-schema.js';
+import {
+  DEFAULT_RETAIN_ENDED_SEC,
+  type RetentionOptions,
+} from '../../credentials/credential-store.js';
+import { withLocalLocks } from '../../protection/local-locks.js';
+import type { Backend } from '../backend.js';
+import { createRedisBucketStore } from './bucket-store.js';
+import {
+  createRedisClient,
+  redisAddress,
+  redisSecrets,
+  watchRedisConnection,
+  type RedisClient,
+  type StoreLog,
+} from './client.js';
+import { createRedisCredentialStore } from './credential-store.js';
+import { redisLayout } from './layout.js';
+import { createRedisLockout } from './lockout-store.js';
+import { createScriptRunner } from './run-script.js';
+
+export interface RedisBackendOptions {
+  /** A client of the caller's own (tests count its commands); by default the config's. */
+  readonly client?: RedisClient;
+  /** Milliseconds since the epoch: what decides whether a pair has expired. */
+  readonly now?: () => number;
+  /** Where the connection's changes of state are logged (the gateway's logger); none: silent. */
+  readonly log?: StoreLog | undefined;
+  /** How long ended pairs are kept (keys.retainEndedDays). */
+  readonly retention?: RetentionOptions;
+}
+
+/** How long a start waits for Redis's first answer: the connect timeout, and a second more. */
+const SETTLE_WITHIN_MS = 3_000;
+
+/**
+ * Everything on one Redis connection (standalone, Sentinel or Cluster): the credential store,
+ * the lockout and the rate-limit buckets, shared by every gateway and worker on that Redis.
+ */
+export function createRedisBackend(
+  config: RedisConfig,
+  options: RedisBackendOptions = {},
+): Backend {
+  const client = options.client ?? createRedisClient(config);
+  const now = options.now ?? Date.now;
+  // Its 'error' listener also keeps ioredis's connection errors from being thrown: they
+  // surface as failed commands (503), and the client reconnects by itself.
+  const connection = watchRedisConnection(client, {
+    address: redisAddress(config),
+    secrets: redisSecrets(config),
+    log: options.log,
+    settleWithinMs: SETTLE_WITHIN_MS,
+  });
+  const runner = createScriptRunner(client, { timeoutMs: config.commandTimeoutMs, connection });
+  const layout = redisLayout(config.keyPrefix);
+  return {
+    credentials: createRedisCredentialStore({
+      client,
+      connection,
+      runner,
+      layout,
+      now,
+      retention: options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
+    }),
+    // A lock seen once is remembered in process until it ends, so a flood against a locked
+    // address or key costs no Redis round trip (local-locks.ts).
+    lockout: (lockout) => withLocalLocks(createRedisLockout(lockout, runner, layout), now),
+    buckets: () => createRedisBucketStore(runner, layout),
+  };
+}

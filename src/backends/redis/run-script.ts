@@ -1,0 +1,222 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Cluster } from 'ioredis';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { RedisClient, RedisConnection } from './client.js';
+
+/**
+ * The one way the Redis backend talks to Redis: every command, script or not, passes
+ * through `guarded` below (the place a circuit breaker belongs), and every script is a
+ * `.lua` file under scripts/, defined once with the names of its KEYS and ARGV.
+ *
+ * A name ending in `[]` takes a list (of keys, or of arguments); the others one value each.
+ * In the script, `KEY.<name>` and `ARG.<name>` hold them (a list as a Lua table): a short
+ * prologue, generated from the names, binds them, so no script reads KEYS[n] or ARGV[n]
+ * itself. Each list's length travels as a leading ARGV entry the prologue reads first.
+ * Every key a script touches must come in through KEYS: Redis Cluster routes a script by
+ * them and refuses a key the script forms itself in another slot; Dragonfly refuses any key
+ * not declared. test/integration/script-keys.test.ts watches every script run for it.
+ */
+
+/** What a script is given: strings, and numbers (sent as their decimal text). */
+export type ScriptValue = string | number;
+type Base<Name extends string> = Name extends `${infer List}[]` ? List : Name;
+
+/** The values of `Names`, by name: a list for a `name[]`, one value for the others. */
+export type Named<Names extends readonly string[], V> = {
+  readonly [Name in Names[number] as Base<Name>]: Name extends `${string}[]` ? readonly V[] : V;
+};
+
+export interface Script<
+  Keys extends readonly string[] = readonly string[],
+  Args extends readonly string[] = readonly string[],
+> {
+  /** The file it was read from (scripts/<name>), or the name a test gave it. */
+  readonly name: string;
+  readonly keys: Keys;
+  readonly args: Args;
+  /** What Redis runs: the prologue, then the libraries, then the script. */
+  readonly source: string;
+  /** SHA1 of `source`: what EVALSHA names, computed once. */
+  readonly sha: string;
+}
+
+export interface ScriptSpec<Keys extends readonly string[], Args extends readonly string[]> {
+  readonly keys: Keys;
+  readonly args: Args;
+  /** Files of scripts/ put before the script, each once (shared Lua functions). */
+  readonly libraries?: readonly string[];
+}
+
+const NAME = /^[A-Za-z][A-Za-z0-9]*(\[\])?$/;
+const SCRIPTS = new URL('./scripts/', import.meta.url);
+
+/** Defines the script of scripts/<file> (read now, once) with the names of its KEYS and ARGV. */
+export function defineScript<
+  const Keys extends readonly string[],
+  const Args extends readonly string[],
+>(file: string, spec: ScriptSpec<Keys, Args>): Script<Keys, Args> {
+  const read = (name: string): string => readFileSync(new URL(name, SCRIPTS), 'utf8');
+  const libraries = (spec.libraries ?? []).map(read);
+  return scriptFromSource(file, [...libraries, read(file)].join('\n'), spec);
+}
+
+/** A script from its text: what defineScript makes of a file (and what tests define inline). */
+export function scriptFromSource<
+  const Keys extends readonly string[],
+  const Args extends readonly string[],
+>(name: string, body: string, spec: { keys: Keys; args: Args }): Script<Keys, Args> {
+  for (const each of [...spec.keys, ...spec.args])
+    if (!NAME.test(each)) throw new Error(`script ${name}: ${each} is not a name (${NAME.source})`);
+  const source = `${prologue(spec.keys, spec.args)}\n${body}`;
+  return {
+    name,
+    keys: spec.keys,
+    args: spec.args,
+    source,
+    sha: createHash('sha1').update(source).digest('hex'),
+  };
+}
+
+const isList = (name: string): boolean => name.endsWith('[]');
+const baseOf = (name: string): string => (isList(name) ? name.slice(0, -2) : name);
+
+/**
+ * One line of Lua that binds KEY.<name> and ARG.<name> from KEYS and ARGV in the declared
+ * order (one line, so a script's own line numbers in Redis's errors move by one only).
+ */
+function prologue(keys: readonly string[], args: readonly string[]): string {
+  const lists = [...keys, ...args].filter(isList).length;
+  const parts = [`local KEY, ARG = {}, {} do local k, a = 1, ${lists + 1}`];
+  if (lists > 0)
+    parts.push(
+      `local n = { ${Array.from({ length: lists }, (_, i) => `tonumber(ARGV[${i + 1}])`).join(', ')} }`,
+    );
+  let list = 0;
+  const bind = (table: string, from: string, at: string, name: string): void => {
+    const field = `${table}.${baseOf(name)}`;
+    if (!isList(name)) {
+      parts.push(`${field} = ${from}[${at}] ${at} = ${at} + 1`);
+      return;
+    }
+    list += 1;
+    parts.push(
+      `${field} = {} for i = 1, n[${list}] do ${field}[i] = ${from}[${at}] ${at} = ${at} + 1 end`,
+    );
+  };
+  for (const name of keys) bind('KEY', 'KEYS', 'k', name);
+  for (const name of args) bind('ARG', 'ARGV', 'a', name);
+  parts.push('end');
+  return parts.join(' ');
+}
+
+/** KEYS and ARGV as sent: each list's length first in ARGV, then the values in declared order. */
+function flatten(
+  script: Script,
+  keys: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
+  args: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
+): { keys: string[]; args: ScriptValue[] } {
+  const lengths: number[] = [];
+  const spread = (names: readonly string[], values: typeof keys): ScriptValue[] =>
+    names.flatMap((name) => {
+      const value = values[baseOf(name)];
+      if (value === undefined) throw new Error(`script ${script.name}: no value for ${name}`);
+      if (!isList(name)) return [value as ScriptValue];
+      const list = value as readonly ScriptValue[];
+      lengths.push(list.length);
+      return [...list];
+    });
+  const flatKeys = spread(script.keys, keys).map(String);
+  const flatArgs = spread(script.args, args);
+  return { keys: flatKeys, args: [...lengths, ...flatArgs] };
+}
+
+export interface ScriptRunner {
+  /**
+   * Runs `script` by its SHA1 (EVALSHA), sending its text (EVAL) only when Redis does not
+   * hold it: once per Redis, and again after a restart, a failover or a SCRIPT FLUSH.
+   * Rejects with GatewayError `credential_store_unavailable` when Redis does not answer in
+   * time or the script fails.
+   */
+  run<Keys extends readonly string[], Args extends readonly string[]>(
+    script: Script<Keys, Args>,
+    keys: Named<Keys, string>,
+    args: Named<Args, ScriptValue>,
+  ): Promise<unknown>;
+  /** One plain command (or a few), with the same bound and the same failure. */
+  call<T>(operation: (client: RedisClient) => Promise<T>): Promise<T>;
+}
+
+export function createScriptRunner(
+  client: RedisClient,
+  options: { readonly timeoutMs: number; readonly connection: RedisConnection },
+): ScriptRunner {
+  const guarded = createGuard(client, options.timeoutMs, options.connection);
+  return {
+    // A script given a wrong name fails as it is, outside the bound: a bug, not an outage.
+    run: async (script, keys, args) => {
+      const flat = flatten(script, keys, args);
+      const count = flat.keys.length;
+      return guarded(async () => {
+        try {
+          return await client.evalsha(script.sha, count, ...flat.keys, ...flat.args);
+        } catch (error) {
+          // A Redis restarted (or failed over, or flushed) since: its script cache is empty.
+          if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+          return await client.eval(script.source, count, ...flat.keys, ...flat.args);
+        }
+      });
+    },
+    call: (operation) => guarded(() => operation(client)),
+  };
+}
+
+/** The client-facing error stays the catalogue's; its cause names Redis, its address and why. */
+function unavailable(connection: RedisConnection, error: unknown): GatewayError {
+  return new GatewayError('credential_store_unavailable', {
+    cause: connection.describe(error),
+    retryAfterSec: 1,
+  });
+}
+
+/**
+ * Runs one operation within `timeoutMs`, whatever the client mode, and turns every failure
+ * into `credential_store_unavailable`. ioredis's own commandTimeout covers commands on a
+ * connection; this bound also covers what it leaves open: a Cluster that is not ready yet (or
+ * any more) holds commands in its offline queue with no timer, and its redirection and
+ * CLUSTERDOWN retries add up beyond one command's timeout. A Cluster command is only issued
+ * once the client is ready, so an outage does not pile commands into that queue.
+ */
+function createGuard(client: RedisClient, timeoutMs: number, connection: RedisConnection) {
+  let ready: Promise<void> | undefined;
+  // One 'ready' listener per not-ready period, shared by every waiting call: a burst of
+  // requests during an outage must not add a listener each.
+  const whenReady = (): Promise<void> | undefined => {
+    if (!(client instanceof Cluster) || client.status === 'ready' || client.status === 'end')
+      return undefined;
+    // A lazyConnect client connects on its first command, which is not sent before ready.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+    ready ??= new Promise<void>((resolve) => {
+      client.once('ready', () => {
+        ready = undefined;
+        resolve();
+      });
+    });
+    return ready;
+  };
+  return async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      const waiting = whenReady();
+      if (waiting !== undefined) await Promise.race([waiting, deadline]);
+      return await Promise.race([operation(), deadline]);
+    } catch (error) {
+      throw unavailable(connection, error);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}

@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { describeLayout, redisLayout } from '../../../../src/backends/redis/layout.js';
+
+const README = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
+
+/** The rows of the README's table under `## Redis key layout`: key and type. */
+function readmeRows(): { key: string; type: string }[] {
+  const start = README.indexOf('## Redis key layout');
+  const section = README.slice(start, README.indexOf('\n## ', start + 1));
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .map((line) => {
+      const [key = '', type = ''] = line
+        .split('|')
+        .slice(1)
+        .map((cell) => cell.trim());
+      return { key: key.replace(/^`|`$/g, ''), type };
+    });
+}
+
+describe('the Redis key layout', () => {
+  it('is the one the README documents, row for row', () => {
+    expect(readmeRows()).toEqual(describeLayout());
+  });
+
+  it('starts every name with the configured prefix, so a deployment may choose its own', () => {
+    const layout = redisLayout('{tenant7}:');
+    expect(describeLayout('{tenant7}:').every((row) => row.key.startsWith('{tenant7}:'))).toBe(
+      true,
+    );
+    expect(layout.settings({ kind: 'key', key: 'ak_x' })).toBe(layout.key('ak_x'));
+    expect(layout.settings({ kind: 'subject', subject: 'ann' })).toBe(layout.subject('ann'));
+  });
+});
