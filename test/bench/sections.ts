@@ -13,6 +13,7 @@ import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
+import { redisConfig } from '../support/redis-config.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
 import {
   COLD_SET,
@@ -890,14 +891,7 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
     });
     record(`http-${limit}`, `GET /keys?limit=${limit} (first page of ${n}), whole request`, times);
   }
-  const store = openRedisStore({
-    url: redis.url,
-    mode: 'standalone',
-    sentinelName: undefined,
-    nodes: [],
-    keyPrefix: KEY_PREFIX,
-    commandTimeoutMs: 5_000,
-  });
+  const store = openRedisStore({ ...redisConfig(redis.url, KEY_PREFIX), commandTimeoutMs: 5_000 });
   try {
     const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
       if ((await store.listKeys(subject))?.length !== 1000) throw new Error('listKeys: not 1,000');

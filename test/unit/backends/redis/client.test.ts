@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { RedisConfig } from '../../../../src/config/config-schema.js';
+import { redisConfig } from '../../../support/redis-config.js';
 import {
   classifyRedisError,
   redisAddress,
@@ -9,14 +10,7 @@ import {
   type StoreLog,
 } from '../../../../src/backends/redis/client.js';
 
-const BASE: RedisConfig = {
-  url: 'redis://127.0.0.1:6379',
-  mode: 'standalone',
-  sentinelName: undefined,
-  nodes: [],
-  keyPrefix: '{ag}:',
-  commandTimeoutMs: 300,
-};
+const BASE: RedisConfig = redisConfig('redis://127.0.0.1:6379', '{ag}:');
 
 const errno = (code: string, message: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
