@@ -8,7 +8,6 @@ import type { Backend } from '../backend.js';
 import { createRedisBreakers, type BreakerTransition } from './breakers.js';
 import { createRedisBucketStore } from './bucket-store.js';
 import {
-  classifyRedisError,
   createRedisClient,
   redisAddress,
   redisSecrets,
@@ -93,7 +92,8 @@ export function createRedisBackend(
 
 /**
  * `redis breaker opened` (warn: what it stands for, the failures in a row, how long until a
- * probe, and the last failure as the connection lines tell one) and `redis breaker closed`
+ * probe, and why the last one failed: the connection's own failure while it is down, as
+ * its lines tell it, else the call's) and `redis breaker closed`
  * (info: how long it was open). One line per change, never one per refused call.
  */
 function logBreaker(
@@ -114,7 +114,6 @@ function logBreaker(
       target: transition.target,
       failures: transition.failures,
       retry_after_ms: transition.retryAfterMs,
-      reason: classifyRedisError(transition.lastFailure),
       cause: connection.describe(transition.lastFailure).why,
     },
     'redis breaker opened',
