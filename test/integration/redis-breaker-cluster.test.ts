@@ -96,8 +96,9 @@ describe('the breakers of a Redis Cluster', () => {
     expect(transitions).toMatchObject([{ kind: 'opened', target: victim.address, failures: 3 }]);
 
     const promoted = await cluster.awaitPromotion(victimKey, victim);
-    // Each step lets one probe go; a probe may still meet the old map and fail (then the next
-    // waits longer), until the client has found the promoted master.
+    // Each step lets one call go on the slot: a probe of the old master's breaker while the
+    // client's map still names it (it may fail, then the next waits longer), or a call to the
+    // promoted master once the map names it (the old breaker is then dropped as closed).
     let probes = 0;
     await untilState(
       `a probe of ${victim.address}'s breaker to reach ${promoted.address}`,
@@ -109,7 +110,10 @@ describe('the breakers of a Redis Cluster', () => {
       (reply) => (reply === 'OK' ? true : undefined),
       { intervalMs: 0, guardMs: 30_000 },
     );
-    console.log(`Cluster breaker closed by probe ${probes} after the promotion`);
+    const closed = transitions.find((transition) => transition.kind === 'closed');
+    console.log(
+      `Cluster breaker of the killed master closed by ${String(closed?.by)}; ${probes} probe(s) after the promotion`,
+    );
     expect(transitions).toMatchObject([
       { kind: 'opened', target: victim.address },
       { kind: 'closed', target: victim.address },

@@ -23,6 +23,11 @@ export type BreakerTransition = BreakerChange & {
   readonly target: string;
   /** The failure that opened it (an `opened` only). */
   readonly lastFailure?: unknown;
+  /**
+   * What closed it (a `closed` only): a probe Redis answered, or a Cluster slot map in which
+   * the target serves no slot any more (its replica was promoted: nothing will probe it).
+   */
+  readonly by?: 'probe' | 'failover';
 };
 
 export interface RedisBreakers {
@@ -64,36 +69,65 @@ export function createRedisBreakers(
   const { settings, address } = options;
   if (!settings.enabled) return { run: (_key, call) => call() };
   const now = options.now ?? (() => performance.now());
-  const breakers = new Map<string, { breaker: CircuitBreaker; lastFailure: unknown }>();
-  const targetOf =
-    client instanceof Cluster
-      ? (key: string) => client.slots[slotOf(key)]?.[0] ?? UNMAPPED_TARGET
-      : () => address;
+  const report = options.onTransition ?? (() => undefined);
+  interface Entry {
+    readonly breaker: CircuitBreaker;
+    lastFailure: unknown;
+    openedAt: number;
+    /** Dropped after a failover: a probe still in flight then reports nothing. */
+    dropped: boolean;
+  }
+  const breakers = new Map<string, Entry>();
 
-  const breakerOf = (target: string) => {
-    let entry = breakers.get(target);
-    if (entry === undefined) {
-      const made: { breaker: CircuitBreaker; lastFailure: unknown } = {
-        lastFailure: undefined,
-        breaker: createCircuitBreaker({
-          failureThreshold: settings.failureThreshold,
-          openMs: settings.openMs,
-          maxOpenMs: settings.maxOpenMs,
-          probeTimeoutMs: options.probeTimeoutMs,
-          now,
-          onChange: (change) =>
-            options.onTransition?.(
-              change.kind === 'opened'
-                ? { ...change, target, lastFailure: made.lastFailure }
-                : { ...change, target },
-            ),
-        }),
-      };
-      entry = made;
-      breakers.set(target, entry);
-    }
+  const breakerOf = (target: string): Entry => {
+    const known = breakers.get(target);
+    if (known !== undefined) return known;
+    const entry: Entry = {
+      lastFailure: undefined,
+      openedAt: 0,
+      dropped: false,
+      breaker: createCircuitBreaker({
+        failureThreshold: settings.failureThreshold,
+        openMs: settings.openMs,
+        maxOpenMs: settings.maxOpenMs,
+        probeTimeoutMs: options.probeTimeoutMs,
+        now,
+        onChange: (change) => {
+          if (entry.dropped) return;
+          if (change.kind === 'closed') {
+            report({ ...change, target, by: 'probe' });
+            return;
+          }
+          entry.openedAt = now();
+          report({ ...change, target, lastFailure: entry.lastFailure });
+        },
+      }),
+    };
+    breakers.set(target, entry);
     return entry;
   };
+
+  let targetOf = (_key: string): string => address;
+  if (!(client instanceof Cluster)) {
+    // The client found its master again (a restart, a Sentinel failover): the next call
+    // probes at once rather than after the rest of the backoff.
+    client.on('ready', () => breakers.get(address)?.breaker.probeNow());
+  } else {
+    targetOf = (key) => client.slots[slotOf(key)]?.[0] ?? UNMAPPED_TARGET;
+    // A failed-over master serves no slot in the new map, so no call, and no probe, reaches
+    // its breaker any more: it is dropped, and an open one reported closed, or its metric
+    // would read open for good. Should the node be master again, it starts with a new one.
+    client.on('refresh', () => {
+      const masters = new Set(client.slots.map((nodes) => nodes[0]));
+      for (const [target, entry] of breakers) {
+        if (masters.has(target)) continue;
+        breakers.delete(target);
+        entry.dropped = true;
+        if (entry.breaker.state !== 'closed')
+          report({ kind: 'closed', target, openForMs: now() - entry.openedAt, by: 'failover' });
+      }
+    });
+  }
 
   return {
     run(key, call) {

@@ -93,8 +93,9 @@ export function createRedisBackend(
 /**
  * `redis breaker opened` (warn: what it stands for, the failures in a row, how long until a
  * probe, and why the last one failed: the connection's own failure while it is down, as
- * its lines tell it, else the call's) and `redis breaker closed`
- * (info: how long it was open). One line per change, never one per refused call.
+ * its lines tell it, else the call's) and `redis breaker closed` (info: how long it was
+ * open, and whether a probe closed it or a Cluster failover left it with no slot to serve).
+ * One line per change, never one per refused call.
  */
 function logBreaker(
   log: StoreLog | undefined,
@@ -103,7 +104,12 @@ function logBreaker(
 ): void {
   if (transition.kind === 'closed') {
     log?.info(
-      { store: 'redis', target: transition.target, open_ms: Math.round(transition.openForMs) },
+      {
+        store: 'redis',
+        target: transition.target,
+        open_ms: Math.round(transition.openForMs),
+        by: transition.by,
+      },
       'redis breaker closed',
     );
     return;

@@ -78,6 +78,7 @@ describe('createRedisBreakers', () => {
     const sent: string[] = [];
     const refused = new Error('connect ECONNREFUSED');
     return {
+      breakers,
       transitions,
       sent,
       refused,
@@ -141,6 +142,35 @@ describe('createRedisBreakers', () => {
     expect(b.sent).toEqual(['{a}x', '{a}x', '{a}x', '{a}x']);
   });
 
+  it("reports a failed-over master's open breaker closed once a refreshed slot map gives it no slot, and forgets it", async () => {
+    const cluster = clusterMapping('127.0.0.1:7000', { '{b}': '127.0.0.1:7001' });
+    const b = breakersOn(cluster);
+    for (let i = 0; i < 3; i += 1) await expect(b.call('{a}x', 'down')).rejects.toThrow();
+    b.advance(1500);
+    cluster.emit('refresh');
+    expect(b.transitions).toHaveLength(1);
+    // A probe in flight when the map moves the slot, answered by the new master (MOVED).
+    let answer: (value: string) => void = () => undefined;
+    const probe = b.breakers.run(
+      '{a}x',
+      () => new Promise<string>((resolve) => (answer = resolve)),
+    );
+    cluster.slots = cluster.slots.map((nodes) =>
+      nodes[0] === '127.0.0.1:7000' ? ['127.0.0.1:7003'] : nodes,
+    );
+    cluster.emit('refresh');
+    answer('OK');
+    await expect(probe).resolves.toBe('OK');
+    expect(b.transitions).toMatchObject([
+      { kind: 'opened', target: '127.0.0.1:7000' },
+      { kind: 'closed', target: '127.0.0.1:7000', openForMs: 1500, by: 'failover' },
+    ]);
+    expect(b.transitions).toHaveLength(2);
+    // Master again later (a failback): a breaker of its own, closed.
+    cluster.slots[new Command('get', ['{a}x']).getSlot()] = ['127.0.0.1:7000'];
+    await expect(b.call('{a}x', 'answer')).resolves.toBe('OK');
+  });
+
   it('gives the slots no master is known for one breaker of their own', async () => {
     const cluster = clusterMapping('127.0.0.1:7000', {});
     cluster.slots = [];
@@ -163,6 +193,7 @@ describe('createRedisBreakers', () => {
       kind: 'closed',
       target: 'redis://127.0.0.1:6379',
       openForMs: 200,
+      by: 'probe',
     });
   });
 
