@@ -15,6 +15,7 @@ import { freePort } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { redisConfig } from '../support/redis-config.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
+import { failoverSection } from './failover.js';
 import {
   COLD_SET,
   bcryptLimit,
@@ -94,7 +95,18 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
+    [
+      'cached',
+      'cold',
+      'mixed',
+      'pairs',
+      'workers',
+      'flood',
+      'limits',
+      'accuracy',
+      'keys',
+      'failover',
+    ] as const
   ).some(want);
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
@@ -202,6 +214,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
       results.push(await floodSection(ctx, fixture, mainRedis));
     if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
+    if (section === 'failover' && fixture !== undefined)
+      results.push(await failoverSection(ctx, fixture.upstream));
   }
   return results;
 }
