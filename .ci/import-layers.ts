@@ -22,7 +22,15 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   // implements it. Only the composition root and the CLI's commands reach them.
   backends: ['config', 'credentials', 'protection'],
   'backends/memory': ['backends', 'config', 'credentials', 'errors', 'protection'],
-  'backends/redis': ['backends', 'config', 'credentials', 'errors', 'identity', 'protection'],
+  'backends/redis': [
+    'backends',
+    'concurrency',
+    'config',
+    'credentials',
+    'errors',
+    'identity',
+    'protection',
+  ],
   auth: ['concurrency', 'config', 'credentials', 'errors', 'identity', 'protection'],
   tokens: ['auth', 'config', 'errors', 'identity'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.

@@ -73,7 +73,8 @@ const RESTART_ONLY = [
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const backend = deps.backend ?? createBackend(initial, now, logger);
+  const metrics = createMetrics();
+  const backend = deps.backend ?? createBackend(initial, now, logger, metrics);
   const store = backend.credentials;
   // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
   // most) only puts its log line first and makes the first scrape tell the truth.
@@ -83,7 +84,6 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const dummyHash = await hasher.hash(randomBase62(48));
   // After a first bcrypt run: the pool's threads exist from then on.
   if (initial.server.threadPoolNice > 0) lowerThreadPoolPriority(initial.server.threadPoolNice);
-  const metrics = createMetrics();
   // close() may come while listen() is still opening the ports (a signal at start-up).
   let closing = false;
   // gateway_ready follows the store's connection and the drain, whoever asks (or not).
@@ -249,17 +249,25 @@ async function makeSigner(
 
 /**
  * The backend the configuration names, the one choice of it: Redis, or the in-process one
- * seeded from YAML. With a logger, Redis's connection states are logged (the gateway's;
- * one-off commands say what failed themselves).
+ * seeded from YAML. With a logger, Redis's connection states and breakers are logged, and
+ * with metrics its breakers shown (the gateway's; one-off commands say what failed themselves).
  */
 export function createBackend(
   config: GatewayConfig,
   now: () => number = Date.now,
   log?: Logger,
+  metrics?: GatewayMetrics,
 ): Backend {
   const retention = { retainEndedSec: config.keys.retainEndedDays * 86_400 };
   if (config.credentials.store === 'redis')
-    return createRedisBackend(config.credentials.redis, { now, log, retention });
+    return createRedisBackend(config.credentials.redis, {
+      now,
+      log,
+      retention,
+      ...(metrics === undefined
+        ? {}
+        : { onBreakerChange: (target, open) => metrics.setRedisBreaker(target, open) }),
+    });
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();
   return createMemoryBackend({

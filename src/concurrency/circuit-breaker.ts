@@ -91,6 +91,12 @@ export interface CircuitBreaker {
    * `CircuitOpenError` at once when refused; otherwise passes `call`'s result on unchanged.
    */
   run<T>(call: () => Promise<T>, isFailure: (error: unknown) => boolean): Promise<T>;
+  /**
+   * Something other than a call says the dependency is back (its connection is ready
+   * again): while open, the next call may probe at once instead of after the backoff. The
+   * probe still decides; the backoff is kept for it, should it fail.
+   */
+  probeNow(): void;
   /** As of the last call: `open` stays `open` past its backoff until a probe is admitted. */
   readonly state: BreakerState;
 }
@@ -197,6 +203,9 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
         admission.settle(isFailure(error) ? 'failure' : 'success');
         throw error;
       }
+    },
+    probeNow() {
+      if (state === 'open') openUntil = Math.min(openUntil, now());
     },
     get state() {
       return state;

@@ -222,6 +222,23 @@ export const redisSchema = z.strictObject({
     .regex(/^[A-Za-z0-9:{}_-]*$/)
     .default('{ag}:'),
   commandTimeoutMs: durationMs.default(300),
+  /**
+   * Once Redis has failed this many calls in a row, calls are answered at once by each path's
+   * policy (no command sent) while one call at a time probes it: after openMs, then after
+   * twice as long after each failed probe, up to maxOpenMs. On a Cluster, one per master.
+   */
+  breaker: z
+    .strictObject({
+      enabled: bool().default(true),
+      failureThreshold: int(z.number().int().min(1).max(1000)).default(3),
+      openMs: int(z.number().int().min(10).max(60_000)).default(200),
+      maxOpenMs: int(z.number().int().min(10).max(600_000)).default(1000),
+    })
+    .refine((b) => b.maxOpenMs >= b.openMs, {
+      path: ['maxOpenMs'],
+      message: 'must be at least openMs',
+    })
+    .prefault({}),
 });
 
 const seedKeySchema = z.strictObject({

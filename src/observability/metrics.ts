@@ -42,6 +42,8 @@ export interface GatewayMetrics extends MetricsSource {
   countBcryptCompare(): void;
   /** A stored hash rewritten at the configured cost after a successful check, or not, by why. */
   countBcryptRehash(kind: string, outcome: string): void;
+  /** A Redis breaker opened or closed (`target`: the address, or a Cluster master's host:port). */
+  setRedisBreaker(target: string, open: boolean): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -104,6 +106,19 @@ export function createMetrics(): GatewayMetrics {
     name: 'gateway_bcrypt_rehashes_total',
     help: 'Stored bcrypt hashes of another cost or variant rehashed after a successful check, by kind (key, user) and outcome (written; superseded: changed meanwhile, left as it was; failed: not written, retried on the next success).',
     labelNames: ['kind', 'outcome'],
+    registers: [registry],
+  });
+  const breakerOpen = new Gauge({
+    name: 'gateway_redis_breaker_open',
+    help: '1 while the breaker of this Redis target (the address, or a Cluster master) refuses calls, 0 once closed; across workers, 1 when any has it open.',
+    labelNames: ['target'],
+    registers: [registry],
+    aggregator: 'max',
+  });
+  const breakerTransitions = new Counter({
+    name: 'gateway_redis_breaker_transitions_total',
+    help: 'Redis breakers opened and closed, by target and state (open, closed).',
+    labelNames: ['target', 'state'],
     registers: [registry],
   });
 
@@ -188,6 +203,10 @@ export function createMetrics(): GatewayMetrics {
     countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
     countBcryptCompare: () => bcryptCompares.inc(),
     countBcryptRehash: (kind, outcome) => bcryptRehashes.inc({ kind, outcome }),
+    setRedisBreaker(target, open) {
+      breakerOpen.set({ target }, open ? 1 : 0);
+      breakerTransitions.inc({ target, state: open ? 'open' : 'closed' });
+    },
   };
 }
 

@@ -61,7 +61,7 @@ export interface RateLimiterDeps {
   readonly now?: () => number;
 }
 
-/** How long a fail-closed 503 asks the client to wait. */
+/** How long a fail-closed 503 asks the client to wait when the store's error names no wait. */
 const STORE_ERROR_RETRY_AFTER_SEC = 1;
 
 /** Malformed overrides remembered as reported (the oldest forgotten beyond). */
@@ -99,9 +99,10 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
       unreported = 0;
     }
     if (settings.onStoreError === 'closed') {
+      // The store's own wait when it gave one (a breaker's, until its next probe).
       throw new GatewayError('credential_store_unavailable', {
         cause: failure,
-        retryAfterSec: STORE_ERROR_RETRY_AFTER_SEC,
+        retryAfterSec: failure.retryAfterSec ?? STORE_ERROR_RETRY_AFTER_SEC,
       });
     }
     return undefined;

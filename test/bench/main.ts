@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants, cpus, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
+import { FAILOVER_RUNS } from './failover.js';
 import { writeScripts } from './measure.js';
 import {
   HELP,
@@ -74,6 +75,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     accuracy: 1,
     // Sequential requests, not wrk rounds: its time is in setupSec.
     keys: 0,
+    // Not wrk rounds either: its time is in setupSec.
+    failover: 0,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -91,7 +94,9 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     (want('pairs') ? 5 + options.pairsLarge / 50_000 : 0) +
     (want('cold') ? 3 : 0) +
     (want('heap') ? 2 + options.heapPairs / 25_000 : 0) +
-    (want('keys') ? 15 : 0);
+    (want('keys') ? 15 : 0) +
+    // Per run: a topology started, warm-up and load, the failover (about 4 s), 3 s after it.
+    (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

@@ -13,6 +13,7 @@ export const SECTIONS = [
   'limits',
   'accuracy',
   'keys',
+  'failover',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';
@@ -69,6 +70,8 @@ Options:
                         http-proxy-3 or undici                              (default http-proxy-3)
   --sections LIST       comma-separated, any of ${SECTIONS.join(',')}
                                                                             (default all)
+                        (failover: --warmup, then --duration s of load before each of its
+                        4 kills: Cluster and Sentinel, breaker on and off)
   --json PATH           where the JSON result goes (default: a new file in ${tmpdir()})
   --help                this text
 

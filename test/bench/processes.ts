@@ -45,6 +45,12 @@ export interface ProcessGroup {
   running(): number[];
   /** The last bytes of a process's log file, for error messages. */
   logTail(started: Started, bytes?: number): string;
+  /**
+   * Stops what a helper of test/support started and tracks itself (a Redis Cluster or
+   * Sentinel set, each process by its PID), first thing in close(); on an unplanned exit the
+   * helper's own exit hook kills them.
+   */
+  onClose(stop: () => Promise<void>): void;
   /** Stops everything (SIGTERM, then SIGKILL after a grace period) and removes the dir. */
   close(): Promise<void>;
   /** The same at once, synchronously (SIGKILL): the 'exit' safety net. */
@@ -55,6 +61,7 @@ export interface ProcessGroup {
 export function createProcessGroup(): ProcessGroup {
   const dir = mkdtempSync(join(tmpdir(), 'accounts-gateway-bench-'));
   const tracked: Started[] = [];
+  const stops: (() => Promise<void>)[] = [];
   let closing = false;
   let closed: Promise<void> | undefined;
 
@@ -109,9 +116,13 @@ export function createProcessGroup(): ProcessGroup {
         return '(no log)';
       }
     },
+    onClose(stop) {
+      stops.push(stop);
+    },
     close() {
       closing = true;
       closed ??= (async () => {
+        await Promise.allSettled(stops.map((stop) => stop()));
         // Newest first: load generators, then proxies, then upstream and Redis.
         const alive = tracked.filter(isRunning).reverse();
         const trees = alive.map((s) => ({ s, descendants: processTree(s.pid).slice(1) }));

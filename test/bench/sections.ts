@@ -13,7 +13,9 @@ import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
+import { redisConfig } from '../support/redis-config.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
+import { failoverSection } from './failover.js';
 import {
   COLD_SET,
   bcryptLimit,
@@ -92,9 +94,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const { group, options } = ctx;
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
-  const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
-  ).some(want);
+  // Every section but the heap measurement (in process) forwards to the upstream.
+  const needsUpstream = options.sections.some((s) => s !== 'heap');
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
   ).some(want);
@@ -201,6 +202,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
       results.push(await floodSection(ctx, fixture, mainRedis));
     if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
+    if (section === 'failover' && fixture !== undefined)
+      results.push(await failoverSection(ctx, fixture.upstream));
   }
   return results;
 }
@@ -890,14 +893,7 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
     });
     record(`http-${limit}`, `GET /keys?limit=${limit} (first page of ${n}), whole request`, times);
   }
-  const store = openRedisStore({
-    url: redis.url,
-    mode: 'standalone',
-    sentinelName: undefined,
-    nodes: [],
-    keyPrefix: KEY_PREFIX,
-    commandTimeoutMs: 5_000,
-  });
+  const store = openRedisStore({ ...redisConfig(redis.url, KEY_PREFIX), commandTimeoutMs: 5_000 });
   try {
     const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
       if ((await store.listKeys(subject))?.length !== 1000) throw new Error('listKeys: not 1,000');

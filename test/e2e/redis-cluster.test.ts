@@ -60,6 +60,8 @@ describeGatewaysOnTopology({
   async awaitPromotion() {
     if (killed !== undefined) await cluster.awaitPromotion(slotKey(), killed);
   },
+  // One breaker per master, named by its host:port in the client's slot map.
+  breakerTarget: () => killed?.address ?? '',
 });
 
 describe('a killed master, restarted', () => {

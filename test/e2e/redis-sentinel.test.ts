@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { redisAddress } from '../../src/backends/redis/client.js';
+import { redisConfig } from '../support/redis-config.js';
 import type { RedisProcess } from '../support/redis-process.js';
 import {
   SENTINEL_DOWN_AFTER_MS,
@@ -62,6 +64,14 @@ describeGatewaysOnTopology({
   async awaitPromotion() {
     if (killed !== undefined) await set.awaitPromotion(killed);
   },
+  // One breaker for the client, named as its connection lines name it.
+  breakerTarget: () =>
+    redisAddress({
+      ...redisConfig('redis://127.0.0.1:6379', gateways.keyPrefix),
+      mode: 'sentinel',
+      nodes: [...set.sentinelAddresses],
+      sentinelName: set.name,
+    }),
 });
 
 describe('a killed master, restarted', () => {

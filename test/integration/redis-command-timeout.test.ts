@@ -1,8 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RedisConfig } from '../../src/config/config-schema.js';
@@ -17,7 +13,7 @@ import { fromFetch } from '../support/http-answer.js';
 import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
 import { pollStatus } from '../support/poll-status.js';
 import { redisConfig } from '../support/redis-config.js';
-import { freePort, spawnRedisServer } from '../support/redis-server.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 /**
@@ -35,59 +31,6 @@ import { seedKey, uniquePrefix } from '../support/seed-redis.js';
  */
 
 const COMMAND_TIMEOUT_MS = 300;
-
-interface OwnRedis {
-  readonly port: number;
-  readonly url: string;
-  /** SIGSTOP: the process keeps its sockets open and answers nothing. */
-  pause(): void;
-  resume(): void;
-  /** Kills the process; its files stay, so start() brings back the same node. */
-  kill(): Promise<void>;
-  start(): Promise<void>;
-  /** Kills the process and removes its files. */
-  stop(): Promise<void>;
-}
-
-/** A redis-server of this file's own, so pausing it never stalls other test files. */
-async function startOwnRedis(options: { cluster?: boolean } = {}): Promise<OwnRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
-  let child: ChildProcess | undefined;
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  if (options.cluster === true) {
-    args.push(
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      join(dir, 'nodes.conf'),
-      '--cluster-announce-ip',
-      '127.0.0.1',
-    );
-  }
-  const start = (): Promise<void> => spawnRedisServer(args, (proc) => (child = proc), dir);
-  const kill = async (): Promise<void> => {
-    const proc = child;
-    child = undefined;
-    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGKILL');
-    await exited;
-  };
-  await start();
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    pause: () => child?.kill('SIGSTOP'),
-    resume: () => child?.kill('SIGCONT'),
-    kill,
-    start,
-    stop: async () => {
-      await kill();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** A TCP server that accepts every connection and never writes a byte. */
 async function startSilentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -110,10 +53,17 @@ async function startSilentServer(): Promise<{ port: number; close(): Promise<voi
   };
 }
 
+/**
+ * The store under test, its breaker off: this file shows the bound every call meets, and
+ * each of its operations must meet it; after a few such failures the breaker would answer
+ * them at once instead (redis-breaker.test.ts).
+ */
 function config(overrides: Partial<RedisConfig>): RedisConfig {
+  const base = redisConfig('redis://127.0.0.1:6379', uniquePrefix('timeout'));
   return {
-    ...redisConfig('redis://127.0.0.1:6379', uniquePrefix('timeout')),
+    ...base,
     commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    breaker: { ...base.breaker, enabled: false },
     ...overrides,
   };
 }

@@ -1,4 +1,4 @@
-import type { RedisConfig } from '../../src/config/config-schema.js';
+import { redisSchema, type RedisConfig } from '../../src/config/config-schema.js';
 
 /** The RedisConfig a gateway would get from YAML, built by hand for stores made in tests. */
 export function redisConfig(url: string, keyPrefix: string): RedisConfig {
@@ -9,5 +9,7 @@ export function redisConfig(url: string, keyPrefix: string): RedisConfig {
     nodes: [],
     keyPrefix,
     commandTimeoutMs: 300,
+    // The schema's defaults, as a file that does not name them gets.
+    breaker: redisSchema.shape.breaker.parse(undefined),
   };
 }

@@ -1,4 +1,7 @@
+import { Agent } from 'node:http';
 import { basicHeader } from './basic-header.js';
+import type { LoadClient } from './failover-under-load.js';
+import type { HttpAnswer } from './http-answer.js';
 import { startEchoUpstream } from './echo-upstream.js';
 import { startGateway, writeConfig, type GatewayProcess } from './gateway-process.js';
 import { gatewayYaml } from './gateway-yaml.js';
@@ -44,7 +47,23 @@ export interface TopologyGateways {
    * 300 s: within a test's timeout only the revocation message can end it there.
    */
   revokeThroughA(pair: KeyPair, nodes: readonly string[]): Promise<void>;
+  /** `count` more pairs of `from`'s subject, made through `gateway`'s POST /keys. */
+  makePairs(gateway: GatewayProcess, from: KeyPair, count: number): Promise<KeyPair[]>;
+  /**
+   * A client of `gateway` on one keep-alive connection, sending GET /accounts with `pairs`
+   * in turn: each pair until it has an answer other than 503 (while the store cannot
+   * answer, a pair not cached stays so), then the next; the last one for good.
+   */
+  client(gateway: GatewayProcess, pairs: readonly KeyPair[], intervalMs: number): GatewayClient;
   close(): Promise<void>;
+}
+
+/** A client of one gateway (see TopologyGateways.client). */
+export interface GatewayClient extends LoadClient {
+  /** Every answer other than 200, whole (status, headers, body). */
+  readonly refused: readonly HttpAnswer[];
+  /** Closes its connection. */
+  close(): void;
 }
 
 /**
@@ -142,6 +161,41 @@ export async function startTopologyGateways(
         if (status === 401) return;
         if (status !== 200) throw new Error(`gateway B answered ${status} before the 401`);
       }
+    },
+    async makePairs(gateway, from, count) {
+      const made: KeyPair[] = [];
+      for (let i = 0; i < count; i += 1) {
+        const answer = await send(gateway.url, '/keys', {
+          method: 'POST',
+          headers: { authorization: basicHeader(from.key, from.secret) },
+        });
+        const [pair] = (answer.json as { data?: KeyPair[] } | undefined)?.data ?? [];
+        if (answer.status !== 201 || pair === undefined)
+          throw new Error(`POST /keys answered ${answer.status}: ${answer.body}`);
+        made.push({ key: pair.key, secret: pair.secret });
+      }
+      return made;
+    },
+    client(gateway, pairs, intervalMs) {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const refused: HttpAnswer[] = [];
+      let next = 0;
+      return {
+        refused,
+        intervalMs,
+        async request() {
+          const pair = pairs[Math.min(next, pairs.length - 1)];
+          if (pair === undefined) throw new Error('a client needs a pair');
+          const answer = await send(gateway.url, '/accounts', {
+            agent,
+            headers: { authorization: basicHeader(pair.key, pair.secret) },
+          });
+          if (answer.status !== 200) refused.push(answer);
+          if (answer.status !== 503) next += 1;
+          return answer.status;
+        },
+        close: () => agent.destroy(),
+      };
     },
     async close() {
       await Promise.all([a.stop(), b.stop()]);

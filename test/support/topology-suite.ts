@@ -1,7 +1,11 @@
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { failoverUnderTrickle } from './failover-under-trickle.js';
+import { ERROR_CATALOGUE } from '../../src/errors/error-codes.js';
+import { failoverUnderLoad, startLoad, type FailoverRun } from './failover-under-load.js';
+import type { GatewayProcess } from './gateway-process.js';
+import { sample } from './scrape-metric.js';
 import { send } from './send.js';
-import { WHOLE, type TopologyGateways } from './topology-gateways.js';
+import { WHOLE, type KeyPair, type TopologyGateways } from './topology-gateways.js';
 
 /** What the shared tests need of a topology file: its gateways, and a failover of its own. */
 export interface TopologyUnderTest {
@@ -15,7 +19,53 @@ export interface TopologyUnderTest {
   killMaster(): Promise<void>;
   /** Resolves once the topology has promoted the killed master's replica. */
   awaitPromotion(): Promise<void>;
+  /** After killMaster: the `target` of the breaker its calls went through (log field, metric label). */
+  breakerTarget(): string;
 }
+
+/** Cold pairs: a subject's first and 9 more (the gateways' default keys.maxActivePerSubject is 10). */
+const COLD_PAIRS = 10;
+
+/** Clients that send cached pairs (every request still runs the rate-limit script). */
+const CACHED_CLIENTS = 3;
+const CACHED_INTERVAL_MS = 10;
+const COLD_INTERVAL_MS = 50;
+
+/** Runs SCRIPT FLUSH on each of `addresses` (host:port). */
+async function flushScripts(addresses: readonly string[]): Promise<void> {
+  await Promise.all(
+    addresses.map(async (address) => {
+      const [host, port] = address.split(':');
+      const redis = new Redis({ host, port: Number(port), lazyConnect: true });
+      try {
+        await redis.connect();
+        await redis.call('SCRIPT', 'FLUSH');
+      } finally {
+        redis.disconnect();
+      }
+    }),
+  );
+}
+
+/** A 503 the gateway answered by policy: its envelope, and when to come back. */
+function expectStoreUnavailable(
+  answers: readonly { status: number; headers: Record<string, unknown>; json: unknown }[],
+): void {
+  for (const answer of answers) {
+    expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+    expect(answer.json).toMatchObject({
+      error: {
+        code: 'credential_store_unavailable',
+        message: ERROR_CATALOGUE.credential_store_unavailable.message,
+      },
+    });
+  }
+}
+
+/** The breaker lines a gateway has logged so far. */
+const breakerLines = (gateway: GatewayProcess) =>
+  gateway.logs.filter((entry) => String(entry.msg).startsWith('redis breaker'));
 
 /**
  * The tests every topology passes with two gateways on it: ready, a pair made with the CLI
@@ -54,20 +104,86 @@ export function describeGatewaysOnTopology(topology: TopologyUnderTest): void {
     it("stop accepting a pair on gateway B once gateway A's API revokes it", revokedThroughAOnB);
   });
 
-  describe("the master of the gateways' keys killed under a trickle of requests", () => {
-    it('is replaced by its replica, and the gateways serve every valid pair again without a restart', async () => {
-      const cached = await gateways().createPair('subject-trickle');
-      const unused = await gateways().createPair('subject-unused');
-      const run = await failoverUnderTrickle({
-        label: topology.failoverLabel,
-        request: () => gateways().accounts(gateways().a, cached),
-        killMaster: () => topology.killMaster(),
-        awaitPromotion: () => topology.awaitPromotion(),
-      });
+  /** `count` pairs of `subject`: its first made with keys create, the others through A's API. */
+  const subjectPairs = async (subject: string, count: number): Promise<KeyPair[]> => {
+    const first = await gateways().createPair(subject);
+    return [first, ...(await gateways().makePairs(gateways().a, first, count - 1))];
+  };
+
+  /** Keep-alive clients of gateway A with a cached pair each, and one of B with cold pairs. */
+  const clientsFor = async (name: string) => {
+    const cachedPairs = await subjectPairs(`subject-${name}-cached`, CACHED_CLIENTS);
+    const coldPairs = await subjectPairs(`subject-${name}-cold`, COLD_PAIRS);
+    const { a, b } = gateways();
+    const cached = cachedPairs.map((pair) => gateways().client(a, [pair], CACHED_INTERVAL_MS));
+    const cold = gateways().client(b, coldPairs, COLD_INTERVAL_MS);
+    return { cached, cold, all: [...cached, cold], cachedPairs };
+  };
+
+  describe('the gateways under load (keep-alive clients with cached pairs on A, cold pairs on B)', () => {
+    it('lose the script cache of every node (SCRIPT FLUSH) without a failed request', async () => {
+      const { all } = await clientsFor('flush');
+      const load = startLoad(all);
+      try {
+        await load.everyClient((answer) => answer.status === 200);
+        for (let flush = 0; flush < 3; flush += 1) {
+          await flushScripts(topology.runningServers());
+          const flushedMs = performance.now();
+          await load.everyClient((answer) => answer.sentMs > flushedMs && answer.status === 200);
+        }
+      } finally {
+        const answers = await load.stop();
+        for (const client of all) client.close();
+        expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+      }
+      expect([...breakerLines(gateways().a), ...breakerLines(gateways().b)]).toEqual([]);
+    }, 60_000);
+  });
+
+  describe("the master of the gateways' keys killed under load", () => {
+    it('never answers a valid pair 401: 200, or 503 with Retry-After while the breaker is open; it closes after the promotion, and every path works again without a restart', async () => {
+      const { cached, cold, all, cachedPairs } = await clientsFor('failover');
+      const unused = await gateways().createPair('subject-failover-unused');
+      let run: FailoverRun;
+      try {
+        run = await failoverUnderLoad({
+          label: topology.failoverLabel,
+          // Pairs B has never seen, asked only once the master is dead: each reaches the store.
+          clients: [...cached, { ...cold, afterKill: true }],
+          killMaster: () => topology.killMaster(),
+          awaitPromotion: () => topology.awaitPromotion(),
+        });
+      } finally {
+        for (const client of all) client.close();
+      }
       console.log(run.report);
       // Never a 401 for a valid pair: the store failing is 503, never "wrong secret".
-      expect(run.samples.filter((sample) => ![200, 503].includes(sample.status))).toEqual([]);
-      expect(await gateways().everyPath(cached, unused)).toEqual(WHOLE);
+      expect(run.samples.filter((answer) => ![200, 503].includes(answer.status))).toEqual([]);
+      for (const client of all) expectStoreUnavailable(client.refused);
+
+      const { a } = gateways();
+      const target = topology.breakerTarget();
+      await a.waitForLog('redis breaker closed', { target });
+      expect(breakerLines(a).filter((line) => line.target === target)).toMatchObject([
+        { level: 40, msg: 'redis breaker opened', failures: 3 },
+        { level: 30, msg: 'redis breaker closed' },
+      ]);
+      const metrics = (await send(a.adminUrl ?? '', '/metrics')).body;
+      const series = (name: string, labels: string) => sample(metrics, `${name}{${labels}}`);
+      expect({
+        open: series('gateway_redis_breaker_open', `target="${target}"`),
+        opened: series(
+          'gateway_redis_breaker_transitions_total',
+          `target="${target}",state="open"`,
+        ),
+        closed: series(
+          'gateway_redis_breaker_transitions_total',
+          `target="${target}",state="closed"`,
+        ),
+      }).toEqual({ open: 0, opened: 1, closed: 1 });
+      const [known] = cachedPairs;
+      if (known === undefined) throw new Error('no cached pair');
+      expect(await gateways().everyPath(known, unused)).toEqual(WHOLE);
     }, 90_000);
 
     it(

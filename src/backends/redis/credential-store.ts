@@ -63,7 +63,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
   let subscription: RevocationSubscription | undefined;
 
   const getKey = async (key: string): Promise<KeyRecord | undefined> => {
-    const record = toKeyRecord(key, await runner.call((c) => c.hgetall(layout.key(key))));
+    const record = toKeyRecord(key, await runner.call(layout.key(key), (c, k) => c.hgetall(k)));
     // Past its retention a pair is gone, whether or not a script has deleted its hash yet.
     return record === undefined || isPastRetention(record, now(), retention.retainEndedSec)
       ? undefined
@@ -195,7 +195,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       }
     },
     getUser: async (username) =>
-      toUserRecord(username, await runner.call((c) => c.hgetall(layout.user(username)))),
+      toUserRecord(username, await runner.call(layout.user(username), (c, k) => c.hgetall(k))),
     addUser: async (record) =>
       (await runner.run(
         ADD_USER,
@@ -223,9 +223,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
         { user: layout.user(username) },
         { channel: layout.channel },
       )) === 1,
-    ping: async () => {
-      await runner.call((c) => c.ping());
-    },
+    ping: () => runner.ping(),
     health: connection,
     subscribe(listener, flush) {
       if (subscription !== undefined) throw new Error('subscribe() may be called once');

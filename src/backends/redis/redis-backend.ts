@@ -5,6 +5,7 @@ import {
 } from '../../credentials/credential-store.js';
 import { withLocalLocks } from '../../protection/local-locks.js';
 import type { Backend } from '../backend.js';
+import { createRedisBreakers, type BreakerTransition } from './breakers.js';
 import { createRedisBucketStore } from './bucket-store.js';
 import {
   createRedisClient,
@@ -12,6 +13,7 @@ import {
   redisSecrets,
   watchRedisConnection,
   type RedisClient,
+  type RedisConnection,
   type StoreLog,
 } from './client.js';
 import { createRedisCredentialStore } from './credential-store.js';
@@ -28,6 +30,10 @@ export interface RedisBackendOptions {
   readonly log?: StoreLog | undefined;
   /** How long ended pairs are kept (keys.retainEndedDays). */
   readonly retention?: RetentionOptions;
+  /** Told of each breaker's open and close (the gateway's metric); the log line is the backend's. */
+  readonly onBreakerChange?: (target: string, open: boolean) => void;
+  /** The breakers' clock: milliseconds on a monotonic scale (performance.now by default). */
+  readonly breakerClock?: () => number;
 }
 
 /** How long a start waits for Redis's first answer: the connect timeout, and a second more. */
@@ -51,7 +57,22 @@ export function createRedisBackend(
     log: options.log,
     settleWithinMs: SETTLE_WITHIN_MS,
   });
-  const runner = createScriptRunner(client, { timeoutMs: config.commandTimeoutMs, connection });
+  const breakers = createRedisBreakers(client, {
+    settings: config.breaker,
+    address: redisAddress(config),
+    // A call is bounded by the command timeout (run-script.ts): twice that is never a live probe.
+    probeTimeoutMs: config.commandTimeoutMs * 2,
+    ...(options.breakerClock === undefined ? {} : { now: options.breakerClock }),
+    onTransition: (transition) => {
+      logBreaker(options.log, connection, transition);
+      options.onBreakerChange?.(transition.target, transition.kind === 'opened');
+    },
+  });
+  const runner = createScriptRunner(client, {
+    timeoutMs: config.commandTimeoutMs,
+    connection,
+    breakers,
+  });
   const layout = redisLayout(config.keyPrefix);
   return {
     credentials: createRedisCredentialStore({
@@ -67,4 +88,40 @@ export function createRedisBackend(
     lockout: (lockout) => withLocalLocks(createRedisLockout(lockout, runner, layout), now),
     buckets: () => createRedisBucketStore(runner, layout),
   };
+}
+
+/**
+ * `redis breaker opened` (warn: what it stands for, the failures in a row, how long until a
+ * probe, and why the last one failed: the connection's own failure while it is down, as
+ * its lines tell it, else the call's) and `redis breaker closed` (info: how long it was
+ * open, and whether a probe closed it or a Cluster failover left it with no slot to serve).
+ * One line per change, never one per refused call.
+ */
+function logBreaker(
+  log: StoreLog | undefined,
+  connection: RedisConnection,
+  transition: BreakerTransition,
+): void {
+  if (transition.kind === 'closed') {
+    log?.info(
+      {
+        store: 'redis',
+        target: transition.target,
+        open_ms: Math.round(transition.openForMs),
+        by: transition.by,
+      },
+      'redis breaker closed',
+    );
+    return;
+  }
+  log?.warn(
+    {
+      store: 'redis',
+      target: transition.target,
+      failures: transition.failures,
+      retry_after_ms: transition.retryAfterMs,
+      cause: connection.describe(transition.lastFailure).why,
+    },
+    'redis breaker opened',
+  );
 }

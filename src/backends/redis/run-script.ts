@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Cluster } from 'ioredis';
+import { CircuitOpenError } from '../../concurrency/circuit-breaker.js';
 import { GatewayError } from '../../errors/gateway-error.js';
+import type { RedisBreakers } from './breakers.js';
 import type { RedisClient, RedisConnection } from './client.js';
 
 /**
  * The one way the Redis backend talks to Redis: every command, script or not, passes
- * through `guarded` below (the place a circuit breaker belongs), and every script is a
+ * through `guarded` below (the breaker of the master it goes to, breakers.ts, and a time
+ * bound), and every script is a
  * `.lua` file under scripts/, defined once with the names of its KEYS and ARGV.
  *
  * A name ending in `[]` takes a list (of keys, or of arguments); the others one value each.
@@ -136,28 +139,52 @@ export interface ScriptRunner {
    * Runs `script` by its SHA1 (EVALSHA), sending its text (EVAL) only when Redis does not
    * hold it: once per Redis, and again after a restart, a failover or a SCRIPT FLUSH.
    * Rejects with GatewayError `credential_store_unavailable` when Redis does not answer in
-   * time or the script fails.
+   * time, the script fails, or the breaker of its first key's master is open.
    */
   run<Keys extends readonly string[], Args extends readonly string[]>(
     script: Script<Keys, Args>,
     keys: Named<Keys, string>,
     args: Named<Args, ScriptValue>,
   ): Promise<unknown>;
-  /** One plain command (or a few), with the same bound and the same failure. */
-  call<T>(operation: (client: RedisClient) => Promise<T>): Promise<T>;
+  /** One plain command (or a few) on `key`, with the same bound, breaker and failure. */
+  call<T>(key: string, operation: (client: RedisClient, key: string) => Promise<T>): Promise<T>;
+  /**
+   * A PING with the same bound and failure, through no breaker: readiness asks Redis itself,
+   * and on a Cluster it goes to any node, which says nothing of one master.
+   */
+  ping(): Promise<void>;
+}
+
+export interface ScriptRunnerOptions {
+  readonly timeoutMs: number;
+  readonly connection: RedisConnection;
+  /** The breakers every call but ping() passes through; none: every call goes to Redis. */
+  readonly breakers?: RedisBreakers;
 }
 
 export function createScriptRunner(
   client: RedisClient,
-  options: { readonly timeoutMs: number; readonly connection: RedisConnection },
+  options: ScriptRunnerOptions,
 ): ScriptRunner {
-  const guarded = createGuard(client, options.timeoutMs, options.connection);
+  const bounded = createBound(client, options.timeoutMs);
+  const { connection } = options;
+  const breakers: RedisBreakers = options.breakers ?? { run: (_key, call) => call() };
+  // A call without a key (a ping, a script given no key) goes to any node: no breaker.
+  const guarded = async <T>(key: string | undefined, operation: () => Promise<T>): Promise<T> => {
+    try {
+      return key === undefined
+        ? await bounded(operation)
+        : await breakers.run(key, () => bounded(operation));
+    } catch (error) {
+      throw unavailable(connection, error);
+    }
+  };
   return {
     // A script given a wrong name fails as it is, outside the bound: a bug, not an outage.
     run: async (script, keys, args) => {
       const flat = flatten(script, keys, args);
       const count = flat.keys.length;
-      return guarded(async () => {
+      return guarded(flat.keys[0], async () => {
         try {
           return await client.evalsha(script.sha, count, ...flat.keys, ...flat.args);
         } catch (error) {
@@ -167,12 +194,24 @@ export function createScriptRunner(
         }
       });
     },
-    call: (operation) => guarded(() => operation(client)),
+    call: (key, operation) => guarded(key, () => operation(client, key)),
+    ping: async () => {
+      await guarded(undefined, () => client.ping());
+    },
   };
 }
 
-/** The client-facing error stays the catalogue's; its cause names Redis, its address and why. */
+/**
+ * The client-facing error stays the catalogue's; its cause names Redis, its address and why.
+ * A breaker's refusal asks the client to come back when a probe may go (whole seconds, at
+ * least 1: RFC 9110 §10.2.3).
+ */
 function unavailable(connection: RedisConnection, error: unknown): GatewayError {
+  if (error instanceof CircuitOpenError)
+    return new GatewayError('credential_store_unavailable', {
+      cause: error,
+      retryAfterSec: Math.max(1, Math.ceil(error.retryAfterMs / 1000)),
+    });
   return new GatewayError('credential_store_unavailable', {
     cause: connection.describe(error),
     retryAfterSec: 1,
@@ -180,14 +219,14 @@ function unavailable(connection: RedisConnection, error: unknown): GatewayError 
 }
 
 /**
- * Runs one operation within `timeoutMs`, whatever the client mode, and turns every failure
- * into `credential_store_unavailable`. ioredis's own commandTimeout covers commands on a
- * connection; this bound also covers what it leaves open: a Cluster that is not ready yet (or
- * any more) holds commands in its offline queue with no timer, and its redirection and
- * CLUSTERDOWN retries add up beyond one command's timeout. A Cluster command is only issued
- * once the client is ready, so an outage does not pile commands into that queue.
+ * Runs one operation within `timeoutMs`, whatever the client mode. ioredis's own
+ * commandTimeout covers commands on a connection; this bound also covers what it leaves
+ * open: a Cluster that is not ready yet (or any more) holds commands in its offline queue
+ * with no timer, and its redirection and CLUSTERDOWN retries add up beyond one command's
+ * timeout. A Cluster command is only issued once the client is ready, so an outage does not
+ * pile commands into that queue.
  */
-function createGuard(client: RedisClient, timeoutMs: number, connection: RedisConnection) {
+function createBound(client: RedisClient, timeoutMs: number) {
   let ready: Promise<void> | undefined;
   // One 'ready' listener per not-ready period, shared by every waiting call: a burst of
   // requests during an outage must not add a listener each.
@@ -204,7 +243,7 @@ function createGuard(client: RedisClient, timeoutMs: number, connection: RedisCo
     });
     return ready;
   };
-  return async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+  return async function bounded<T>(operation: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
@@ -213,8 +252,6 @@ function createGuard(client: RedisClient, timeoutMs: number, connection: RedisCo
       const waiting = whenReady();
       if (waiting !== undefined) await Promise.race([waiting, deadline]);
       return await Promise.race([operation(), deadline]);
-    } catch (error) {
-      throw unavailable(connection, error);
     } finally {
       clearTimeout(timer);
     }

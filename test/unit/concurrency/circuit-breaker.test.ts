@@ -115,6 +115,31 @@ describe('createCircuitBreaker: open', () => {
     expect(changes).toEqual([{ kind: 'opened', failures: 3, retryAfterMs: 200 }]);
   });
 
+  it('lets the next call probe at once when told the dependency is back, keeping the backoff for a failed probe', () => {
+    const { breaker, call, fail, advance, changes } = setup();
+    fail(3);
+    advance(200);
+    expect(call('failure')).toMatchObject({ admitted: true, probe: true });
+    breaker.probeNow();
+    expect(call('failure')).toMatchObject({ admitted: true, probe: true });
+    // Failed again: 800 ms (the backoff kept doubling), not 200.
+    expect(breaker.admit()).toEqual({ admitted: false, retryAfterMs: 800 });
+    breaker.probeNow();
+    expect(call('success')).toMatchObject({ admitted: true, probe: true });
+    expect(changes.map((change) => change.kind)).toEqual(['opened', 'closed']);
+  });
+
+  it('ignores being told the dependency is back while closed or while a probe is out', () => {
+    const { breaker, fail, advance } = setup();
+    breaker.probeNow();
+    expect(breaker.state).toBe('closed');
+    fail(3);
+    advance(200);
+    expect(breaker.admit()).toMatchObject({ admitted: true, probe: true });
+    breaker.probeNow();
+    expect(breaker.admit()).toMatchObject({ admitted: false });
+  });
+
   it('starts again from openMs after it has closed', () => {
     const { breaker, fail, advance } = setup();
     fail(3);

@@ -1,35 +1,19 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { RedisConfig } from '../../../../src/config/config-schema.js';
+import { recordingLog } from '../../../support/recording-log.js';
+import { redisConfig } from '../../../support/redis-config.js';
 import {
   classifyRedisError,
   redisAddress,
   redisSecrets,
   watchRedisConnection,
-  type StoreLog,
 } from '../../../../src/backends/redis/client.js';
 
-const BASE: RedisConfig = {
-  url: 'redis://127.0.0.1:6379',
-  mode: 'standalone',
-  sentinelName: undefined,
-  nodes: [],
-  keyPrefix: '{ag}:',
-  commandTimeoutMs: 300,
-};
+const BASE: RedisConfig = redisConfig('redis://127.0.0.1:6379', '{ag}:');
 
 const errno = (code: string, message: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
-
-/** A log that keeps every line, as the gateway's would write it. */
-function recordingLog(): StoreLog & { lines: { msg: string; [field: string]: unknown }[] } {
-  const lines: { msg: string; [field: string]: unknown }[] = [];
-  return {
-    lines,
-    info: (fields, msg) => lines.push({ level: 'info', ...fields, msg }),
-    warn: (fields, msg) => lines.push({ level: 'warn', ...fields, msg }),
-  };
-}
 
 function watched(options: { secrets?: string[] } = {}) {
   const client = new EventEmitter();
