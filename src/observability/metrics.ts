@@ -2,6 +2,7 @@ import {
   AggregatorRegistry,
   Counter,
   Gauge,
+  Histogram,
   Registry,
   collectDefaultMetrics,
   type Metric,
@@ -42,6 +43,10 @@ export interface GatewayMetrics extends MetricsSource {
   countBcryptCompare(): void;
   /** A stored hash rewritten at the configured cost after a successful check, or not, by why. */
   countBcryptRehash(kind: string, outcome: string): void;
+  /** A revocation applied in this process, `seconds` after it was published (its message's time). */
+  observeRevocationLag(seconds: number): void;
+  /** The revocation subscription stood again after a loss, and the cache was flushed. */
+  countRevocationResubscribe(): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -104,6 +109,19 @@ export function createMetrics(): GatewayMetrics {
     name: 'gateway_bcrypt_rehashes_total',
     help: 'Stored bcrypt hashes of another cost or variant rehashed after a successful check, by kind (key, user) and outcome (written; superseded: changed meanwhile, left as it was; failed: not written, retried on the next success).',
     labelNames: ['kind', 'outcome'],
+    registers: [registry],
+  });
+
+  // Revocations are rare: prom-client's own histogram costs nothing that matters here.
+  const revocationLag = new Histogram({
+    name: 'gateway_revocation_lag_seconds',
+    help: 'Time from the publication of a revocation (the time in its message) to its eviction from this process; messages without a time are not counted.',
+    buckets: [...BUCKETS],
+    registers: [registry],
+  });
+  const revocationResubscribes = new Counter({
+    name: 'gateway_revocation_resubscribes_total',
+    help: 'Times the revocation subscription stood again after it was lost; each flushed the verified-credential cache.',
     registers: [registry],
   });
 
@@ -188,6 +206,8 @@ export function createMetrics(): GatewayMetrics {
     countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
     countBcryptCompare: () => bcryptCompares.inc(),
     countBcryptRehash: (kind, outcome) => bcryptRehashes.inc({ kind, outcome }),
+    observeRevocationLag: (seconds) => revocationLag.observe(seconds),
+    countRevocationResubscribe: () => revocationResubscribes.inc(),
   };
 }
 
