@@ -1,12 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { RedisConfig } from '../../../../src/config/config-schema.js';
+import { recordingLog } from '../../../support/recording-log.js';
 import {
   classifyRedisError,
   redisAddress,
   redisSecrets,
   watchRedisConnection,
-  type StoreLog,
 } from '../../../../src/backends/redis/client.js';
 
 const BASE: RedisConfig = {
@@ -20,16 +20,6 @@ const BASE: RedisConfig = {
 
 const errno = (code: string, message: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
-
-/** A log that keeps every line, as the gateway's would write it. */
-function recordingLog(): StoreLog & { lines: { msg: string; [field: string]: unknown }[] } {
-  const lines: { msg: string; [field: string]: unknown }[] = [];
-  return {
-    lines,
-    info: (fields, msg) => lines.push({ level: 'info', ...fields, msg }),
-    warn: (fields, msg) => lines.push({ level: 'warn', ...fields, msg }),
-  };
-}
 
 function watched(options: { secrets?: string[] } = {}) {
   const client = new EventEmitter();
