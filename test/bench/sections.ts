@@ -13,7 +13,8 @@ import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
-import { formatNumber, ratio, summarize, table } from './report.js';
+import { formatNumber, percentile, ratio, summarize, table } from './report.js';
+import { revocationSection } from './revocation.js';
 import {
   COLD_SET,
   bcryptLimit,
@@ -93,7 +94,18 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
+    [
+      'cached',
+      'cold',
+      'mixed',
+      'pairs',
+      'workers',
+      'flood',
+      'limits',
+      'accuracy',
+      'keys',
+      'revocation',
+    ] as const
   ).some(want);
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
@@ -201,6 +213,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
       results.push(await floodSection(ctx, fixture, mainRedis));
     if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
+    if (section === 'revocation' && fixture !== undefined)
+      results.push(await revocationSection(ctx, fixture.upstream));
   }
   return results;
 }
@@ -830,9 +844,6 @@ async function timeCalls(
   }
   return times.sort((a, b) => a - b);
 }
-
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /**
  * GET /keys for a subject with 10,000 pairs (target: the first page in under 50 ms on a
