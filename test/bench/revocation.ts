@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import bcrypt from 'bcrypt';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { basicHeader } from '../support/basic-header.js';
 import {
   CLUSTER_NODE_TIMEOUT_MS,
@@ -91,6 +91,8 @@ export async function revocationSection(
       return runPhase(gateways, pins, trialPairs.slice(from, from + trials));
     };
 
+    ctx.onNote('revocation: PUBLISH and SPUBLISH, publish to receive');
+    const channels = await channelLatency(cluster);
     const before = await measure('before', 0);
     const [gatewayA] = gateways;
     const firstNode = String(subscriptions[0]?.node);
@@ -108,6 +110,10 @@ export async function revocationSection(
     for (const pin of pins) pin.agent.destroy();
 
     const notes = [
+      ...channels.map(
+        (c) =>
+          `${c.what}, ${c.spacing}: publish to receive p50 ${formatNumber(c.p50Ms, 'ms')} ms, p99 ${formatNumber(c.p99Ms, 'ms')} ms, max ${formatNumber(c.maxMs, 'ms')} ms (${c.count} messages)`,
+      ),
       phaseNote(`before the failover, ${trials} revocations`, before, pins.length),
       `failover of ${master.address} (the master under gateway A's first worker; it served ${served
         .map((s) => s.name)
@@ -126,7 +132,7 @@ export async function revocationSection(
       title: `revocation: two gateways × --workers ${WORKERS} on a Redis Cluster (3 masters, 3 replicas, cluster-node-timeout ${CLUSTER_NODE_TIMEOUT_MS} ms), cache TTL 300 s`,
       rows: [],
       notes,
-      extra: { trials, before: summary(before), failover, after: summary(after) },
+      extra: { trials, channels, before: summary(before), failover, after: summary(after) },
     };
   } finally {
     await cluster.stop();
@@ -443,6 +449,91 @@ async function untilResubscribed(gateways: readonly Gateway[], count: number): P
         `${lines.length} of ${count} subscriptions stood again within ${GUARD_MS} ms`,
       );
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface ChannelLatency {
+  readonly what: string;
+  readonly spacing: string;
+  readonly count: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+}
+
+/**
+ * Publish to receive, in this process (one clock), on plain connections: PUBLISH on the
+ * channel's master heard on another master (the Cluster bus carries it), and SPUBLISH heard
+ * on the channel's own master (no bus), for messages apart and back to back.
+ */
+async function channelLatency(cluster: RedisCluster): Promise<ChannelLatency[]> {
+  const channel = '{revbench}:channel';
+  const master = await cluster.masterOf(channel);
+  const other = await cluster.masterOf(await keyNotOn(cluster, master));
+  const connect = (node: RedisProcess): Redis => new Redis({ host: '127.0.0.1', port: node.port });
+  const publisher = connect(master);
+  const classic = connect(other);
+  const sharded = connect(master);
+  try {
+    await classic.subscribe(channel);
+    await sharded.ssubscribe(channel);
+    const results: ChannelLatency[] = [];
+    const kinds = [
+      [
+        'PUBLISH heard on another master',
+        'message',
+        classic,
+        (m: string) => publisher.publish(channel, m),
+      ],
+      [
+        'SPUBLISH heard on its own master',
+        'smessage',
+        sharded,
+        (m: string) => publisher.spublish(channel, m),
+      ],
+    ] as const;
+    for (const [spacing, count, gapMs] of [
+      ['100 ms apart', 30, 100],
+      ['back to back', 200, 0],
+    ] as const) {
+      for (const [what, event, subscriber, publish] of kinds) {
+        const times: number[] = [];
+        const all = new Promise<void>((resolve) => {
+          const onMessage = (_channel: string, message: string): void => {
+            times.push(performance.now() - Number(message));
+            if (times.length < count) return;
+            subscriber.off(event, onMessage);
+            resolve();
+          };
+          subscriber.on(event, onMessage);
+        });
+        for (let i = 0; i < count; i += 1) {
+          await publish(String(performance.now()));
+          if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+        }
+        await all;
+        times.sort((a, b) => a - b);
+        results.push({
+          what,
+          spacing,
+          count,
+          p50Ms: percentile(times, 50),
+          p99Ms: percentile(times, 99),
+          maxMs: times.at(-1) ?? Number.NaN,
+        });
+      }
+    }
+    return results;
+  } finally {
+    for (const connection of [publisher, classic, sharded]) connection.disconnect();
+  }
+}
+
+/** A key in a slot another master than `master` serves. */
+async function keyNotOn(cluster: RedisCluster, master: RedisProcess): Promise<string> {
+  for (let i = 0; ; i += 1) {
+    const key = `revbench-elsewhere-${i}`;
+    if ((await cluster.masterOf(key)) !== master) return key;
   }
 }
 
