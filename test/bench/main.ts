@@ -25,19 +25,10 @@ const OVERHEAD_SEC = 0.6;
 
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
-  const needsRedis = (
-    [
-      'cached',
-      'cold',
-      'mixed',
-      'pairs',
-      'workers',
-      'limits',
-      'accuracy',
-      'keys',
-      'revocation',
-    ] as const
-  ).some(want);
+  const needsRedis =
+    (['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const).some(
+      want,
+    ) || want('revocation');
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
   if (needsRedis && findCommand('redis-server') === undefined)

@@ -94,18 +94,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    [
-      'cached',
-      'cold',
-      'mixed',
-      'pairs',
-      'workers',
-      'flood',
-      'limits',
-      'accuracy',
-      'keys',
-      'revocation',
-    ] as const
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
   ).some(want);
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
@@ -116,7 +105,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const user = { username: 'bench', subject: 'bench-user', password: secret() };
   const signingKey = await generateSigningKey();
   const hsSecret = secret();
-  if (needsUpstream) {
+  if (needsUpstream || want('revocation')) {
     ctx.onNote('starting the upstream');
     const upstream = await startUpstream(group);
     const cachedPair = { key: 'ak_cachedbenchpair000000001', secret: secret() };
