@@ -104,14 +104,21 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   });
 
   store.subscribe(
-    (revocation) => {
+    (revocation, publishedAtMs) => {
       if (revocation.kind === 'key') pipeline.basic.evictKey(revocation.key);
       else {
         pipeline.basic.evictSubject(revocation.subject);
         pipeline.bearer.evictSubject(revocation.subject);
       }
+      // The publisher's clock against this one: a skew between them shows in the lag, and
+      // one that puts the publication ahead counts as no lag.
+      if (publishedAtMs !== undefined)
+        metrics.observeRevocationLag(Math.max(0, now() - publishedAtMs) / 1000);
     },
-    () => pipeline.basic.flush(),
+    (start) => {
+      pipeline.basic.flush();
+      if (start === 'again') metrics.countRevocationResubscribe();
+    },
   );
 
   const api = createGatewayServer((req, res) => pipeline.handler(req, res), config.server);

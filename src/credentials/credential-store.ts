@@ -72,6 +72,9 @@ export type Revocation =
   | { readonly kind: 'key'; readonly key: string }
   | { readonly kind: 'subject'; readonly subject: string };
 
+/** A revocation subscription standing for the first time, or again after it was lost. */
+export type SubscriptionStart = 'first' | 'again';
+
 /**
  * Whether the store can answer, as its connection tells (not as a request finds out): what
  * `gateway_ready` shows at every scrape.
@@ -158,11 +161,16 @@ export interface CredentialStore {
   ping(): Promise<void>;
   readonly health: StoreHealth;
   /**
-   * Calls `listener` for every revocation announced by any gateway or writer; `flush` is
-   * called when events may have been missed (a dropped subscription), so the caller can
-   * drop everything it cached.
+   * Calls `listener` for every revocation announced by any gateway or writer, with the time
+   * it was published (Unix ms) when the announcement carries one. Calls `flush` each time the
+   * subscription stands (`first`, then `again` after each loss), once: revocations announced
+   * while none stood are lost, so the caller drops everything it cached. A store inside the
+   * process loses none and never calls it.
    */
-  subscribe(listener: (revocation: Revocation) => void, flush: () => void): void;
+  subscribe(
+    listener: (revocation: Revocation, publishedAtMs: number | undefined) => void,
+    flush: (start: SubscriptionStart) => void,
+  ): void;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import {
   AggregatorRegistry,
   Counter,
   Gauge,
+  Histogram,
   Registry,
   collectDefaultMetrics,
   type Metric,
@@ -44,6 +45,10 @@ export interface GatewayMetrics extends MetricsSource {
   countBcryptRehash(kind: string, outcome: string): void;
   /** A Redis breaker opened or closed (`target`: the address, or a Cluster master's host:port). */
   setRedisBreaker(target: string, open: boolean): void;
+  /** A revocation applied in this process, `seconds` after it was published (its message's time). */
+  observeRevocationLag(seconds: number): void;
+  /** The revocation subscription stood again after a loss, and the cache was flushed. */
+  countRevocationResubscribe(): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -119,6 +124,19 @@ export function createMetrics(): GatewayMetrics {
     name: 'gateway_redis_breaker_transitions_total',
     help: 'Redis breakers opened and closed, by target and state (open, closed).',
     labelNames: ['target', 'state'],
+    registers: [registry],
+  });
+
+  // Revocations are rare: prom-client's own histogram costs nothing that matters here.
+  const revocationLag = new Histogram({
+    name: 'gateway_revocation_lag_seconds',
+    help: 'Time from the publication of a revocation (the time in its message) to its eviction from this process; messages without a time are not counted.',
+    buckets: [...BUCKETS],
+    registers: [registry],
+  });
+  const revocationResubscribes = new Counter({
+    name: 'gateway_revocation_resubscribes_total',
+    help: 'Times the revocation subscription stood again after it was lost; each flushed the verified-credential cache.',
     registers: [registry],
   });
 
@@ -207,6 +225,8 @@ export function createMetrics(): GatewayMetrics {
       breakerOpen.set({ target }, open ? 1 : 0);
       breakerTransitions.inc({ target, state: open ? 'open' : 'closed' });
     },
+    observeRevocationLag: (seconds) => revocationLag.observe(seconds),
+    countRevocationResubscribe: () => revocationResubscribes.inc(),
   };
 }
 

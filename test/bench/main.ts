@@ -26,9 +26,10 @@ const OVERHEAD_SEC = 0.6;
 
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
-  const needsRedis = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const
-  ).some(want);
+  const needsRedis =
+    (['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const).some(
+      want,
+    ) || want('revocation');
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
   if (needsRedis && findCommand('redis-server') === undefined)
@@ -77,6 +78,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     keys: 0,
     // Not wrk rounds either: its time is in setupSec.
     failover: 0,
+    revocation: 0,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -96,7 +98,9 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     (want('heap') ? 2 + options.heapPairs / 25_000 : 0) +
     (want('keys') ? 15 : 0) +
     // Per run: a topology started, warm-up and load, the failover (about 4 s), 3 s after it.
-    (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0);
+    (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0) +
+    // A Cluster, two gateways of two workers, a failover, and rounds × 20 revocations.
+    (want('revocation') ? 40 + options.rounds * 4 : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

@@ -14,6 +14,7 @@ export const SECTIONS = [
   'accuracy',
   'keys',
   'failover',
+  'revocation',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';

@@ -56,6 +56,10 @@ export function ratio(a: Row, b: Row, metric: Metric): number {
   return median(ratios);
 }
 
+/** The value at percentile `p` (0-100) of ascending `sorted`: the nearest rank at or below. */
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
 export function formatNumber(value: number, kind: 'int' | 'ms' | 'ratio' | 'pct'): string {
   if (!Number.isFinite(value)) return 'n/a';
   switch (kind) {

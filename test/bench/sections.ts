@@ -14,8 +14,9 @@ import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { redisConfig } from '../support/redis-config.js';
-import { formatNumber, ratio, summarize, table } from './report.js';
 import { failoverSection } from './failover.js';
+import { formatNumber, percentile, ratio, summarize, table } from './report.js';
+import { revocationSection } from './revocation.js';
 import {
   COLD_SET,
   bcryptLimit,
@@ -105,7 +106,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const user = { username: 'bench', subject: 'bench-user', password: secret() };
   const signingKey = await generateSigningKey();
   const hsSecret = secret();
-  if (needsUpstream) {
+  if (needsUpstream || want('revocation')) {
     ctx.onNote('starting the upstream');
     const upstream = await startUpstream(group);
     const cachedPair = { key: 'ak_cachedbenchpair000000001', secret: secret() };
@@ -204,6 +205,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
     if (section === 'failover' && fixture !== undefined)
       results.push(await failoverSection(ctx, fixture.upstream));
+    if (section === 'revocation' && fixture !== undefined)
+      results.push(await revocationSection(ctx, fixture.upstream));
   }
   return results;
 }
@@ -833,9 +836,6 @@ async function timeCalls(
   }
   return times.sort((a, b) => a - b);
 }
-
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /**
  * GET /keys for a subject with 10,000 pairs (target: the first page in under 50 ms on a

@@ -9,6 +9,7 @@ import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { sendHeldRequest } from '../support/hold-requests.js';
 import { within } from '../support/within.js';
+import { requestLine, untilLog, untilLogs } from '../support/gateway-logs.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
@@ -24,49 +25,9 @@ import { untilSubscribers } from '../support/until-subscribers.js';
 // real upstream. Which worker served a request is read from its log line (each worker's
 // lines carry its pid), never from anything the API answers.
 
-type LogLine = Record<string, unknown>;
-
-/** Resolves with the log lines matching `match` once there are `count` of them. */
-function untilLogs(
-  gateway: GatewayProcess,
-  what: string,
-  match: (line: LogLine) => boolean,
-  count = 1,
-): Promise<LogLine[]> {
-  const found = (): LogLine[] | undefined => {
-    const lines = gateway.logs.filter(match);
-    return lines.length >= count ? lines : undefined;
-  };
-  let onData: (() => void) | undefined;
-  const arrived = new Promise<LogLine[]>((resolve) => {
-    const now = found();
-    if (now !== undefined) return resolve(now);
-    // Runs after the helper's own listener, which has parsed the chunk's lines by then.
-    onData = () => {
-      const lines = found();
-      if (lines !== undefined) resolve(lines);
-    };
-    gateway.child.stdout?.on('data', onData);
-  });
-  return within(5_000, what, arrived).finally(() => {
-    if (onData !== undefined) gateway.child.stdout?.off('data', onData);
-  });
-}
-
-const untilLog = async (
-  gateway: GatewayProcess,
-  what: string,
-  match: (line: LogLine) => boolean,
-): Promise<LogLine> => (await untilLogs(gateway, what, match))[0] ?? {};
-
 /** The pid of the worker that logged the request with this X-Request-Id. */
 async function servedBy(gateway: GatewayProcess, requestId: string): Promise<number> {
-  const line = await untilLog(
-    gateway,
-    `the log line of ${requestId}`,
-    (entry) => entry.msg === 'request' && entry.request_id === requestId,
-  );
-  return line.worker_pid as number;
+  return (await requestLine(gateway, requestId)).worker_pid as number;
 }
 
 /** The worker pids the primary named when the set came up. */

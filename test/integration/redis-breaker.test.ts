@@ -16,7 +16,7 @@ import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { fromFetch, type HttpAnswer } from '../support/http-answer.js';
 import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
-import { recordingLog, type LogLine } from '../support/recording-log.js';
+import { recordingLog, type RecordedLine } from '../support/recording-log.js';
 import { redisConfig } from '../support/redis-config.js';
 import { uniquePrefix, seedKey } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
@@ -46,7 +46,7 @@ interface Harness {
   readonly backend: Backend;
   readonly store: CredentialStore;
   readonly counting: CountingRedis;
-  readonly lines: LogLine[];
+  readonly lines: RecordedLine[];
   readonly changes: { target: string; open: boolean }[];
   readonly target: string;
   /** Moves the breakers' clock. */

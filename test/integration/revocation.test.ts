@@ -11,12 +11,15 @@ import { startInProcessGateway, type RunningGateway } from '../support/in-proces
 import { pollStatus } from '../support/poll-status.js';
 import { redisConfig } from '../support/redis-config.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { sample } from '../support/scrape-metric.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
 // Far beyond every test's timeout: only a revocation event or a flush can explain a 401, so
 // the polls below need no deadline of their own (a clock read under load would only flake).
 const CACHE_TTL_SEC = 300;
+const RESUBSCRIBES = 'gateway_revocation_resubscribes_total';
+const LAG = 'gateway_revocation_lag_seconds';
 
 const prefix = uniquePrefix('revocation');
 // `CLIENT KILL TYPE pubsub` drops every subscriber of a server: this file has a Redis of its
@@ -144,8 +147,10 @@ describe('revocation across gateways sharing one Redis', () => {
       expect(await res.json()).toEqual(ECHO_BODY);
     }
 
-    // Both resubscribed: a revocation after the drop still reaches them.
+    // Both resubscribed, each flushing once: a revocation after the drop still reaches them.
     await untilSubscribers(redis.url, prefix, 2);
+    for (const gateway of gateways)
+      expect(sample(await gateway.gateway.metrics.scrape(), RESUBSCRIBES)).toBe(1);
     const next = { key: 'ak_after_drop', secret: 'after-drop-secret-0123456789', subject: 'carol' };
     await seedKey(redis.url, prefix, next);
     for (const gateway of gateways) expect((await request(gateway, next)).status).toBe(200);
@@ -153,5 +158,83 @@ describe('revocation across gateways sharing one Redis', () => {
     for (const gateway of gateways) {
       await pollStatus(() => request(gateway, next), 401);
     }
+  });
+});
+
+describe('the revocation lag, on a gateway whose clock stands still', () => {
+  const clockMs = Date.parse('2026-11-22T10:00:00.000Z');
+  let clocked: RunningGateway;
+
+  beforeAll(async () => {
+    clocked = await startInProcessGateway({
+      redisUrl: redis.url,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      cacheTtlSec: CACHE_TTL_SEC,
+      now: () => clockMs,
+    });
+    await untilSubscribers(redis.url, prefix, 3);
+  });
+
+  afterAll(() => clocked?.close());
+
+  const lagMetric = async (): Promise<{
+    count: number;
+    sum: number;
+    upTo: (le: string) => number;
+  }> => {
+    const text = await clocked.gateway.metrics.scrape();
+    return {
+      count: sample(text, `${LAG}_count`),
+      sum: sample(text, `${LAG}_sum`),
+      upTo: (le) => sample(text, `${LAG}_bucket{le="${le}"}`),
+    };
+  };
+
+  /** A pair cached by the clocked gateway, then revoked by another writer with `message`. */
+  const cachedThenPublished = async (name: string, message: (key: string) => string) => {
+    const pair = { key: `ak_${name}`, secret: `${name}-secret-0123456789`, subject: name };
+    await seedKey(redis.url, prefix, pair);
+    expect((await request(clocked, pair)).status).toBe(200);
+    await admin.hset(redisLayout(prefix).key(pair.key), 'status', 'revoked');
+    await admin.publish(redisLayout(prefix).channel, message(pair.key));
+    await pollStatus(() => request(clocked, pair), 401);
+  };
+
+  it('applies a message of the earlier form (no time) and counts no lag for it', async () => {
+    const before = await lagMetric();
+    await cachedThenPublished('untimed', (key) => `key:${key}`);
+    expect((await lagMetric()).count).toBe(before.count);
+  });
+
+  it('observes the lag of a timed message, publish time to eviction, in its histogram', async () => {
+    const before = await lagMetric();
+    await cachedThenPublished('timed', (key) => `key:${key} ${clockMs - 250}`);
+    const after = await lagMetric();
+    expect(after.count).toBe(before.count + 1);
+    expect(after.sum - before.sum).toBeCloseTo(0.25, 9);
+    // Buckets resolve 1 ms to 1 s: 250 ms is in le="0.25" (bounds are inclusive), not below.
+    expect(after.upTo('0.1') - before.upTo('0.1')).toBe(0);
+    expect(after.upTo('0.25') - before.upTo('0.25')).toBe(1);
+  });
+
+  it("counts a message published by a clock ahead of the gateway's as no lag, not a negative one", async () => {
+    const before = await lagMetric();
+    await cachedThenPublished('ahead', (key) => `key:${key} ${clockMs + 5_000}`);
+    const after = await lagMetric();
+    expect(after.count).toBe(before.count + 1);
+    expect(after.sum).toBe(before.sum);
+    expect(after.upTo('0.001') - before.upTo('0.001')).toBe(1);
+  });
+
+  it("observes the lag of the gateway's own scripts, which stamp Redis's time", async () => {
+    const pair = { key: 'ak_scripted', secret: 'scripted-secret-0123456789', subject: 'dave' };
+    await seedKey(redis.url, prefix, pair);
+    expect((await request(clocked, pair)).status).toBe(200);
+    const before = await lagMetric();
+    await revoker.revokeKey(pair.key, new Date().toISOString());
+    await pollStatus(() => request(clocked, pair), 401);
+    // Redis's clock runs on while this gateway's stands still: only the count is certain.
+    expect((await lagMetric()).count).toBe(before.count + 1);
   });
 });

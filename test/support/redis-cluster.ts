@@ -59,8 +59,9 @@ interface NodeView {
   readonly slots: readonly string[];
 }
 
-export async function startRedisCluster(): Promise<RedisCluster> {
-  const root = mkdtempSync(join(tmpdir(), 'gw-redis-cluster-'));
+/** `parentDir`: where its directory goes (by default the temp directory). */
+export async function startRedisCluster(parentDir = tmpdir()): Promise<RedisCluster> {
+  const root = mkdtempSync(join(parentDir, 'gw-redis-cluster-'));
   let nodes: RedisProcess[] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(nodes.map((node) => node.kill()));

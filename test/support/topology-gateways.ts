@@ -55,6 +55,8 @@ export interface TopologyGateways {
    * answer, a pair not cached stays so), then the next; the last one for good.
    */
   client(gateway: GatewayProcess, pairs: readonly KeyPair[], intervalMs: number): GatewayClient;
+  /** Revokes `pair` through gateway A's API (`DELETE /keys/{key}?force=true`, as its owner). */
+  deleteOnA(pair: KeyPair): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,14 @@ export interface GatewayClient extends LoadClient {
   close(): void;
 }
 
+export interface TopologyGatewayOptions {
+  /**
+   * `serve --workers N` for each gateway. With more than one, requests are logged (the
+   * access line names the worker that served it: see gateway-logs.ts).
+   */
+  readonly workers?: number;
+}
+
 /**
  * Starts both gateways. A credential rate limit far above what any test sends, failing
  * closed: every authenticated request runs a script in Redis and answers 503 when Redis does
@@ -75,6 +85,7 @@ export interface GatewayClient extends LoadClient {
 export async function startTopologyGateways(
   name: string,
   redis: TopologyRedis,
+  { workers = 1 }: TopologyGatewayOptions = {},
 ): Promise<TopologyGateways> {
   const keyPrefix = uniquePrefix(name);
   const upstream = await startEchoUpstream();
@@ -87,11 +98,12 @@ export async function startTopologyGateways(
         credential: { requests: 1_000_000, periodSec: 1, burst: 1_000_000 },
         onStoreError: 'closed',
       },
-      logging: { level: 'info', requests: false },
+      logging: { level: 'info', requests: workers > 1 },
     },
   });
   const configFile = writeConfig(yaml);
-  const gateways = await Promise.allSettled([startGateway(yaml), startGateway(yaml)]);
+  const args = workers > 1 ? ['--workers', String(workers)] : [];
+  const gateways = await Promise.allSettled([startGateway(yaml, args), startGateway(yaml, args)]);
   const [a, b] = gateways.map((started) =>
     started.status === 'fulfilled' ? started.value : undefined,
   );
@@ -105,10 +117,19 @@ export async function startTopologyGateways(
     });
     return answer.status;
   };
+  const deleteOnA = async (pair: KeyPair): Promise<void> => {
+    const revoked = await send(a.url, `/keys/${pair.key}?force=true`, {
+      method: 'DELETE',
+      headers: { authorization: basicHeader(pair.key, pair.secret) },
+    });
+    if (revoked.status !== 200)
+      throw new Error(`DELETE answered ${revoked.status}: ${revoked.body}`);
+  };
   return {
     a,
     b,
     keyPrefix,
+    deleteOnA,
     configFile,
     async createPair(subject) {
       const made = await runCli([
@@ -150,12 +171,7 @@ export async function startTopologyGateways(
         2,
         SUBSCRIBED_GUARD_MS,
       );
-      const revoked = await send(a.url, `/keys/${pair.key}?force=true`, {
-        method: 'DELETE',
-        headers: { authorization: basicHeader(pair.key, pair.secret) },
-      });
-      if (revoked.status !== 200)
-        throw new Error(`DELETE answered ${revoked.status}: ${revoked.body}`);
+      await deleteOnA(pair);
       for (;;) {
         const status = await accounts(b, pair);
         if (status === 401) return;

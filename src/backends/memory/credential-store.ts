@@ -26,7 +26,7 @@ export function createMemoryStore(
 ): CredentialStore {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
-  const listeners: ((revocation: Revocation) => void)[] = [];
+  const listeners: ((revocation: Revocation, publishedAtMs: undefined) => void)[] = [];
   const gone = (record: KeyRecord): boolean =>
     isPastRetention(record, now(), retention.retainEndedSec);
   // Every pair is in one Map: a sweep is one pass over it, paid by the calls that change or
@@ -41,7 +41,8 @@ export function createMemoryStore(
   const activeCount = (subject: string): number =>
     pairsOf(subject).filter((k) => isUsable(k, now())).length;
   const announce = (revocation: Revocation): void => {
-    for (const listener of listeners) listener(revocation);
+    // Heard in the same call: there is no publish time to tell a lag from.
+    for (const listener of listeners) listener(revocation, undefined);
   };
   const revoke = (found: KeyRecord, at: string): KeyRecord => {
     const revoked: KeyRecord =

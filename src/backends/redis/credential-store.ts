@@ -7,7 +7,7 @@ import {
   type RetentionOptions,
 } from '../../credentials/credential-store.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { RedisClient, RedisConnection } from './client.js';
+import type { RedisClient, RedisConnection, StoreLog } from './client.js';
 import {
   LISTED_FIELDS,
   listedFields,
@@ -16,8 +16,13 @@ import {
   toUserRecord,
 } from './hash-fields.js';
 import type { RedisLayout } from './layout.js';
-import { subscribeRevocations, type RevocationSubscription } from './revocations.js';
+import {
+  SUBSCRIBER_TIMEOUT_MS,
+  subscribeRevocations,
+  type RevocationSubscription,
+} from './revocations.js';
 import type { Named, Script, ScriptRunner, ScriptValue } from './run-script.js';
+import { subscriberConnections } from './subscriber-connections.js';
 import {
   ADD_USER,
   COUNT_ACTIVE_PAIRS,
@@ -51,6 +56,8 @@ export interface RedisCredentialStoreDeps {
   readonly now: () => number;
   /** How long ended pairs are kept (keys.retainEndedDays). */
   readonly retention: RetentionOptions;
+  /** Where the revocation subscription's changes of state are logged; none: silent. */
+  readonly log?: StoreLog | undefined;
 }
 
 /** The KEYS and ARGV every pair script has (scripts.ts), which onPairs fills in. */
@@ -227,7 +234,13 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
     health: connection,
     subscribe(listener, flush) {
       if (subscription !== undefined) throw new Error('subscribe() may be called once');
-      subscription = subscribeRevocations(client, layout.channel, listener, flush);
+      subscription = subscribeRevocations({
+        connections: subscriberConnections(client, SUBSCRIBER_TIMEOUT_MS),
+        channel: layout.channel,
+        listener,
+        flush,
+        log: deps.log,
+      });
     },
     async close() {
       connection.closing();

@@ -82,6 +82,7 @@ export function createRedisBackend(
       layout,
       now,
       retention: options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
+      log: options.log,
     }),
     // A lock seen once is remembered in process until it ends, so a flood against a locked
     // address or key costs no Redis round trip (local-locks.ts).

@@ -1,53 +1,176 @@
 import type { Redis } from 'ioredis';
-import type { Revocation } from '../../credentials/credential-store.js';
-import type { RedisClient } from './client.js';
+import type { Revocation, SubscriptionStart } from '../../credentials/credential-store.js';
+import type { StoreLog } from './client.js';
+import { parseRevocationMessage } from './revocation-message.js';
+import { nodeAddress, type SubscriberConnections } from './subscriber-connections.js';
+
+/** How often the standing subscription's connection is sent a PING. */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * How long a connection may take to connect and subscribe, and a PING to be answered, before
+ * the connection is dropped and another made. Above the command timeout of requests on
+ * purpose: each drop costs a cache flush, which a server merely slow for a moment is not worth.
+ */
+export const SUBSCRIBER_TIMEOUT_MS = 3_000;
 
 /** The subscription to the revocation channel: its own connection, closed with the store. */
 export interface RevocationSubscription {
   close(): Promise<void>;
 }
 
+export interface SubscribeOptions {
+  /** Makes each connection (subscriber-connections.ts). */
+  readonly connections: SubscriberConnections;
+  /** layout.ts `channel`. */
+  readonly channel: string;
+  /** Every revocation any gateway or writer publishes, with its publish time when it has one. */
+  readonly listener: (revocation: Revocation, publishedAtMs: number | undefined) => void;
+  /** Each time the subscription stands: `first`, then `again` after each loss. */
+  readonly flush: (start: SubscriptionStart) => void;
+  readonly log?: StoreLog | undefined;
+  readonly now?: () => number;
+}
+
 /**
- * Listens on `channel` (layout.ts) on a connection of its own: `listener` hears every
- * revocation any gateway or writer publishes (`key:<key>`, `subject:<subject>`); `flush` is
- * called each time the subscription stands again, since whatever was published while it did
- * not is lost.
+ * Keeps one connection subscribed to the revocation channel (classic SUBSCRIBE: a Cluster
+ * broadcasts each PUBLISH to every node, so any one node hears them all; see the README's
+ * design decisions for why not sharded pub/sub). Whatever is published while no subscription
+ * stands is lost, so each time one stands again `flush` is called, once: the caller drops
+ * everything it cached, and a missed revocation cannot outlive the outage.
+ *
+ * No connection reconnects or resubscribes by itself: when one ends, the next is made here
+ * (on a Cluster, on another master), so every flush follows a SUBSCRIBE seen to succeed, and
+ * none is missed. ioredis's own Cluster subscriber moves to another node in silence, without
+ * an event to flush on (measured: README, design decisions).
+ *
+ * A PING every second finds a connection whose server went silent without closing it (a
+ * frozen process, a machine gone), which would otherwise look subscribed while the Cluster
+ * or the sentinels moved on without it.
+ *
+ * Logged once per change: `revocations subscribed` (info) the first time, `revocations
+ * subscription lost` (warn), `revocations subscribed again` (info, with `down_ms`), each with
+ * the node; `revocations not subscribed` (warn) when a server refuses SUBSCRIBE itself.
  */
-export function subscribeRevocations(
-  client: RedisClient,
-  channel: string,
-  listener: (revocation: Revocation) => void,
-  flush: () => void,
-): RevocationSubscription {
-  // Both client kinds have duplicate(); their signatures differ only in option types.
-  const sub = (client as Redis).duplicate();
-  sub.on('error', () => {
-    // Reconnects by itself; a reconnect flushes (below), so no event is trusted as seen.
-  });
-  sub.on('ready', () => {
-    // Subscribe on every (re)connection: ioredis's autoResubscribe restores only channels
-    // that were subscribed before, so a SUBSCRIBE queued while Redis was down at start would
-    // be lost for good. Whatever was published while no subscription stood is lost too: once
-    // subscribed again, drop everything cached, so a missed revocation cannot outlive the
-    // outage.
-    sub.subscribe(channel).then(flush, () => {
-      // The connection dropped again; the next 'ready' subscribes (and flushes) anew.
+export function subscribeRevocations(options: SubscribeOptions): RevocationSubscription {
+  const { connections, channel, listener, flush, log } = options;
+  const now = options.now ?? Date.now;
+  let closed = false;
+  let current: Redis | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let attempts = 0;
+  /** The node of the subscription that stands now; undefined while none does. */
+  let standing: string | undefined;
+  let everStood = false;
+  let lostAtMs = 0;
+  /** The node whose connection ended last: a Cluster's next is made elsewhere. */
+  let avoid: string | undefined;
+  let refusalLogged = false;
+  /** Why the standing connection ended, for the `lost` line. */
+  let reason: 'closed' | 'timeout' = 'closed';
+
+  const retry = (): void => {
+    attempts += 1;
+    retryTimer = setTimeout(open, Math.min(50 * attempts, 1_000));
+    retryTimer.unref();
+  };
+
+  const subscribed = (redis: Redis, node: string | undefined): NodeJS.Timeout => {
+    standing = node ?? 'unknown';
+    attempts = 0;
+    avoid = undefined;
+    refusalLogged = false;
+    if (everStood)
+      log?.info(
+        { store: 'redis', node: standing, down_ms: now() - lostAtMs },
+        'revocations subscribed again',
+      );
+    else log?.info({ store: 'redis', node: standing }, 'revocations subscribed');
+    const start = everStood ? 'again' : 'first';
+    everStood = true;
+    flush(start);
+    const heartbeat = setInterval(() => {
+      redis.ping().catch(() => {
+        reason = 'timeout';
+        redis.disconnect();
+      });
+    }, HEARTBEAT_MS);
+    heartbeat.unref();
+    return heartbeat;
+  };
+
+  const open = (): void => {
+    retryTimer = undefined;
+    if (closed) return;
+    const next = connections(avoid);
+    if (next === undefined) {
+      retry();
+      return;
+    }
+    const { redis } = next;
+    current = redis;
+    let heartbeat: NodeJS.Timeout | undefined;
+    // A server that accepts and never answers (a frozen process) must not hold the loop.
+    const deadline = setTimeout(() => redis.disconnect(), SUBSCRIBER_TIMEOUT_MS);
+    deadline.unref();
+    redis.on('error', () => {
+      // Its 'end' follows; the next connection is made there.
     });
-  });
-  sub.on('message', (_channel: string, message: string) => {
-    const revocation = parseRevocation(message);
-    if (revocation !== undefined) listener(revocation);
-  });
+    redis.on('message', (_channel: string, message: string) => {
+      const read = parseRevocationMessage(message);
+      if (read !== undefined) listener(read.revocation, read.publishedAtMs);
+    });
+    redis.once('end', () => {
+      clearTimeout(deadline);
+      clearInterval(heartbeat);
+      if (current === redis) current = undefined;
+      if (closed) return;
+      avoid = next.node ?? standing;
+      if (standing !== undefined) {
+        log?.warn({ store: 'redis', node: standing, reason }, 'revocations subscription lost');
+        lostAtMs = now();
+        standing = undefined;
+      }
+      reason = 'closed';
+      retry();
+    });
+    redis
+      .connect()
+      .then(async () => {
+        try {
+          await redis.subscribe(channel);
+        } catch (error) {
+          if (redis.status === 'ready' && !refusalLogged) {
+            refusalLogged = true;
+            const cause = error instanceof Error ? error.message : String(error);
+            log?.warn({ store: 'redis', node: peerOf(redis), cause }, 'revocations not subscribed');
+          }
+          throw error;
+        }
+        clearTimeout(deadline);
+        if (!closed) heartbeat = subscribed(redis, peerOf(redis) ?? next.node);
+      })
+      .catch(() => redis.disconnect());
+  };
+
+  open();
   return {
     async close() {
-      await sub.quit().catch(() => undefined);
-      sub.disconnect();
+      closed = true;
+      clearTimeout(retryTimer);
+      const redis = current;
+      current = undefined;
+      if (redis === undefined) return;
+      await redis.quit().catch(() => undefined);
+      redis.disconnect();
     },
   };
 }
 
-export function parseRevocation(message: string): Revocation | undefined {
-  if (message.startsWith('key:')) return { kind: 'key', key: message.slice(4) };
-  if (message.startsWith('subject:')) return { kind: 'subject', subject: message.slice(8) };
-  return undefined;
+/** The node a connected connection talks to (the master a Sentinel named, say). */
+function peerOf(redis: Redis): string | undefined {
+  const { remoteAddress, remotePort } = redis.stream;
+  return remoteAddress === undefined || remotePort === undefined
+    ? undefined
+    : nodeAddress(remoteAddress, remotePort);
 }

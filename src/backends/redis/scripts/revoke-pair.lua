@@ -1,5 +1,6 @@
 -- Revokes the pair ARG.id (KEY.key its hash) at ARG.revokedAt and announces it on
--- ARG.channel. With ARG.keepLastActive '1', refuses to revoke the subject's last usable pair.
+-- ARG.channel with Redis's time in Unix ms. With ARG.keepLastActive '1', refuses to revoke the
+-- subject's last usable pair.
 -- { 'done', 1 } revoked (or revoked already: the first time stays), { 'done', 0 } no such
 -- pair, { 'done', -1 } it is the last usable one (every active pair's hash read for it).
 HASH[ARG.id] = KEY.key
@@ -19,5 +20,7 @@ end
 redis.call('SREM', ACTIVE, ARG.id)
 noteEnd(ARG.id, endOf(h))
 purge()
-redis.call('PUBLISH', ARG.channel, 'key:' .. ARG.id)
+local now = redis.call('TIME')
+local publishedMs = now[1] * 1000 + math.floor(now[2] / 1000)
+redis.call('PUBLISH', ARG.channel, string.format('key:%s %d', ARG.id, publishedMs))
 return { 'done', 1 }

@@ -1,4 +1,5 @@
--- Revokes every usable pair of the subject at ARG.revokedAt, announcing each on ARG.channel:
+-- Revokes every usable pair of the subject at ARG.revokedAt, announcing each on ARG.channel
+-- with Redis's time in Unix ms:
 -- { 'done', id, ... } the ids revoked. Every pair of the index is read, not only the active
 -- set: a writer's pair missing from it is revoked too.
 local function candidates()
@@ -11,6 +12,8 @@ for _, id in ipairs(candidates()) do want(id) end
 if missing then return need() end
 maintain()
 local revoked, seen = { 'done' }, {}
+local now = redis.call('TIME')
+local publishedMs = now[1] * 1000 + math.floor(now[2] / 1000)
 for _, id in ipairs(candidates()) do
   local h = not seen[id] and stateOf(id)
   seen[id] = true
@@ -19,7 +22,7 @@ for _, id in ipairs(candidates()) do
     h.status, h.revoked_at = 'revoked', ARG.revokedAt
     redis.call('SREM', ACTIVE, id)
     noteEnd(id, endOf(h))
-    redis.call('PUBLISH', ARG.channel, 'key:' .. id)
+    redis.call('PUBLISH', ARG.channel, string.format('key:%s %d', id, publishedMs))
     revoked[#revoked + 1] = id
   end
 end
