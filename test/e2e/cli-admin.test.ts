@@ -417,7 +417,7 @@ describe('keys create | list | revoke', () => {
         const key = `ak_listed_${String(i).padStart(4, '0')}`;
         const created = Date.parse('2026-01-01T00:00:00.000Z') + i * 1000;
         batch
-          .hset(k.key(key), {
+          .hset(k.key(key, 'subject-many'), {
             secret_hash: '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq',
             subject: 'subject-many',
             label: '',

@@ -107,7 +107,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Delete the kept pair's hash behind the gateway's back (no event): only its cache
     // entry can still let it through, so this shows the eviction was not a flush.
-    await admin.del(redisLayout(prefix).key(kept.key));
+    await admin.del(redisLayout(prefix).key(kept.key, kept.subject));
     const res = await request(gateway, kept);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(ECHO_BODY);
@@ -121,7 +121,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Another service changes the hash directly and publishes nothing.
     await admin.hset(
-      redisLayout(prefix).key(pair.key),
+      redisLayout(prefix).key(pair.key, pair.subject),
       'secret_hash',
       await bcrypt.hash(newSecret, TEST_BCRYPT_COST),
     );

@@ -15,9 +15,11 @@ import {
   type StoreLog,
 } from './client.js';
 import { createRedisCredentialStore } from './credential-store.js';
-import { redisLayout } from './layout.js';
+import { redisLayout, singleSlotLayout, type RedisLayout } from './layout.js';
 import { createRedisLockout } from './lockout-store.js';
-import { createScriptRunner } from './run-script.js';
+import { createPairRun } from './pair-runs.js';
+import { createScriptRunner, type ScriptRunner } from './run-script.js';
+import { createSingleSlot, type SingleSlot } from './single-slot.js';
 
 export interface RedisBackendOptions {
   /** A client of the caller's own (tests count its commands); by default the config's. */
@@ -53,18 +55,39 @@ export function createRedisBackend(
   });
   const runner = createScriptRunner(client, { timeoutMs: config.commandTimeoutMs, connection });
   const layout = redisLayout(config.keyPrefix);
+  const retention = options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC };
   return {
     credentials: createRedisCredentialStore({
       client,
       connection,
       runner,
       layout,
+      single: openSingleSlot(config, { runner, layout, now, retention }),
       now,
-      retention: options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
+      retention,
     }),
     // A lock seen once is remembered in process until it ends, so a flood against a locked
     // address or key costs no Redis round trip (local-locks.ts).
     lockout: (lockout) => withLocalLocks(createRedisLockout(lockout, runner, layout), now),
     buckets: () => createRedisBucketStore(runner, layout),
   };
+}
+
+/** The single-slot layout `credentials.redis.singleSlotPrefix` names, if it names one. */
+export function openSingleSlot(
+  config: RedisConfig,
+  deps: {
+    readonly runner: ScriptRunner;
+    readonly layout: RedisLayout;
+    readonly now: () => number;
+    readonly retention: RetentionOptions;
+  },
+): SingleSlot | undefined {
+  if (config.singleSlotPrefix === false) return undefined;
+  return createSingleSlot({
+    runner: deps.runner,
+    layout: deps.layout,
+    single: singleSlotLayout(config.singleSlotPrefix),
+    runPairs: createPairRun(deps),
+  });
 }

@@ -14,7 +14,8 @@ const BASE: RedisConfig = {
   mode: 'standalone',
   sentinelName: undefined,
   nodes: [],
-  keyPrefix: '{ag}:',
+  keyPrefix: 'ag:',
+  singleSlotPrefix: '{ag}:',
   commandTimeoutMs: 300,
 };
 
