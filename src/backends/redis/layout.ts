@@ -120,17 +120,15 @@ export function redisLayout(
  * prefix holding a hash tag (`credentials.redis.singleSlotPrefix`, by default `{ag}:`): one
  * slot for everything. The gateway reads pairs and users there while they are not in the
  * layout above yet, and moves them (single-slot.ts; `migrate` moves them all). Its lockout
- * counters and rate buckets are not read: they start afresh (README, Migration).
+ * counters and rate buckets are not read: they start afresh (README, Upgrading from the single-slot layout).
  */
-export interface SingleSlotLayout {
+export interface SingleSlotLayout extends Pick<
+  RedisLayout,
+  'subject' | 'subjectPairs' | 'subjectEnds' | 'subjectActive' | 'subjectLegacyKeys' | 'user'
+> {
   readonly prefix: string;
+  /** A pair's hash: named from the id alone, every pair being in the one slot. */
   readonly key: (key: string) => string;
-  readonly subject: (subject: string) => string;
-  readonly subjectPairs: (subject: string) => string;
-  readonly subjectEnds: (subject: string) => string;
-  readonly subjectActive: (subject: string) => string;
-  readonly subjectLegacyKeys: (subject: string) => string;
-  readonly user: (username: string) => string;
 }
 
 export function singleSlotLayout(prefix: string): SingleSlotLayout {
