@@ -236,19 +236,25 @@ function readmeRecipe(heading: string): string[][] {
 }
 
 describe("the README's recipes for another service, run as written on a Cluster", () => {
+  /** The recipes' pair (subject alice, tag 2bd80). */
+  const RECIPE_KEY = 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX';
+  const RECIPE_SECRET = 'Qm8vR2tLx9WcN4pZ7sYd1fHj3kTb6gUe0aVq5rXo';
+
+  /**
+   * Runs the commands under `heading`, the README's own prefix `ag:` being the gateways'
+   * prefix here, and the recipes' key id `key` (a writer's own id in its place).
+   */
+  const run = async (heading: string, key = RECIPE_KEY): Promise<void> => {
+    const rewrite = (arg: string): string => {
+      const named = arg.replaceAll(RECIPE_KEY, key);
+      return named.startsWith('ag:') ? gateways.keyPrefix + named.slice(3) : named;
+    };
+    for (const [command = '', ...args] of readmeRecipe(heading))
+      await admin.call(command, ...args.map(rewrite));
+  };
+
   it('make a pair the gateways accept, limit it, and revoke it on every gateway', async () => {
-    // The README's own prefix, `ag:`, is the gateways' prefix here.
-    const run = async (heading: string): Promise<void> => {
-      for (const [command = '', ...args] of readmeRecipe(heading))
-        await admin.call(
-          command,
-          ...args.map((arg) => (arg.startsWith('ag:') ? gateways.keyPrefix + arg.slice(3) : arg)),
-        );
-    };
-    const pair = {
-      key: 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX',
-      secret: 'Qm8vR2tLx9WcN4pZ7sYd1fHj3kTb6gUe0aVq5rXo',
-    };
+    const pair = { key: RECIPE_KEY, secret: RECIPE_SECRET };
     await run('**Create a pair**');
     const get = () =>
       send(gateways.a.url, '/accounts', {
@@ -270,6 +276,17 @@ describe("the README's recipes for another service, run as written on a Cluster"
     await run('**Revoke a pair**');
     expect(await gateways.accounts(gateways.a, pair)).toBe(401);
     expect(await gateways.accounts(gateways.b, pair)).toBe(401);
+  });
+
+  it("make a pair of a writer's own id without a tag, found through its key-tag entry, which the API revokes", async () => {
+    const pair = { key: 'webapp-own-id-1', secret: RECIPE_SECRET };
+    // The README's note on Create a pair: the entry first, in its own slot.
+    await admin.set(redisLayout(gateways.keyPrefix).keyTag(pair.key), '2bd80');
+    await run('**Create a pair**', pair.key);
+    expect(await gateways.accounts(gateways.a, pair)).toBe(200);
+    expect(await gateways.accounts(gateways.b, pair)).toBe(200);
+    await gateways.revokeThroughA(pair, runningServers());
+    expect(await gateways.accounts(gateways.a, pair)).toBe(401);
   });
 });
 
