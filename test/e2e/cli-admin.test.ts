@@ -534,6 +534,21 @@ describe('store problems', () => {
     }
   });
 
+  it('exits 2 from migrate when no single-slot layout is configured, saying so', async () => {
+    const config = writeConfig(
+      gatewayYaml({
+        redis: { url: redisUrl, keyPrefix: prefix },
+        config: { credentials: { redis: { singleSlotPrefix: false } } },
+      }),
+    );
+    expect(await runCli(['migrate', '--apply', '--config', config])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'accounts-gateway: credentials.redis.singleSlotPrefix is false: there is no single-slot layout to move from\n',
+    });
+  });
+
   it('exits 1 with a clear message and no stack trace when Redis is unreachable', async () => {
     const closed = `redis://127.0.0.1:${await freePort()}`;
     const result = await runCli([
