@@ -19,6 +19,7 @@ import {
 } from './commands/config-options.js';
 import { checkConnections } from './commands/check-connections.js';
 import { checkKeyMaterial } from './commands/check-key-material.js';
+import { migrateCommand } from './commands/migrate-command.js';
 import { readPassword } from './commands/read-password.js';
 import { serve } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
@@ -218,7 +219,22 @@ async function main(argv: string[]): Promise<number> {
         )
         .demandCommand(1, 'Name a users command: add, passwd or remove.'),
     )
-    .demandCommand(1, 'Name a command: serve, check, keys or users.')
+    .command(
+      'migrate',
+      'Move pairs and users from the single-slot key layout (singleSlotPrefix); a dry run without --apply',
+      (c) =>
+        withJson(c).option('apply', {
+          type: 'boolean',
+          default: false,
+          describe: 'move them (without it, only say what would move)',
+        }),
+      async (args) => {
+        const config = loadConfigFromArgs(args);
+        const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
+        await migrateCommand(config, output, args.apply);
+      },
+    )
+    .demandCommand(1, 'Name a command: serve, check, keys, users or migrate.')
     .strict()
     .help()
     .fail((message, error) => {

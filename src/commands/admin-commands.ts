@@ -24,6 +24,12 @@ export interface Output {
 
 /** Opens the store the gateway uses; the admin commands only make sense against Redis. */
 export function openStore(config: GatewayConfig): CredentialStore {
+  const redis = adminRedisConfig(config);
+  return createBackend({ ...config, credentials: { ...config.credentials, redis } }).credentials;
+}
+
+/** The Redis configuration of a one-off command: the store's, with more time per command. */
+export function adminRedisConfig(config: GatewayConfig): GatewayConfig['credentials']['redis'] {
   if (config.credentials.store !== 'redis') {
     throw new CliError(
       'these commands manage the Redis store: set credentials.store: redis or pass --redis-url',
@@ -33,13 +39,21 @@ export function openStore(config: GatewayConfig): CredentialStore {
   // A one-off command pays for connecting within its first command's timeout: allow more
   // than the gateway's per-request budget.
   const { redis } = config.credentials;
-  return createBackend({
-    ...config,
-    credentials: {
-      ...config.credentials,
-      redis: { ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) },
-    },
-  }).credentials;
+  return { ...redis, commandTimeoutMs: Math.max(redis.commandTimeoutMs, 5_000) };
+}
+
+/** Runs `action`, an unavailable store turned into the CLI's failure (exit 1) with its reason. */
+export async function asCliFailure<T>(action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof GatewayError && error.code === 'credential_store_unavailable') {
+      // The store's own words: which Redis, and why (refused, timeout, auth, TLS).
+      const why = error.cause instanceof RedisUnavailableError ? `: ${error.cause.message}` : '';
+      throw new CliError(`the credential store is unavailable${why}`, EXIT.failure);
+    }
+    throw error;
+  }
 }
 
 export async function withStore(
@@ -48,20 +62,13 @@ export async function withStore(
 ): Promise<void> {
   const store = openStore(config);
   try {
-    await action(store);
-  } catch (error) {
-    if (error instanceof GatewayError && error.code === 'credential_store_unavailable') {
-      // The store's own words: which Redis, and why (refused, timeout, auth, TLS).
-      const why = error.cause instanceof RedisUnavailableError ? `: ${error.cause.message}` : '';
-      throw new CliError(`the credential store is unavailable${why}`, EXIT.failure);
-    }
-    throw error;
+    await asCliFailure(() => action(store));
   } finally {
     await store.close();
   }
 }
 
-function print(output: Output, json: unknown, human: string): void {
+export function print(output: Output, json: unknown, human: string): void {
   output.write(output.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
 }
 

@@ -208,6 +208,9 @@ function isRedisUrl(value: string): boolean {
   return protocol === 'redis:' || protocol === 'rediss:';
 }
 
+/** The characters a key prefix may hold. */
+const KEY_PREFIX = /^[A-Za-z0-9:{}_-]*$/;
+
 export const redisSchema = z.strictObject({
   url: z
     .string()
@@ -217,10 +220,25 @@ export const redisSchema = z.strictObject({
   /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
   sentinelName: z.string().optional(),
   nodes: z.array(z.string().regex(/^[^:]+:\d+$/, 'must be host:port')).default([]),
+  /**
+   * What every key name starts with. No brace: the layout gives each key the hash tag of what
+   * it belongs to (a subject, a username, a network), so that a Cluster spreads them; a brace
+   * here would make one tag of the prefix and put every key in one slot again.
+   */
   keyPrefix: z
     .string()
-    .regex(/^[A-Za-z0-9:{}_-]*$/)
-    .default('{ag}:'),
+    .regex(KEY_PREFIX)
+    .refine(
+      (prefix) => !/[{}]/.test(prefix),
+      'must hold no brace: each key carries its own hash tag; a prefix such as {ag}: of the single-slot layout goes in singleSlotPrefix',
+    )
+    .default('ag:'),
+  /**
+   * The prefix of the single-slot layout of earlier versions (`{ag}:` was the default
+   * keyPrefix): pairs and users not found under keyPrefix are read there, and moved when
+   * touched (`migrate` moves them all). `false` once nothing is left there.
+   */
+  singleSlotPrefix: z.union([z.literal(false), z.string().regex(KEY_PREFIX)]).default('{ag}:'),
   commandTimeoutMs: durationMs.default(300),
   /**
    * Once Redis has failed this many calls in a row, calls are answered at once by each path's

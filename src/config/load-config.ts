@@ -121,7 +121,7 @@ interface CheckedSettings {
   readonly redis: {
     readonly mode: Checked<typeof redisSchema.shape.mode>;
     readonly nodes: Checked<typeof redisSchema.shape.nodes>;
-    readonly keyPrefix: Checked<typeof redisSchema.shape.keyPrefix>;
+    readonly singleSlotPrefix: Checked<typeof redisSchema.shape.singleSlotPrefix>;
   };
   readonly server: {
     readonly host: Checked<typeof serverSchema.shape.host>;
@@ -198,7 +198,7 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
     redis: {
       mode: field(redis, 'mode', redisSchema.shape.mode),
       nodes: field(redis, 'nodes', redisSchema.shape.nodes),
-      keyPrefix: field(redis, 'keyPrefix', redisSchema.shape.keyPrefix),
+      singleSlotPrefix: field(redis, 'singleSlotPrefix', redisSchema.shape.singleSlotPrefix),
     },
     server: {
       host: field(server, 'host', serverSchema.shape.host),
@@ -274,13 +274,16 @@ function crossCheck(
   if (redis.mode !== undefined && redis.mode !== 'standalone' && redis.nodes?.length === 0) {
     problems.push(`credentials.redis.nodes: ${redis.mode} mode needs at least one host:port`);
   }
-  // The multi-key scripts touch several keys at once: on Cluster they must share a slot.
+  // The single-slot layout is read and moved by scripts over several of its keys at once: on
+  // a Cluster they share a slot only through the prefix's hash tag, which it always had there.
   if (
     redis.mode === 'cluster' &&
-    redis.keyPrefix !== undefined &&
-    !/\{[^}]+\}/.test(redis.keyPrefix)
+    typeof redis.singleSlotPrefix === 'string' &&
+    !/\{[^}]+\}/.test(redis.singleSlotPrefix)
   ) {
-    problems.push('credentials.redis.keyPrefix: cluster mode needs a hash tag such as {ag}:');
+    problems.push(
+      'credentials.redis.singleSlotPrefix: cluster mode: the single-slot layout had a hash tag such as {ag}: (or false)',
+    );
   }
   if (
     server.headersTimeoutMs !== undefined &&

@@ -12,7 +12,7 @@ import { crc32 } from 'node:zlib';
  *
  * The tag is there so that a layout sharded by subject can keep everything of the subject
  * (its pairs, indexes, rate buckets) under one Redis Cluster hash tag and find a pair's keys
- * from its id alone; today's `{ag}` layout does not use it yet. The prefix and the
+ * from its id alone (layout.ts). The prefix and the
  * checksum follow GitHub's token format (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/:
  * a prefix for scanners, "the last six characters ... a 32-bit checksum" in base62): a
  * scanner can tell a leaked id from a look-alike without asking anyone, and the gateway

@@ -2,10 +2,11 @@ import type { RatePolicy } from './rate-policy.js';
 
 /**
  * Whose credential a bucket counts, and whose settings may override its policy: a key pair
- * (Basic), or a subject (Bearer, whose credential is the subject).
+ * (Basic), or a subject (Bearer, whose credential is the subject). A pair names its subject
+ * too: a sharded store keeps the pair's buckets and settings with the subject's.
  */
 export type BucketOwner =
-  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'key'; readonly key: string; readonly subject: string }
   | { readonly kind: 'subject'; readonly subject: string };
 
 /**
@@ -32,6 +33,11 @@ export interface BucketRequest {
   readonly override?: BucketOwner | undefined;
 }
 
+/**
+ * The buckets of one request, decided together. They count one credential's subject (its
+ * credential, subject-wide and route buckets), or one client network: a sharded store keeps
+ * each of those in one place, where one take stays atomic.
+ */
 export interface TakeRequest {
   readonly buckets: readonly BucketRequest[];
 }

@@ -141,7 +141,7 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
       const subject = { kind: 'subject', subject: identity.subject } as const;
       const own: BucketOwner =
         identity.method === 'basic' && identity.key !== undefined
-          ? { kind: 'key', key: identity.key }
+          ? { kind: 'key', key: identity.key, subject: identity.subject }
           : subject;
       // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
       // bucket, and the credential bucket of its tokens (for Bearer the subject is the

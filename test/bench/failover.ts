@@ -21,7 +21,9 @@ import { formatNumber, table } from './report.js';
 import type { BenchContext, SectionResult } from './scenarios.js';
 import { startGateway, type Target } from './targets.js';
 
-const KEY_PREFIX = '{bench}:';
+const KEY_PREFIX = 'bench:';
+/** The subject of every pair: its keys (pairs, buckets) are on one master, the one killed. */
+const SUBJECT = 'bench-failover';
 const LOAD = fileURLToPath(new URL('./servers/load.ts', import.meta.url));
 /** Keep-alive clients of the cached pair (the issue's measurement used 8). */
 const CONNECTIONS = 8;
@@ -198,7 +200,7 @@ async function failoverRun(
       'keys',
       'create',
       '--subject',
-      'bench-failover',
+      SUBJECT,
       '--config',
       join(group.dir, `${name}.yaml`),
       '--json',
@@ -235,7 +237,7 @@ async function failoverRun(
     const beforeFromMs = epochMs();
     await sleep(options.duration * 1000);
     ctx.onNote(`${name}: killing the master`);
-    await started.kill(redisLayout(KEY_PREFIX).key(cached.key));
+    await started.kill(redisLayout(KEY_PREFIX).key(cached.key, SUBJECT));
     const killedMs = epochMs();
     load.child.kill('SIGUSR2');
     await started.promoted();

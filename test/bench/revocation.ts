@@ -22,7 +22,7 @@ import { formatNumber, percentile } from './report.js';
 import type { BenchContext, SectionResult } from './scenarios.js';
 import { startGateway, type Target } from './targets.js';
 
-const KEY_PREFIX = '{bench}:';
+const KEY_PREFIX = 'bench:';
 const WORKERS = 2;
 /** Revocations measured on each side of the failover, per round of the bench. */
 const TRIALS_PER_ROUND = 10;

@@ -12,6 +12,7 @@ import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.j
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
 import { freePort } from '../support/redis-server.js';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { redisConfig } from '../support/redis-config.js';
 import { failoverSection } from './failover.js';
@@ -47,7 +48,7 @@ import {
   type Target,
 } from './targets.js';
 
-const KEY_PREFIX = '{bench}:';
+const KEY_PREFIX = 'bench:';
 /** auth.basic.cache.maxEntries by default (config-schema.ts). */
 const DEFAULT_CACHE_ENTRIES = 10_000;
 /** The pairs section's bcrypt cost: the lowest the schema allows (see README). */
@@ -223,7 +224,11 @@ function limitsSetup(ctx: BenchContext, fixture: Fixture, redis: RedisServer): L
     basicHeader: `Authorization: ${basicHeader(key, secret)}`,
     // The bucket's key as the limiter names it (src/protection/rate-limiter.ts).
     resetBucket: async () => {
-      await redisPipe(ctx.group, redis, [['DEL', `${KEY_PREFIX}rl:key:${key}`]]);
+      const bucket = redisLayout(KEY_PREFIX).bucket({
+        kind: 'credential',
+        owner: { kind: 'key', key, subject: 'bench-cached' },
+      });
+      await redisPipe(ctx.group, redis, [['DEL', bucket]]);
     },
   };
 }
@@ -893,7 +898,10 @@ async function keysSection(ctx: BenchContext, fixture: Fixture): Promise<Section
     });
     record(`http-${limit}`, `GET /keys?limit=${limit} (first page of ${n}), whole request`, times);
   }
-  const store = openRedisStore({ ...redisConfig(redis.url, KEY_PREFIX), commandTimeoutMs: 5_000 });
+  const store = openRedisStore({
+    ...redisConfig(redis.url, KEY_PREFIX),
+    commandTimeoutMs: 5_000,
+  });
   try {
     const times = await timeCalls(KEYS_REQUESTS, KEYS_WARMUP, async () => {
       if ((await store.listKeys(subject))?.length !== 1000) throw new Error('listKeys: not 1,000');

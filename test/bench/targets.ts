@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { redisLayout } from '../../src/backends/redis/layout.js';
+import { parseKeyId } from '../../src/identity/key-id.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { freePort, spawnRedisServer } from '../support/redis-server.js';
 import { httpRequest, waitForHttp, type ProcessGroup, type Started } from './processes.js';
@@ -146,9 +147,11 @@ export function* pairCommands(options: {
   for (let i = options.from; i < options.from + options.count; i += 1) {
     const key = options.keyOf(i);
     const subject = subjectOf(i);
+    // An id without a tag is found through its key-tag entry (README, Redis key layout).
+    if (parseKeyId(key).kind !== 'tagged') yield ['SET', k.keyTag(key), k.tagOf(subject)];
     yield [
       'HSET',
-      k.key(key),
+      k.key(key, subject),
       'secret_hash',
       options.secretHash,
       'subject',

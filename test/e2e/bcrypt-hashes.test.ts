@@ -74,7 +74,7 @@ async function expectRehashed(owner: HashOwner, secret: string): Promise<void> {
   const k = redisLayout(prefix);
   const [who, redisKey, field]: [Record<string, string>, string, string] =
     owner.kind === 'key'
-      ? [{ key: owner.key }, k.key(owner.key), 'secret_hash']
+      ? [{ key: owner.key }, k.key(owner.key, HTPASSWD_PAIR.subject), 'secret_hash']
       : [{ username: owner.username }, k.user(owner.username), 'password_hash'];
   expect(await gateway.waitForLog('bcrypt hash rehashed', who)).toMatchObject({
     level: 30,

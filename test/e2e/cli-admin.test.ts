@@ -417,7 +417,7 @@ describe('keys create | list | revoke', () => {
         const key = `ak_listed_${String(i).padStart(4, '0')}`;
         const created = Date.parse('2026-01-01T00:00:00.000Z') + i * 1000;
         batch
-          .hset(k.key(key), {
+          .hset(k.key(key, 'subject-many'), {
             secret_hash: '$2b$04$C6UzMDM.H6dfI/f/IKxGhuSb8c6lrC7nBFi4aVHKpbnWlhVuZ4Vsq',
             subject: 'subject-many',
             label: '',
@@ -532,6 +532,21 @@ describe('store problems', () => {
           'accounts-gateway: these commands manage the Redis store: set credentials.store: redis or pass --redis-url\n',
       });
     }
+  });
+
+  it('exits 2 from migrate when no single-slot layout is configured, saying so', async () => {
+    const config = writeConfig(
+      gatewayYaml({
+        redis: { url: redisUrl, keyPrefix: prefix },
+        config: { credentials: { redis: { singleSlotPrefix: false } } },
+      }),
+    );
+    expect(await runCli(['migrate', '--apply', '--config', config])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'accounts-gateway: credentials.redis.singleSlotPrefix is false: there is no single-slot layout to move from\n',
+    });
   });
 
   it('exits 1 with a clear message and no stack trace when Redis is unreachable', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
@@ -49,8 +50,12 @@ describe('client addresses counted by network', () => {
       statuses.push((await login(`spray${i}`, address)).status);
     expect(statuses).toEqual([...Array<number>(50).fill(401), ...Array<number>(5).fill(429)]);
     // One address counter for the whole /64, not one per address.
-    expect(await setup.redis.keys(`${prefix}lockout:token:address:*`)).toEqual([
-      `${prefix}lockout:token:address:2001:db8:aa:bb::/64`,
+    expect(await setup.redis.keys(`${prefix}*lockout:token:address:*`)).toEqual([
+      redisLayout(prefix).lockoutCounter({
+        scope: 'token_address',
+        id: '',
+        network: '2001:db8:aa:bb::/64',
+      }),
     ]);
     // Another /64 is another client.
     expect((await login('spray-elsewhere', '2001:db8:aa:bc::1')).status).toBe(401);

@@ -304,7 +304,7 @@ describe('POST /keys', () => {
     const pair = await createdPair(owner, 'stored');
     const redis = new Redis(redisUrl);
     try {
-      const stored = await redis.hgetall(redisLayout(prefix).key(pair.key));
+      const stored = await redis.hgetall(redisLayout(prefix).key(pair.key, owner.subject));
       expect(stored.secret_hash).toMatch(new RegExp(`^\\$2b\\$0${TEST_BCRYPT_COST}\\$`));
       expect(await bcrypt.compare(pair.secret, stored.secret_hash ?? '')).toBe(true);
       expect(JSON.stringify(stored)).not.toContain(pair.secret);

@@ -60,7 +60,7 @@ afterAll(async () => {
 });
 
 let pairs = 0;
-async function newPair(): Promise<{ key: string; header: string }> {
+async function newPair(): Promise<{ key: string; subject: string; header: string }> {
   pairs += 1;
   const pair = {
     key: `ak_rl${pairs}`,
@@ -68,7 +68,7 @@ async function newPair(): Promise<{ key: string; header: string }> {
     subject: `rl${pairs}`,
   };
   await seedKey(redisUrl, prefix, pair);
-  return { key: pair.key, header: basicHeader(pair.key, pair.secret) };
+  return { key: pair.key, subject: pair.subject, header: basicHeader(pair.key, pair.secret) };
 }
 
 const row = (a: HttpAnswer) => [a.status, a.headers.ratelimit, a.headers['retry-after']];
@@ -134,10 +134,10 @@ describe('rate limits on two gateway processes sharing one Redis', () => {
   });
 
   it('applies a per-key override written in Redis at once, on every gateway', async () => {
-    const { key, header } = await newPair();
+    const { key, subject, header } = await newPair();
     const get = (gateway: GatewayProcess) =>
       send(gateway.url, '/accounts', { headers: { authorization: header } });
-    await redis.hset(keys.key(key), 'rate_limit', '1/60');
+    await redis.hset(keys.key(key, subject), 'rate_limit', '1/60');
     const first = await get(gatewayA);
     expect([first.status, first.headers['ratelimit-policy']]).toEqual([
       200,
@@ -145,7 +145,7 @@ describe('rate limits on two gateway processes sharing one Redis', () => {
     ]);
     expect(row(await get(gatewayB))).toEqual([429, '"credential";r=0;t=60', '60']);
 
-    await redis.hset(keys.key(key), 'rate_limit', 'none');
+    await redis.hset(keys.key(key, subject), 'rate_limit', 'none');
     const lifted = await get(gatewayB);
     expect([lifted.status, lifted.headers.ratelimit, lifted.headers['ratelimit-policy']]).toEqual([
       200,

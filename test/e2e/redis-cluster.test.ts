@@ -1,39 +1,65 @@
+import { readFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import bcrypt from 'bcrypt';
+import { Cluster } from 'ioredis';
+import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { redisLayout, singleSlotLayout } from '../../src/backends/redis/layout.js';
+import { formatKeyId } from '../../src/identity/key-id.js';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { startGateway } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
 import {
   CLUSTER_NODE_TIMEOUT_MS,
   startRedisCluster,
   type RedisCluster,
 } from '../support/redis-cluster.js';
 import type { RedisProcess } from '../support/redis-process.js';
-import { killCliChildren } from '../support/run-cli.js';
+import { killCliChildren, runCli } from '../support/run-cli.js';
+import { TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import { issueToken, send } from '../support/send.js';
 import { startTopologyGateways, type TopologyGateways } from '../support/topology-gateways.js';
 import { describeGatewaysOnTopology } from '../support/topology-suite.js';
+import { untilSubscribers } from '../support/until-subscribers.js';
 
-// Issue 14, point 5's ground: the gateway as it is today on a real Redis Cluster of 3
-// masters and 3 replicas (redis-server processes of this file's own, `redis-cli --cluster
-// create`), with two gateway processes in cluster mode. Every key of one prefix shares the
-// prefix's hash tag, so one master holds them all: killing that master is the failover that
-// matters. The phases of a failover are printed, never bounded (README design decisions).
+// Issue 14, point 5's ground: the gateway on a real Redis Cluster of 3 masters and 3
+// replicas (redis-server processes of this file's own, `redis-cli --cluster create`), with two
+// gateway processes in cluster mode. Keys spread over the masters by the hash tag of what they
+// belong to (README, Redis key layout): the failover kills the master of the slot of the
+// subject whose pair the trickle uses. The phases of a failover are printed, never bounded
+// (README design decisions).
 
 let cluster: RedisCluster;
 let gateways: TopologyGateways;
+/** A client of the Cluster, for what a test writes and reads itself. */
+let admin: Cluster;
 /** The master the failover test kills. */
 let killed: RedisProcess | undefined;
+/** A key of the subject whose master the failover test killed. */
+let killedKey = '';
 
 beforeAll(async () => {
   cluster = await startRedisCluster();
   gateways = await startTopologyGateways('cluster', { mode: 'cluster', nodes: cluster.seeds });
+  admin = new Cluster(
+    cluster.seeds.map((seed) => ({ host: '127.0.0.1', port: Number(seed.split(':')[1]) })),
+  );
 }, 120_000);
 
 afterEach(() => killCliChildren());
 
 afterAll(async () => {
+  admin?.disconnect();
   await gateways?.close();
   await cluster?.stop();
 });
 
-/** A key in the slot of every key the gateways write (their prefix's hash tag). */
-const slotKey = (): string => `${gateways.keyPrefix}probe`;
+/**
+ * A key in the slot of the subject whose pair the failover's trickle uses (topology-suite.ts):
+ * its pair and its rate bucket are there. No name the gateway reads: a test writes a string
+ * to it, which in the subject's own settings hash would make every script of the subject fail.
+ */
+const slotKey = (): string => `${redisLayout(gateways.keyPrefix).subject('subject-trickle')}:probe`;
 
 describe('a Redis Cluster of 3 masters and 3 replicas on loopback', () => {
   it("names the master of a key's slot: it takes the key, every other node redirects it there", async () => {
@@ -47,18 +73,240 @@ describe('a Redis Cluster of 3 masters and 3 replicas on loopback', () => {
   });
 });
 
+/** The addresses of the nodes running now. */
+const runningServers = (): string[] =>
+  cluster.nodes.filter((node) => node.pid !== undefined).map((node) => node.address);
+
+/** The masters of the Cluster now, by their ROLE. */
+async function masters(): Promise<RedisProcess[]> {
+  const found: RedisProcess[] = [];
+  for (const node of cluster.nodes) {
+    const [role] = (await node.call('ROLE')) as [string];
+    if (role === 'master') found.push(node);
+  }
+  return found;
+}
+
+/** How many keys matching `pattern` one node holds (SCAN sees only the node's own keys). */
+async function countKeys(node: RedisProcess, pattern: string): Promise<number> {
+  let count = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [
+      string,
+      string[],
+    ];
+    count += keys.length;
+    cursor = next;
+  } while (cursor !== '0');
+  return count;
+}
+
+/** Runs `each(0..count-1)`, `atOnce` at a time. */
+async function inParallel(count: number, atOnce: number, each: (i: number) => Promise<void>) {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) await each((next += 1) - 1);
+  };
+  await Promise.all(Array.from({ length: atOnce }, worker));
+}
+
+describe('a layout that shards (issue 14, point 2)', () => {
+  it('spreads 3,000 pairs of 3,000 subjects, made through POST /keys, within ±20% of a third on each master', async () => {
+    const prefix = uniquePrefix('spread');
+    const secret = 'a-shared-secret-of-the-issuer-0123456789';
+    const gateway = await startGateway(
+      gatewayYaml({
+        config: {
+          credentials: {
+            store: 'redis',
+            redis: { mode: 'cluster', nodes: [...cluster.seeds], keyPrefix: prefix },
+          },
+          auth: { bearer: { issuers: [{ name: 'spread', algorithms: ['HS256'], secret }] } },
+          logging: { requests: false },
+        },
+      }),
+    );
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    try {
+      const key = new TextEncoder().encode(secret);
+      const started = Date.now();
+      await inParallel(3_000, 16, async (i) => {
+        const token = await new SignJWT({})
+          .setProtectedHeader({ alg: 'HS256' })
+          .setSubject(`spread-${i}`)
+          .setExpirationTime('10m')
+          .sign(key);
+        const made = await send(gateway.url, '/keys', {
+          method: 'POST',
+          headers: { authorization: bearerHeader(token), connection: 'keep-alive' },
+          agent,
+        });
+        if (made.status !== 201)
+          throw new Error(`POST /keys answered ${made.status}: ${made.body}`);
+      });
+      console.log(`3,000 pairs made through POST /keys in ${Date.now() - started} ms (16 at once)`);
+      const perMaster = await Promise.all(
+        (await masters()).map((node) => countKeys(node, `${prefix}{*}:key:*`)),
+      );
+      const everyKey = await Promise.all(
+        (await masters()).map((node) => countKeys(node, `${prefix}*`)),
+      );
+      console.log(
+        `pairs per master ${perMaster.join(', ')}; keys per master ${everyKey.join(', ')}`,
+      );
+      expect(perMaster.reduce((a, b) => a + b, 0)).toBe(3_000);
+      for (const count of perMaster) expect(Math.abs(count - 1_000)).toBeLessThanOrEqual(200);
+      const third = everyKey.reduce((a, b) => a + b, 0) / 3;
+      for (const count of everyKey) expect(Math.abs(count - third)).toBeLessThanOrEqual(third / 5);
+    } finally {
+      agent.destroy();
+      await gateway.stop();
+    }
+  }, 120_000);
+});
+
+describe('what earlier versions wrote in their single slot ({ag}:), on a Cluster', () => {
+  it('is served by the gateways where it is, and migrate --apply moves it; a dry run first changes nothing', async () => {
+    const single = singleSlotLayout('{ag}:');
+    const layout = redisLayout(gateways.keyPrefix);
+    const secret = 'an-earlier-secret-0123456789';
+    const password = 'an-earlier-password';
+    // A self-describing id, as the gateway made them before the layout changed.
+    const id = formatKeyId(layout.tagOf('earlier'), 'EarlierPairOfTheGateway0');
+    const created = new Date().toISOString();
+    await admin
+      .multi()
+      .hset(single.key(id), {
+        secret_hash: await bcrypt.hash(secret, TEST_BCRYPT_COST),
+        subject: 'earlier',
+        label: '',
+        status: 'active',
+        created_at: created,
+      })
+      .zadd(single.subjectPairs('earlier'), Date.parse(created), id)
+      .sadd(single.subjectActive('earlier'), id)
+      .hset(single.user('earlier@example.com'), {
+        password_hash: await bcrypt.hash(password, TEST_BCRYPT_COST),
+        subject: 'earlier',
+        created_at: created,
+      })
+      .exec();
+    const pair = { key: id, secret };
+    expect(await gateways.accounts(gateways.b, pair)).toBe(200);
+    await issueToken(gateways.a.url, 'earlier@example.com', password);
+
+    const dry = await runCli(['migrate', '--config', gateways.configFile]);
+    expect([dry.code, dry.stdout]).toEqual([
+      0,
+      `dry run, nothing changed (--apply moves): from {ag}: to ${gateways.keyPrefix}, 1 pair, 1 user, 0 subject settings to move\n`,
+    ]);
+    expect(await admin.exists(single.key(id), single.user('earlier@example.com'))).toBe(2);
+
+    const applied = await runCli(['migrate', '--apply', '--json', '--config', gateways.configFile]);
+    expect(applied.code).toBe(0);
+    expect(JSON.parse(applied.stdout)).toEqual({
+      applied: true,
+      from: '{ag}:',
+      to: gateways.keyPrefix,
+      pairs: 1,
+      users: 1,
+      settings: 0,
+      left: [],
+      expiring: 0,
+    });
+    expect(await admin.exists(single.key(id), single.user('earlier@example.com'))).toBe(0);
+    // In their own slots: a subject's, a username's.
+    expect(await admin.exists(layout.key(id, 'earlier'))).toBe(1);
+    expect(await admin.exists(layout.user('earlier@example.com'))).toBe(1);
+    // Gateway A never read the pair: it reads it now from its new name.
+    expect(await gateways.accounts(gateways.a, pair)).toBe(200);
+    await issueToken(gateways.b.url, 'earlier@example.com', password);
+  });
+});
+
+/**
+ * The commands of the README block that follows `heading` (Redis key layout's recipes), each
+ * split into words as redis-cli splits them: on spaces, a double-quoted word whole.
+ */
+function readmeRecipe(heading: string): string[][] {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const at = readme.indexOf(heading);
+  if (at === -1) throw new Error(`no ${heading} in the README`);
+  const block = /```text\n([\s\S]*?)```/.exec(readme.slice(at))?.[1] ?? '';
+  return block
+    .trim()
+    .split('\n')
+    .map((line) => [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((word) => word[1] ?? word[2] ?? ''));
+}
+
+describe("the README's recipes for another service, run as written on a Cluster", () => {
+  /** The recipes' pair (subject alice, tag 2bd80). */
+  const RECIPE_KEY = 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX';
+  const RECIPE_SECRET = 'Qm8vR2tLx9WcN4pZ7sYd1fHj3kTb6gUe0aVq5rXo';
+
+  /**
+   * Runs the commands under `heading`, the README's own prefix `ag:` being the gateways'
+   * prefix here, and the recipes' key id `key` (a writer's own id in its place).
+   */
+  const run = async (heading: string, key = RECIPE_KEY): Promise<void> => {
+    const rewrite = (arg: string): string => {
+      const named = arg.replaceAll(RECIPE_KEY, key);
+      return named.startsWith('ag:') ? gateways.keyPrefix + named.slice(3) : named;
+    };
+    for (const [command = '', ...args] of readmeRecipe(heading))
+      await admin.call(command, ...args.map(rewrite));
+  };
+
+  it('make a pair the gateways accept, limit it, and revoke it on every gateway', async () => {
+    const pair = { key: RECIPE_KEY, secret: RECIPE_SECRET };
+    await run('**Create a pair**');
+    const get = () =>
+      send(gateways.a.url, '/accounts', {
+        headers: { authorization: basicHeader(pair.key, pair.secret) },
+      });
+    expect((await get()).status).toBe(200);
+    await run("**Limit one key, or one user's tokens and keys together:**");
+    // The key's own override is lifted again by the block's last line; the subject's stays.
+    expect((await get()).headers['ratelimit-policy']).toBe(
+      '"credential";q=1000000;w=1, "subject";q=60;w=60',
+    );
+    expect(await gateways.accounts(gateways.b, pair)).toBe(200);
+    // Its PUBLISH must find both gateways listening, not still subscribing.
+    await untilSubscribers(
+      runningServers().map((address) => `redis://${address}`),
+      gateways.keyPrefix,
+      2,
+    );
+    await run('**Revoke a pair**');
+    expect(await gateways.accounts(gateways.a, pair)).toBe(401);
+    expect(await gateways.accounts(gateways.b, pair)).toBe(401);
+  });
+
+  it("make a pair of a writer's own id without a tag, found through its key-tag entry, which the API revokes", async () => {
+    const pair = { key: 'webapp-own-id-1', secret: RECIPE_SECRET };
+    // The README's note on Create a pair: the entry first, in its own slot.
+    await admin.set(redisLayout(gateways.keyPrefix).keyTag(pair.key), '2bd80');
+    await run('**Create a pair**', pair.key);
+    expect(await gateways.accounts(gateways.a, pair)).toBe(200);
+    expect(await gateways.accounts(gateways.b, pair)).toBe(200);
+    await gateways.revokeThroughA(pair, runningServers());
+    expect(await gateways.accounts(gateways.a, pair)).toBe(401);
+  });
+});
+
 describeGatewaysOnTopology({
   mode: 'cluster',
   failoverLabel: `Cluster failover (cluster-node-timeout ${CLUSTER_NODE_TIMEOUT_MS} ms)`,
   gateways: () => gateways,
-  runningServers: () =>
-    cluster.nodes.filter((node) => node.pid !== undefined).map((node) => node.address),
-  async killMaster() {
-    killed = await cluster.masterOf(slotKey());
+  runningServers,
+  async killMaster(subject) {
+    killedKey = redisLayout(gateways.keyPrefix).subject(subject);
+    killed = await cluster.masterOf(killedKey);
     await cluster.killMaster(killed);
   },
   async awaitPromotion() {
-    if (killed !== undefined) await cluster.awaitPromotion(slotKey(), killed);
+    if (killed !== undefined) await cluster.awaitPromotion(killedKey, killed);
   },
   // One breaker per master, named by its host:port in the client's slot map.
   breakerTarget: () => killed?.address ?? '',
@@ -68,7 +316,7 @@ describe('a killed master, restarted', () => {
   it('rejoins as a replica of the one promoted in its place', async () => {
     if (killed === undefined) throw new Error('the failover test killed no master');
     await cluster.restart(killed);
-    const master = await cluster.masterOf(slotKey());
+    const master = await cluster.masterOf(killedKey);
     expect(master).not.toBe(killed);
     expect(await cluster.replicasOf(master)).toEqual([killed]);
     expect(await killed.call('ROLE')).toEqual([

@@ -100,7 +100,7 @@ async function warm(pair: Pair, times = 3): Promise<void> {
 async function swapHashSilently(pair: Pair): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
-    await redis.hset(redisLayout(prefix).key(pair.key), {
+    await redis.hset(redisLayout(prefix).key(pair.key, pair.subject), {
       secret_hash: await bcrypt.hash('some-other-secret', TEST_BCRYPT_COST),
     });
   } finally {

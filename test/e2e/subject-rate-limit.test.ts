@@ -113,8 +113,8 @@ describe('a subject-wide rate limit', () => {
   });
 
   it('lifts one key’s own limit with its rate_limit, never the subject’s', async () => {
-    const { pair } = await freshSubject();
-    await redis.hset(keys.key(pair.key), 'rate_limit', 'none');
+    const { subject, pair } = await freshSubject();
+    await redis.hset(keys.key(pair.key, subject), 'rate_limit', 'none');
     const statuses: number[] = [];
     for (let i = 0; i < PER_SUBJECT + 1; i += 1) statuses.push((await get(pair)).status);
     expect(statuses).toEqual([...Array<number>(PER_SUBJECT).fill(200), 429]);
@@ -125,7 +125,7 @@ describe('a malformed rate_limit override', () => {
   it('is logged once per hash, with the hash and the value, however many requests read it', async () => {
     const first = await freshSubject();
     const second = await freshSubject();
-    await redis.hset(keys.key(first.pair.key), 'rate_limit', '10 per minute');
+    await redis.hset(keys.key(first.pair.key, first.subject), 'rate_limit', '10 per minute');
     for (let i = 0; i < 3; i += 1) expect((await get(first.pair)).status).toBe(200);
     await redis.hset(keys.subject(second.subject), 'rate_limit', 'soon');
     await get(second.pair);
@@ -136,7 +136,7 @@ describe('a malformed rate_limit override', () => {
     expect(lines).toEqual([
       expect.objectContaining({
         level: 40,
-        redis_key: keys.key(first.pair.key),
+        redis_key: keys.key(first.pair.key, first.subject),
         value: '10 per minute',
       }),
       expect.objectContaining({

@@ -301,7 +301,7 @@ describe('serve --workers 2 on one Redis', () => {
     try {
       // Redis no longer holds a hash this secret matches: both workers answer from cache.
       const redisClient = new Redis(redis.url);
-      await redisClient.hset(redisLayout(prefix).key(revoked.key), {
+      await redisClient.hset(redisLayout(prefix).key(revoked.key, revoked.subject), {
         secret_hash: await bcrypt.hash('another-secret', TEST_BCRYPT_COST),
       });
       redisClient.disconnect();

@@ -28,7 +28,7 @@ let control: Redis;
 async function seedAtCost(entry: { key: string; secret: string; subject: string }): Promise<void> {
   await seedKey(redisUrl, prefix, entry);
   await control.hset(
-    keys.key(entry.key),
+    keys.key(entry.key, entry.subject),
     'secret_hash',
     await bcrypt.hash(entry.secret, BCRYPT_COST),
   );
@@ -85,11 +85,16 @@ async function startRecording(): Promise<{
   };
 }
 
-/** Commands of the lockout's script (they name its counters, under `<prefix>lockout:`). */
+/** Commands of the lockout's script (they name its counters, `<prefix>{<tag>}:lockout:…`). */
 const isLockout = (command: string[]): boolean =>
-  command.some((arg) => arg.startsWith(`${prefix}lockout:`));
+  command.some((arg) => arg.startsWith(prefix) && arg.includes('}:lockout:'));
 const credentialCommands = (commands: string[][]): string[][] =>
   commands.filter((command) => !isLockout(command));
+/** What reading the pair sends. */
+const lookup = [
+  ['get', keys.keyTag(pair.key)],
+  ['hgetall', keys.key(pair.key, pair.subject)],
+];
 
 beforeAll(async () => {
   control = new Redis(redisUrl);
@@ -124,9 +129,10 @@ describe('the verified-credential cache', () => {
       expect(first.status).toBe(200);
       expect(await first.json()).toEqual(ECHO_BODY);
       await recording.sync();
-      // The measurement sees real lookups: the first request read the pair, and checked and
-      // settled its lockout counters (a script each: begin, then settle).
-      expect(credentialCommands(recording.commands)).toEqual([['hgetall', keys.key(pair.key)]]);
+      // The measurement sees real lookups: the first request read the pair (its id carries no
+      // tag: its key-tag entry first), and checked and settled its lockout counters (a script
+      // each: begin, then settle).
+      expect(credentialCommands(recording.commands)).toEqual(lookup);
       expect(recording.commands.filter(isLockout).map(([name]) => name)).toEqual(
         expect.arrayContaining(['evalsha']),
       );
@@ -152,9 +158,7 @@ describe('the verified-credential cache', () => {
         expect((await request(pair.key, `wrong-secret-${i}`)).status).toBe(401);
       }
       await recording.sync();
-      expect(credentialCommands(recording.commands)).toEqual(
-        Array.from({ length: 3 }, () => ['hgetall', keys.key(pair.key)]),
-      );
+      expect(credentialCommands(recording.commands)).toEqual([...lookup, ...lookup, ...lookup]);
     } finally {
       recording.stop();
     }

@@ -74,12 +74,16 @@ describe('last use of a pair', () => {
       expect([['evalsha'], ['evalsha', 'eval']]).toContainEqual(
         scripts.map((args) => args[0]?.toLowerCase()),
       );
-      for (const args of scripts) expect(args).toContain(redisLayout(prefix).key(pair.key));
+      for (const args of scripts)
+        expect(args).toContain(redisLayout(prefix).key(pair.key, pair.subject));
       // Inside it (MONITOR shows a script's own commands too), one write: the HSET.
       expect(atShutdown.filter((args) => args[0]?.toLowerCase() === 'hset')).toHaveLength(1);
       const redis = new Redis(redisUrl);
       try {
-        const usedAt = await redis.hget(redisLayout(prefix).key(pair.key), 'last_used_at');
+        const usedAt = await redis.hget(
+          redisLayout(prefix).key(pair.key, pair.subject),
+          'last_used_at',
+        );
         expect(Date.parse(usedAt ?? '')).toBeGreaterThanOrEqual(before - 1);
         expect(Date.parse(usedAt ?? '')).toBeLessThanOrEqual(Date.now());
       } finally {

@@ -110,7 +110,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Delete the kept pair's hash behind the gateway's back (no event): only its cache
     // entry can still let it through, so this shows the eviction was not a flush.
-    await admin.del(redisLayout(prefix).key(kept.key));
+    await admin.del(redisLayout(prefix).key(kept.key, kept.subject));
     const res = await request(gateway, kept);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(ECHO_BODY);
@@ -124,7 +124,7 @@ describe('revocation across gateways sharing one Redis', () => {
 
     // Another service changes the hash directly and publishes nothing.
     await admin.hset(
-      redisLayout(prefix).key(pair.key),
+      redisLayout(prefix).key(pair.key, pair.subject),
       'secret_hash',
       await bcrypt.hash(newSecret, TEST_BCRYPT_COST),
     );
@@ -196,7 +196,7 @@ describe('the revocation lag, on a gateway whose clock stands still', () => {
     const pair = { key: `ak_${name}`, secret: `${name}-secret-0123456789`, subject: name };
     await seedKey(redis.url, prefix, pair);
     expect((await request(clocked, pair)).status).toBe(200);
-    await admin.hset(redisLayout(prefix).key(pair.key), 'status', 'revoked');
+    await admin.hset(redisLayout(prefix).key(pair.key, pair.subject), 'status', 'revoked');
     await admin.publish(redisLayout(prefix).channel, message(pair.key));
     await pollStatus(() => request(clocked, pair), 401);
   };

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backends/backend.js';
 import { createRedisClient, watchRedisConnection } from '../../src/backends/redis/client.js';
-import { redisLayout } from '../../src/backends/redis/layout.js';
+import { redisLayout, singleSlotLayout } from '../../src/backends/redis/layout.js';
 import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import { createScriptRunner, scriptFromSource } from '../../src/backends/redis/run-script.js';
 import { ALL_SCRIPTS } from '../../src/backends/redis/scripts.js';
@@ -13,7 +13,7 @@ import type { LockoutTarget } from '../../src/protection/lockout.js';
 import { redisConfig } from '../support/redis-config.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { auditScriptKeys, type ScriptKeyAudit } from '../support/script-key-audit.js';
-import { uniquePrefix } from '../support/seed-redis.js';
+import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
 
 // Every script of the Redis backend names every key it touches in KEYS: what lets Redis
 // Cluster route it (a key formed inside a script may live on another node) and what Dragonfly
@@ -35,13 +35,15 @@ let admin: Redis;
 let backend: Backend;
 const prefix = uniquePrefix('keys');
 const layout = redisLayout(prefix);
+const singlePrefix = uniqueSingleSlotPrefix('keysold');
+const single = singleSlotLayout(singlePrefix);
 
 /**
  * The backend's configuration. MONITOR's stream is parsed in this process, beside the
  * backend: a command may wait on it longer than a gateway's timeout, which nothing here tests.
  */
 function watchedConfig(): RedisConfig {
-  return { ...redisConfig(redis.url, prefix), commandTimeoutMs: 10_000 };
+  return { ...redisConfig(redis.url, prefix, singlePrefix), commandTimeoutMs: 10_000 };
 }
 
 function pair(key: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
@@ -61,14 +63,10 @@ beforeAll(async () => {
   redis = await startLocalRedis();
   audit = await auditScriptKeys(redis.url);
   admin = new Redis(redis.url);
-  // MONITOR's stream is parsed in this process, beside the backend: give its commands time.
-  backend = createRedisBackend(
-    { ...redisConfig(redis.url, prefix), commandTimeoutMs: 10_000 },
-    {
-      now: () => clock.ms,
-      retention: { retainEndedSec: 30 * 86_400 },
-    },
-  );
+  backend = createRedisBackend(watchedConfig(), {
+    now: () => clock.ms,
+    retention: { retainEndedSec: 30 * 86_400 },
+  });
 });
 
 afterAll(async () => {
@@ -101,7 +99,8 @@ async function runCredentialScripts(): Promise<void> {
 
   // An older writer's SET index, an entry whose hash is gone and another subject's pair in
   // the index: the listing folds the first in and drops the other two on its way.
-  await admin.hset(layout.key('ak_old'), {
+  await admin.set(layout.keyTag('ak_old'), layout.tagOf('ann'));
+  await admin.hset(layout.key('ak_old', 'ann'), {
     secret_hash: HASH,
     subject: 'ann',
     status: 'active',
@@ -110,7 +109,7 @@ async function runCredentialScripts(): Promise<void> {
   await admin.sadd(layout.subjectLegacyKeys('ann'), 'ak_old');
   await admin.sadd(layout.subjectActive('ann'), 'ak_old');
   await admin.zadd(layout.subjectPairs('ann'), START_MS, 'ak_ghost');
-  await admin.hset(layout.key('ak_bobs'), { subject: 'bob', status: 'active' });
+  await admin.hset(layout.key('ak_bobs', 'ann'), { subject: 'bob', status: 'active' });
   await admin.zadd(layout.subjectPairs('ann'), START_MS, 'ak_bobs');
   const page = await store.listKeys('ann', { limit: 2, order: 'desc' });
   expect(page?.map((r) => r.key)).toEqual(['ak_soon', 'ak_one']);
@@ -157,21 +156,49 @@ async function runLockoutScript(): Promise<void> {
 }
 
 async function runBucketScript(): Promise<void> {
-  await admin.hset(layout.key('ak_one'), 'rate_limit', '5/60');
+  await admin.hset(layout.key('ak_one', 'ann'), 'rate_limit', '5/60');
   await admin.hset(layout.subject('ann'), 'rate_limit', 'soon');
   const policy = { requests: 10, periodSec: 60, burst: 10 };
-  const key = { kind: 'key', key: 'ak_one' } as const;
+  const key = { kind: 'key', key: 'ak_one', subject: 'ann' } as const;
   const subject = { kind: 'subject', subject: 'ann' } as const;
-  const result = await backend.buckets({ maxTrackedBuckets: 10 }).take({
+  const buckets = backend.buckets({ maxTrackedBuckets: 10 });
+  const result = await buckets.take({
     buckets: [
       { bucket: { kind: 'credential', owner: key }, policy, override: key },
       { bucket: { kind: 'subject', subject: 'ann' }, policy, override: subject },
       { bucket: { kind: 'route', route: 'accounts', owner: key }, policy },
-      { bucket: { kind: 'address', network: '192.0.2.1' }, policy },
     ],
   });
   expect(result.allowed).toBe(true);
   expect(result.malformedOverrides).toEqual([{ key: layout.subject('ann'), value: 'soon' }]);
+  const address = { bucket: { kind: 'address', network: '192.0.2.1' }, policy } as const;
+  expect((await buckets.take({ buckets: [address] })).allowed).toBe(true);
+}
+
+/**
+ * A subject's pairs and settings, and a user, in the single-slot layout: touching the subject
+ * moves them (and a revocation a writer left there as a fragment merges into the moved pair).
+ */
+async function runMoveScripts(): Promise<void> {
+  const fields = {
+    secret_hash: HASH,
+    subject: 'ole',
+    status: 'active',
+    created_at: iso(clock.ms - HOUR_MS),
+  };
+  await admin.hset(single.key('ak_ole1'), fields);
+  await admin.hset(single.key('ak_ole2'), fields);
+  for (const id of ['ak_ole1', 'ak_ole2'])
+    await admin.zadd(single.subjectPairs('ole'), clock.ms - HOUR_MS, id);
+  await admin.sadd(single.subjectActive('ole'), 'ak_ole1', 'ak_ole2');
+  await admin.hset(single.subject('ole'), 'rate_limit', '5/60');
+  expect((await backend.credentials.listKeys('ole'))?.map((r) => r.key).sort()).toEqual([
+    'ak_ole1',
+    'ak_ole2',
+  ]);
+  await admin.hset(single.key('ak_ole2'), { status: 'revoked', revoked_at: iso(clock.ms) });
+  await admin.zadd(single.subjectPairs('ole'), clock.ms - HOUR_MS, 'ak_ole2');
+  expect(await backend.credentials.countActiveKeys('ole')).toBe(1);
 }
 
 describe('the Redis backend’s scripts', () => {
@@ -179,6 +206,7 @@ describe('the Redis backend’s scripts', () => {
     await runCredentialScripts();
     await runLockoutScript();
     await runBucketScript();
+    await runMoveScripts();
 
     const ran = await audit.ran();
     expect(ALL_SCRIPTS.filter((script) => !ran.has(script.sha)).map((s) => s.name)).toEqual([]);

@@ -2,18 +2,26 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { openRedisStore } from './redis-store.js';
 import { redisLayout } from '../../src/backends/redis/layout.js';
+import { parseKeyId } from '../../src/identity/key-id.js';
 import { redisConfig } from './redis-config.js';
 
 /** Low cost keeps tests fast; the cost is read from each hash, so verification is unchanged. */
 export const TEST_BCRYPT_COST = 4;
 
+/** A key prefix no other test uses (no brace: keys carry their own hash tags, layout.ts). */
 export function uniquePrefix(name: string): string {
-  return `{t${name}${process.pid}${Math.floor(Math.random() * 1e6)}}:`;
+  return `t${name}${process.pid}${Math.floor(Math.random() * 1e6)}:`;
+}
+
+/** A prefix of the single-slot layout of earlier versions (one hash tag) no other test uses. */
+export function uniqueSingleSlotPrefix(name: string): string {
+  return `{${uniquePrefix(name).slice(0, -1)}}:`;
 }
 
 /**
- * Writes a pair the way the README tells another service to (HSET + ZADD + SADD), its secret
- * hashed at TEST_BCRYPT_COST unless `secretHash` gives the hash another writer made.
+ * Writes a pair the way the README tells another service to (HSET + ZADD + SADD, and for an id
+ * that carries no tag its `key-tag` entry), its secret hashed at TEST_BCRYPT_COST unless
+ * `secretHash` gives the hash another writer made.
  */
 export async function seedKey(
   redisUrl: string,
@@ -32,9 +40,11 @@ export async function seedKey(
   try {
     const status = pair.status ?? 'active';
     const createdAt = new Date();
+    if (parseKeyId(pair.key).kind !== 'tagged')
+      await redis.set(k.keyTag(pair.key), k.tagOf(pair.subject));
     const write = redis
       .multi()
-      .hset(k.key(pair.key), {
+      .hset(k.key(pair.key, pair.subject), {
         secret_hash: pair.secretHash ?? (await bcrypt.hash(pair.secret, TEST_BCRYPT_COST)),
         subject: pair.subject,
         label: pair.label ?? '',
@@ -107,7 +117,7 @@ export async function revokeAsAnotherService(
   try {
     await redis
       .multi()
-      .hset(k.key(key), { status: 'revoked', revoked_at: new Date().toISOString() })
+      .hset(k.key(key, subject), { status: 'revoked', revoked_at: new Date().toISOString() })
       .srem(k.subjectActive(subject), key)
       .publish(k.channel, `key:${key}`)
       .exec();

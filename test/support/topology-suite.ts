@@ -15,8 +15,8 @@ export interface TopologyUnderTest {
   gateways(): TopologyGateways;
   /** The data servers running now: where the gateways' subscriptions are counted. */
   runningServers(): string[];
-  /** Kills the master holding the gateways' keys (once its replica caught up). */
-  killMaster(): Promise<void>;
+  /** Kills the master holding `subject`'s keys (once its replica caught up). */
+  killMaster(subject: string): Promise<void>;
   /** Resolves once the topology has promoted the killed master's replica. */
   awaitPromotion(): Promise<void>;
   /** After killMaster: the `target` of the breaker its calls went through (log field, metric label). */
@@ -117,7 +117,13 @@ export function describeGatewaysOnTopology(topology: TopologyUnderTest): void {
     const { a, b } = gateways();
     const cached = cachedPairs.map((pair) => gateways().client(a, [pair], CACHED_INTERVAL_MS));
     const cold = gateways().client(b, coldPairs, COLD_INTERVAL_MS);
-    return { cached, cold, all: [...cached, cold], cachedPairs };
+    return {
+      cached,
+      cold,
+      all: [...cached, cold],
+      cachedPairs,
+      cachedSubject: `subject-${name}-cached`,
+    };
   };
 
   describe('the gateways under load (keep-alive clients with cached pairs on A, cold pairs on B)', () => {
@@ -142,7 +148,7 @@ export function describeGatewaysOnTopology(topology: TopologyUnderTest): void {
 
   describe("the master of the gateways' keys killed under load", () => {
     it('never answers a valid pair 401: 200, or 503 with Retry-After while the breaker is open; it closes after the promotion, and every path works again without a restart', async () => {
-      const { cached, cold, all, cachedPairs } = await clientsFor('failover');
+      const { cached, cold, all, cachedPairs, cachedSubject } = await clientsFor('failover');
       const unused = await gateways().createPair('subject-failover-unused');
       let run: FailoverRun;
       try {
@@ -150,7 +156,8 @@ export function describeGatewaysOnTopology(topology: TopologyUnderTest): void {
           label: topology.failoverLabel,
           // Pairs B has never seen, asked only once the master is dead: each reaches the store.
           clients: [...cached, { ...cold, afterKill: true }],
-          killMaster: () => topology.killMaster(),
+          // The cached pairs' master: on a Cluster each subject's keys are on one master.
+          killMaster: () => topology.killMaster(cachedSubject),
           awaitPromotion: () => topology.awaitPromotion(),
         });
       } finally {

@@ -5,7 +5,7 @@ import type {
   RateBucketStore,
   TakeResult,
 } from '../../protection/rate-bucket-store.js';
-import type { RedisLayout } from './layout.js';
+import { hashTag, type RedisLayout } from './layout.js';
 import type { ScriptRunner } from './run-script.js';
 import { TAKE_BUCKETS } from './scripts.js';
 
@@ -33,9 +33,14 @@ export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout
           override,
         );
       }
+      const names = buckets.map((b) => layout.bucket(b.bucket));
+      // One script decides them all, atomically: on a Cluster only within one slot. The
+      // buckets of one request are one subject's or one network's (TakeRequest), so they are.
+      if (new Set([...names, ...hashes].map(hashTag)).size > 1)
+        throw new TypeError('the buckets of one take belong to one subject or one network');
       const reply = (await runner.run(
         TAKE_BUCKETS,
-        { buckets: buckets.map((b) => layout.bucket(b.bucket)), overrides: hashes },
+        { buckets: names, overrides: hashes },
         { policies },
       )) as (number | string)[];
       const states: BucketState[] = [];

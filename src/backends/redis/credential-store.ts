@@ -7,6 +7,7 @@ import {
   type RetentionOptions,
 } from '../../credentials/credential-store.js';
 import { GatewayError } from '../../errors/gateway-error.js';
+import { parseKeyId } from '../../identity/key-id.js';
 import type { RedisClient, RedisConnection, StoreLog } from './client.js';
 import {
   LISTED_FIELDS,
@@ -21,7 +22,8 @@ import {
   subscribeRevocations,
   type RevocationSubscription,
 } from './revocations.js';
-import type { Named, Script, ScriptRunner, ScriptValue } from './run-script.js';
+import { createPairRun, pairsHere, pairsInSingleSlot } from './pair-runs.js';
+import type { ScriptRunner } from './run-script.js';
 import { subscriberConnections } from './subscriber-connections.js';
 import {
   ADD_USER,
@@ -35,23 +37,21 @@ import {
   REVOKE_SUBJECT_PAIRS,
   SET_USER_PASSWORD,
 } from './scripts.js';
+import type { SingleSlot } from './single-slot.js';
 
 /** Pairs per script run: each batch stays a short script, whatever the number of pairs. */
 const LAST_USE_BATCH = 500;
 
-/**
- * Runs of a pair script per operation at most: a safety net, not a budget. The first run asks
- * for the hashes it needs (when it needs any), the second has them; a listing that meets
- * entries whose hash is gone asks once more per 1,000 of them (list-pairs.lua), and a run
- * asks again when the index changed in between.
- */
-const MAX_PAIR_RUNS = 50;
+/** Script runs of one last-use batch in flight at once: each slot's pairs are one run. */
+const LAST_USE_RUNS_AT_ONCE = 64;
 
 export interface RedisCredentialStoreDeps {
   readonly client: RedisClient;
   readonly connection: RedisConnection;
   readonly runner: ScriptRunner;
   readonly layout: RedisLayout;
+  /** The single-slot layout of earlier versions, read and moved from; undefined: none. */
+  readonly single: SingleSlot | undefined;
   /** Milliseconds since the epoch: what decides whether a pair has expired. */
   readonly now: () => number;
   /** How long ended pairs are kept (keys.retainEndedDays). */
@@ -60,65 +60,106 @@ export interface RedisCredentialStoreDeps {
   readonly log?: StoreLog | undefined;
 }
 
-/** The KEYS and ARGV every pair script has (scripts.ts), which onPairs fills in. */
-type PairKeyName = 'pairs' | 'ends' | 'active' | 'legacy' | 'hashes';
-type PairArgName = 'nowMs' | 'retainMs' | 'subject' | 'ids';
+/** A pair as found: its record, and its hash's name, here or in the single slot. */
+interface FoundPair {
+  readonly record: KeyRecord;
+  readonly hash: string;
+  readonly inSingleSlot: boolean;
+}
 
-/** The credential store on Redis: the layout of layout.ts, the scripts of scripts/. */
+/**
+ * The credential store on Redis: the layout of layout.ts, the scripts of scripts/. While a
+ * single-slot layout of earlier versions is configured, pairs and users not found here are
+ * read there, and a subject's pairs are moved here before any script changes or lists them,
+ * so that one script always sees all of them (single-slot.ts).
+ */
 export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): CredentialStore {
-  const { client, connection, runner, layout, now, retention } = deps;
+  const { client, connection, runner, layout, single, now, retention } = deps;
+  const runPairs = createPairRun({ runner, now, retention });
   let subscription: RevocationSubscription | undefined;
 
-  const getKey = async (key: string): Promise<KeyRecord | undefined> => {
-    const record = toKeyRecord(key, await runner.call(layout.key(key), (c, k) => c.hgetall(k)));
-    // Past its retention a pair is gone, whether or not a script has deleted its hash yet.
-    return record === undefined || isPastRetention(record, now(), retention.retainEndedSec)
-      ? undefined
-      : record;
+  /** The tag a pair's hash is under: the id's own, or its index entry's; undefined: neither. */
+  const tagOf = async (id: string): Promise<string | undefined> => {
+    const parsed = parseKeyId(id);
+    if (parsed.kind === 'tagged') return parsed.tag;
+    if (parsed.kind === 'malformed') return undefined;
+    return (await runner.call(layout.keyTag(id), (c, k) => c.get(k))) ?? undefined;
   };
 
-  /**
-   * Runs a pair script of `subject` (scripts/pair-index.lua): again with the hashes it asks
-   * for, until it is done; returns what follows its 'done'.
-   */
-  const onPairs = async <Keys extends readonly string[], Args extends readonly string[]>(
-    script: Script<Keys, Args>,
-    subject: string,
-    keys: Omit<Named<Keys, string>, PairKeyName>,
-    args: Omit<Named<Args, ScriptValue>, PairArgName>,
-  ): Promise<unknown[]> => {
-    const nowMs = now();
-    let ids: string[] = [];
-    for (let run = 0; run < MAX_PAIR_RUNS; run += 1) {
-      // Each script's names are its own plus the common ones: what TypeScript cannot follow
-      // through the spread of a generic, hence the casts.
-      const reply = (await runner.run(
-        script,
-        {
-          pairs: layout.subjectPairs(subject),
-          ends: layout.subjectEnds(subject),
-          active: layout.subjectActive(subject),
-          legacy: layout.subjectLegacyKeys(subject),
-          hashes: ids.map(layout.key),
-          ...keys,
-        } as unknown as Named<Keys, string>,
-        {
-          nowMs,
-          retainMs: retention.retainEndedSec * 1000,
-          subject,
-          ids,
-          ...args,
-        } as unknown as Named<Args, ScriptValue>,
-      )) as unknown[];
-      if (reply[0] === 'done') return reply.slice(1);
-      ids = reply.slice(1).map(String);
+  const readPair = async (id: string, hash: string): Promise<KeyRecord | undefined> =>
+    toKeyRecord(id, await runner.call(hash, (c, k) => c.hgetall(k)));
+
+  const locate = async (id: string): Promise<FoundPair | undefined> => {
+    const tag = await tagOf(id);
+    let found: FoundPair | undefined;
+    if (tag !== undefined) {
+      const hash = layout.keyAt(tag, id);
+      const record = await readPair(id, hash);
+      // A hash under another tag than its subject's is no pair of this id: its subject's
+      // scripts (the cap, revocations, the listing) would never see it.
+      if (record !== undefined && layout.tagOf(record.subject) === tag)
+        found = { record, hash, inSingleSlot: false };
     }
-    throw new GatewayError('credential_store_unavailable', {
-      cause: new Error(
-        `the pairs of a subject changed under ${MAX_PAIR_RUNS} runs of ${script.name}`,
-      ),
-      retryAfterSec: 1,
-    });
+    if (found === undefined && single !== undefined && parseKeyId(id).kind !== 'malformed') {
+      const hash = single.layout.key(id);
+      const record = await readPair(id, hash);
+      if (record !== undefined) found = { record, hash, inSingleSlot: true };
+    }
+    // Past its retention a pair is gone, whether or not a script has deleted its hash yet.
+    return found === undefined || isPastRetention(found.record, now(), retention.retainEndedSec)
+      ? undefined
+      : found;
+  };
+
+  const getKey = async (key: string): Promise<KeyRecord | undefined> => (await locate(key))?.record;
+
+  /** Moves what the subject still has in the single slot here: then one script sees it all. */
+  const moveSubject = async (subject: string): Promise<void> => {
+    if (single !== undefined && (await single.holdsSubject(subject)))
+      await single.moveSubject(subject);
+  };
+
+  /** A pair script of the subject, once its pairs are all here. */
+  const onPairs: typeof runPairs = async (script, subject, place, keys, args) => {
+    await moveSubject(subject);
+    return runPairs(script, subject, place, keys, args);
+  };
+
+  /** A compare-and-set here, then, for a hash not here, in the single slot. */
+  const replaceAt = async (
+    here: string | undefined,
+    there: string | undefined,
+    field: string,
+    expected: string,
+    next: string,
+  ): Promise<boolean> => {
+    for (const hash of [here, there]) {
+      if (hash === undefined) continue;
+      const replaced = await runner.run(REPLACE_HASH, { hash }, { field, expected, next });
+      if (replaced !== -1) return replaced === 1;
+    }
+    return false;
+  };
+
+  /** Records last uses at `hashes`; resolves with the entries whose hash does not exist. */
+  const recordAt = async (
+    entries: readonly (readonly [string, string])[],
+    hashOf: (id: string) => string,
+  ): Promise<(readonly [string, string])[]> => {
+    const absent: (readonly [string, string])[] = [];
+    for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {
+      const batch = entries.slice(i, i + LAST_USE_BATCH);
+      const missing = (await runner.run(
+        RECORD_LAST_USE,
+        { hashes: batch.map(([key]) => hashOf(key)) },
+        { times: batch.map(([, at]) => at) },
+      )) as number[];
+      for (const position of missing) {
+        const entry = batch[position - 1];
+        if (entry !== undefined) absent.push(entry);
+      }
+    }
+    return absent;
   };
 
   return {
@@ -128,6 +169,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       const reply = await onPairs(
         LIST_PAIRS,
         subject,
+        pairsHere(layout, subject),
         {},
         {
           limit: page.limit,
@@ -146,14 +188,27 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       return records;
     },
     createKey: async (record, maxActive) => {
+      const { key, subject } = record;
+      const tag = layout.tagOf(subject);
+      const parsed = parseKeyId(key);
+      if (parsed.kind === 'tagged' && parsed.tag !== tag)
+        throw new TypeError("a self-describing key id carries its subject's tag");
+      // An id without a tag is found through its index entry, claimed first (SET NX): an id
+      // another subject's pair holds is taken.
+      let claimed = false;
+      if (parsed.kind !== 'tagged') {
+        claimed = (await runner.call(layout.keyTag(key), (c, k) => c.set(k, tag, 'NX'))) === 'OK';
+        if (!claimed && (await tagOf(key)) !== tag) return false;
+      }
       const createdMs = Date.parse(record.createdAt);
       const [created] = await onPairs(
         CREATE_PAIR,
-        record.subject,
-        { key: layout.key(record.key) },
+        subject,
+        pairsHere(layout, subject),
+        { key: layout.key(key, subject) },
         {
           maxActive,
-          id: record.key,
+          id: key,
           secretHash: record.secretHash,
           label: record.label,
           createdAt: record.createdAt,
@@ -162,17 +217,33 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
           scopes: record.scopes.join(' '),
         },
       );
+      if (created !== 1 && claimed) await runner.call(layout.keyTag(key), (c, k) => c.del(k));
       return created === 1;
     },
     countActiveKeys: async (subject) =>
-      Number((await onPairs(COUNT_ACTIVE_PAIRS, subject, {}, {}))[0]),
+      Number((await onPairs(COUNT_ACTIVE_PAIRS, subject, pairsHere(layout, subject), {}, {}))[0]),
     revokeKey: async (key, at, options = {}) => {
-      const found = await getKey(key);
+      let found = await locate(key);
       if (found === undefined) return undefined;
+      const { subject } = found.record;
+      if (found.inSingleSlot && single !== undefined) {
+        // Moved here with the rest of its subject's pairs (or alone: no index named it), so
+        // that keeping the last usable pair counts them all; a pair that cannot move (a
+        // tag that is not its subject's) is revoked where it is.
+        await moveSubject(subject);
+        await single.movePair(key);
+        found = await locate(key);
+        if (found === undefined) return undefined;
+      }
+      const place =
+        found.inSingleSlot && single !== undefined
+          ? pairsInSingleSlot(single.layout, subject)
+          : pairsHere(layout, subject);
       const [outcome] = await onPairs(
         REVOKE_PAIR,
-        found.subject,
-        { key: layout.key(key) },
+        subject,
+        place,
+        { key: found.hash },
         {
           id: key,
           revokedAt: at,
@@ -182,54 +253,113 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       );
       if (outcome === -1) throw new GatewayError('conflict');
       if (outcome === 0) return undefined;
-      return found.status === 'revoked'
-        ? found
-        : { ...found, status: 'revoked' as const, revokedAt: at };
+      const { record } = found;
+      return record.status === 'revoked'
+        ? record
+        : { ...record, status: 'revoked' as const, revokedAt: at };
     },
     revokeSubjectKeys: async (subject, at) =>
       (
-        await onPairs(REVOKE_SUBJECT_PAIRS, subject, {}, { revokedAt: at, channel: layout.channel })
+        await onPairs(
+          REVOKE_SUBJECT_PAIRS,
+          subject,
+          pairsHere(layout, subject),
+          {},
+          { revokedAt: at, channel: layout.channel },
+        )
       ).map(String),
     async recordLastUse(uses) {
       const entries = [...uses];
-      for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {
-        const batch = entries.slice(i, i + LAST_USE_BATCH);
-        await runner.run(
-          RECORD_LAST_USE,
-          { hashes: batch.map(([key]) => layout.key(key)) },
-          { times: batch.map(([, at]) => at) },
+      // One script run per tag (a slot), each pair's hash found as getKey finds it.
+      const tags = await Promise.all(entries.map(([key]) => tagOf(key)));
+      const byTag = new Map<string, (readonly [string, string])[]>();
+      const elsewhere: (readonly [string, string])[] = [];
+      entries.forEach((entry, i) => {
+        const tag = tags[i];
+        if (tag === undefined) elsewhere.push(entry);
+        else byTag.set(tag, [...(byTag.get(tag) ?? []), entry]);
+      });
+      const groups = [...byTag];
+      for (let i = 0; i < groups.length; i += LAST_USE_RUNS_AT_ONCE) {
+        const absent = await Promise.all(
+          groups
+            .slice(i, i + LAST_USE_RUNS_AT_ONCE)
+            .map(([tag, group]) => recordAt(group, (key) => layout.keyAt(tag, key))),
         );
+        elsewhere.push(...absent.flat());
       }
+      // Pairs not moved out of the single slot yet are all in its one slot: one run per batch.
+      if (single !== undefined && elsewhere.length > 0)
+        await recordAt(elsewhere, single.layout.key);
     },
-    getUser: async (username) =>
-      toUserRecord(username, await runner.call(layout.user(username), (c, k) => c.hgetall(k))),
-    addUser: async (record) =>
-      (await runner.run(
-        ADD_USER,
-        { user: layout.user(record.username) },
-        {
-          passwordHash: record.passwordHash,
-          subject: record.subject,
-          createdAt: record.createdAt,
-          scopes: record.scopes.join(' '),
-        },
-      )) === 1,
-    setUserPassword: async (username, passwordHash) =>
-      (await runner.run(SET_USER_PASSWORD, { user: layout.user(username) }, { passwordHash })) ===
-      1,
+    getUser: async (username) => {
+      const here = toUserRecord(
+        username,
+        await runner.call(layout.user(username), (c, k) => c.hgetall(k)),
+      );
+      if (here !== undefined || single === undefined) return here;
+      return toUserRecord(
+        username,
+        await runner.call(single.layout.user(username), (c, k) => c.hgetall(k)),
+      );
+    },
+    addUser: async (record) => {
+      // A user not moved out of the single slot yet holds the username too.
+      if (
+        single !== undefined &&
+        (await runner.call(single.layout.user(record.username), (c, k) => c.exists(k))) === 1
+      )
+        return false;
+      return (
+        (await runner.run(
+          ADD_USER,
+          { user: layout.user(record.username) },
+          {
+            passwordHash: record.passwordHash,
+            subject: record.subject,
+            createdAt: record.createdAt,
+            scopes: record.scopes.join(' '),
+          },
+        )) === 1
+      );
+    },
+    setUserPassword: async (username, passwordHash) => {
+      for (const user of [layout.user(username), single?.layout.user(username)]) {
+        if (user === undefined) continue;
+        if ((await runner.run(SET_USER_PASSWORD, { user }, { passwordHash })) === 1) return true;
+      }
+      return false;
+    },
     replaceHash: async (owner, expected, next) => {
-      const [hash, field] =
-        owner.kind === 'key'
-          ? [layout.key(owner.key), 'secret_hash']
-          : [layout.user(owner.username), 'password_hash'];
-      return (await runner.run(REPLACE_HASH, { hash }, { field, expected, next })) === 1;
+      if (owner.kind === 'user')
+        return replaceAt(
+          layout.user(owner.username),
+          single?.layout.user(owner.username),
+          'password_hash',
+          expected,
+          next,
+        );
+      const tag = await tagOf(owner.key);
+      return replaceAt(
+        tag === undefined ? undefined : layout.keyAt(tag, owner.key),
+        single?.layout.key(owner.key),
+        'secret_hash',
+        expected,
+        next,
+      );
     },
-    removeUser: async (username) =>
-      (await runner.run(
-        REMOVE_USER,
-        { user: layout.user(username) },
-        { channel: layout.channel },
-      )) === 1,
+    removeUser: async (username) => {
+      // Wherever it is: a copy left in the single slot would be read again.
+      const users = [layout.user(username), single?.layout.user(username)];
+      const removed = await Promise.all(
+        users.map(async (user) =>
+          user === undefined
+            ? 0
+            : await runner.run(REMOVE_USER, { user }, { channel: layout.channel }),
+        ),
+      );
+      return removed.includes(1);
+    },
     ping: () => runner.ping(),
     health: connection,
     subscribe(listener, flush) {

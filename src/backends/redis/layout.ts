@@ -1,3 +1,4 @@
+import { subjectTag } from '../../identity/key-id.js';
 import type { LockoutCounter } from '../../protection/lockout.js';
 import type { BucketId, BucketOwner } from '../../protection/rate-bucket-store.js';
 
@@ -6,12 +7,30 @@ import type { BucketId, BucketOwner } from '../../protection/rate-bucket-store.j
  * here and nowhere else. The web application writes the same keys, so the names are a
  * contract: the README's table (Redis key layout) is checked against describeLayout() below.
  *
- * Every name starts with `credentials.redis.keyPrefix`, by default `{ag}:`, a Cluster hash
- * tag: every key lives in one slot, so a script may change several atomically on Cluster too.
+ * Every name starts with `credentials.redis.keyPrefix` (by default `ag:`, which holds no brace:
+ * a brace in it would be every key's hash tag), then the hash tag `{<tag>}` of what the key
+ * belongs to, so that on a Redis Cluster keys spread over every master (a tag is 5 hex digits
+ * of SHA-256, key-id.ts, which reach every slot) while what one script changes atomically
+ * shares a slot:
+ *
+ * - a subject's tag: its pairs' hashes, its settings, its indexes and its rate buckets (a
+ *   pair's and the subject's overrides are read in the same script as the buckets);
+ * - a username's tag: the user's hash (the token endpoint knows only the username) and its
+ *   lockout counters; a key id's tag (the id as sent): the key's lockout counters;
+ * - a client network's tag: its lockout counter and its rate bucket.
+ *
+ * A self-describing key id carries its subject's tag (key-id.ts), so a pair's hash is named
+ * from the id alone; an id without one (a writer's own) is found through `keyTag`.
  */
 export interface RedisLayout {
-  /** A pair's hash: secret_hash, subject, label, status, times, scopes, rate_limit. */
-  readonly key: (key: string) => string;
+  /** The shard tag of a subject, a username, a key id or a network: 5 hex of its SHA-256. */
+  readonly tagOf: (text: string) => string;
+  /** A pair's hash, under its subject's tag: secret_hash, subject, label, status, times... */
+  readonly key: (key: string, subject: string) => string;
+  /** The same hash named from the tag: a tagged id's own, or what `keyTag` holds. */
+  readonly keyAt: (tag: string, key: string) => string;
+  /** For an id that carries no tag: the tag of its subject, where its hash is. */
+  readonly keyTag: (key: string) => string;
   /** A subject's own settings (today `rate_limit`), written by the web application. */
   readonly subject: (subject: string) => string;
   /** ZSET of every pair of the subject, scored by created_at (ms). */
@@ -24,7 +43,10 @@ export interface RedisLayout {
   readonly subjectLegacyKeys: (subject: string) => string;
   /** A web-app user's hash: password_hash, subject, created_at, scopes. */
   readonly user: (username: string) => string;
-  /** The pub/sub channel of revocations (`key:<key>`, `subject:<subject>`). */
+  /**
+   * The pub/sub channel of revocations (`key:<key>`, `subject:<subject>`). No hash tag: a
+   * channel is no key, and a tag would pin a sharded channel to one slot.
+   */
   readonly channel: string;
   /** A lockout counter's hash (f, p, pt, lu). */
   readonly lockoutCounter: (counter: LockoutCounter) => string;
@@ -34,53 +56,105 @@ export interface RedisLayout {
   readonly settings: (owner: BucketOwner) => string;
 }
 
-export function redisLayout(prefix: string): RedisLayout {
-  const key = (id: string): string => `${prefix}key:${id}`;
-  const subject = (name: string): string => `${prefix}subject:${name}`;
-  // A credential in a bucket's name: `key:<key>` for a pair, `subject:<subject>` for a token.
+export function redisLayout(
+  prefix: string,
+  tagOf: (text: string) => string = subjectTag,
+): RedisLayout {
+  const at = (tag: string): string => `${prefix}{${tag}}:`;
+  const keyAt = (tag: string, id: string): string => `${at(tag)}key:${id}`;
+  const subject = (name: string): string => `${at(tagOf(name))}subject:${name}`;
+  // A credential in a bucket's name: `key:<key>` for a pair, `subject:<subject>` for a token;
+  // either way under its subject's tag, where the pair's hash and its overrides are.
   const owned = (owner: BucketOwner): string =>
     owner.kind === 'key' ? `key:${owner.key}` : `subject:${owner.subject}`;
   return {
-    key,
+    tagOf,
+    key: (id, name) => keyAt(tagOf(name), id),
+    keyAt,
+    keyTag: (id) => `${prefix}key-tag:${id}`,
+    subject,
+    subjectPairs: (name) => `${subject(name)}:pairs`,
+    subjectEnds: (name) => `${subject(name)}:ends`,
+    subjectActive: (name) => `${subject(name)}:active`,
+    subjectLegacyKeys: (name) => `${subject(name)}:keys`,
+    user: (username) => `${at(tagOf(username))}user:${username}`,
+    channel: `${prefix}revocations`,
+    lockoutCounter({ scope, id, network }) {
+      // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames
+      // are checked), so `<id>:<network>` cannot be read two ways even for an IPv6 network.
+      // The address counter is the network's; the other two, one slot apart from it, the id's.
+      switch (scope) {
+        case 'basic_address':
+          return `${at(tagOf(network))}lockout:basic:address:${network}`;
+        case 'basic_key_address':
+          return `${at(tagOf(id))}lockout:basic:key-address:${id}:${network}`;
+        case 'basic_key':
+          return `${at(tagOf(id))}lockout:basic:key:${id}`;
+        case 'token_address':
+          return `${at(tagOf(network))}lockout:token:address:${network}`;
+        case 'token_username_address':
+          return `${at(tagOf(id))}lockout:token:username-address:${id}:${network}`;
+        case 'token_username':
+          return `${at(tagOf(id))}lockout:token:username:${id}`;
+      }
+    },
+    bucket(bucket) {
+      switch (bucket.kind) {
+        case 'credential':
+          return `${at(tagOf(bucket.owner.subject))}rl:${owned(bucket.owner)}`;
+        case 'subject':
+          return `${at(tagOf(bucket.subject))}rl:subject-all:${bucket.subject}`;
+        case 'route':
+          return `${at(tagOf(bucket.owner.subject))}rl:route:${bucket.route}:${owned(bucket.owner)}`;
+        case 'address':
+          return `${at(tagOf(bucket.network))}rl:address:${bucket.network}`;
+      }
+    },
+    settings: (owner) =>
+      owner.kind === 'key' ? keyAt(tagOf(owner.subject), owner.key) : subject(owner.subject),
+  };
+}
+
+/**
+ * The names of the single-slot layout of earlier versions, where every key started with one
+ * prefix holding a hash tag (`credentials.redis.singleSlotPrefix`, by default `{ag}:`): one
+ * slot for everything. The gateway reads pairs and users there while they are not in the
+ * layout above yet, and moves them (single-slot.ts; `migrate` moves them all). Its lockout
+ * counters and rate buckets are not read: they start afresh (README, Upgrading from the single-slot layout).
+ */
+export interface SingleSlotLayout extends Pick<
+  RedisLayout,
+  'subject' | 'subjectPairs' | 'subjectEnds' | 'subjectActive' | 'subjectLegacyKeys' | 'user'
+> {
+  readonly prefix: string;
+  /** A pair's hash: named from the id alone, every pair being in the one slot. */
+  readonly key: (key: string) => string;
+}
+
+export function singleSlotLayout(prefix: string): SingleSlotLayout {
+  const subject = (name: string): string => `${prefix}subject:${name}`;
+  return {
+    prefix,
+    key: (id) => `${prefix}key:${id}`,
     subject,
     subjectPairs: (name) => `${subject(name)}:pairs`,
     subjectEnds: (name) => `${subject(name)}:ends`,
     subjectActive: (name) => `${subject(name)}:active`,
     subjectLegacyKeys: (name) => `${subject(name)}:keys`,
     user: (username) => `${prefix}user:${username}`,
-    channel: `${prefix}revocations`,
-    lockoutCounter({ scope, id, network }) {
-      // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames
-      // are checked), so `<id>:<network>` cannot be read two ways even for an IPv6 network.
-      switch (scope) {
-        case 'basic_address':
-          return `${prefix}lockout:basic:address:${network}`;
-        case 'basic_key_address':
-          return `${prefix}lockout:basic:key-address:${id}:${network}`;
-        case 'basic_key':
-          return `${prefix}lockout:basic:key:${id}`;
-        case 'token_address':
-          return `${prefix}lockout:token:address:${network}`;
-        case 'token_username_address':
-          return `${prefix}lockout:token:username-address:${id}:${network}`;
-        case 'token_username':
-          return `${prefix}lockout:token:username:${id}`;
-      }
-    },
-    bucket(bucket) {
-      switch (bucket.kind) {
-        case 'credential':
-          return `${prefix}rl:${owned(bucket.owner)}`;
-        case 'subject':
-          return `${prefix}rl:subject-all:${bucket.subject}`;
-        case 'route':
-          return `${prefix}rl:route:${bucket.route}:${owned(bucket.owner)}`;
-        case 'address':
-          return `${prefix}rl:address:${bucket.network}`;
-      }
-    },
-    settings: (owner) => (owner.kind === 'key' ? key(owner.key) : subject(owner.subject)),
   };
+}
+
+/**
+ * The hash tag Redis Cluster hashes a key name by (the Cluster specification, "Hash tags"):
+ * what lies between the first `{` and the first `}` after it, when not empty; else the whole
+ * name. Two names with the same answer share a slot: what the stores group a batch by.
+ */
+export function hashTag(name: string): string {
+  const open = name.indexOf('{');
+  if (open === -1) return name;
+  const close = name.indexOf('}', open + 1);
+  return close === -1 || close === open + 1 ? name : name.slice(open + 1, close);
 }
 
 /** One row of the README's key table: the name with placeholders, and the Redis type. */
@@ -90,12 +164,12 @@ export interface LayoutRow {
 }
 
 /**
- * Every kind of key, formed by the functions above from placeholders (`<key>`, `<subject>`):
- * the rows the README's table must show, in its order.
+ * Every kind of key, formed by the functions above from placeholders (`<key>`, `<subject>`;
+ * a tag shown as `tag(<subject>)`): the rows the README's table must show, in its order.
  */
-export function describeLayout(prefix = '{ag}:'): readonly LayoutRow[] {
-  const l = redisLayout(prefix);
-  const pair = { kind: 'key', key: '<key>' } as const;
+export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
+  const l = redisLayout(prefix, (text) => `tag(${text})`);
+  const pair = { kind: 'key', key: '<key>', subject: '<subject>' } as const;
   const token = { kind: 'subject', subject: '<subject>' } as const;
   const counter = (scope: LockoutCounter['scope'], id: string, network: string): LayoutRow => ({
     key: l.lockoutCounter({ scope, id, network }),
@@ -103,7 +177,8 @@ export function describeLayout(prefix = '{ag}:'): readonly LayoutRow[] {
   });
   const bucket = (id: BucketId): LayoutRow => ({ key: l.bucket(id), type: 'string' });
   return [
-    { key: l.key('<key>'), type: 'hash' },
+    { key: l.key('<key>', '<subject>'), type: 'hash' },
+    { key: l.keyTag('<key>'), type: 'string' },
     { key: l.subject('<subject>'), type: 'hash' },
     { key: l.subjectPairs('<subject>'), type: 'zset' },
     { key: l.subjectEnds('<subject>'), type: 'zset' },

@@ -17,9 +17,11 @@ import {
   type StoreLog,
 } from './client.js';
 import { createRedisCredentialStore } from './credential-store.js';
-import { redisLayout } from './layout.js';
+import { redisLayout, singleSlotLayout, type RedisLayout } from './layout.js';
 import { createRedisLockout } from './lockout-store.js';
-import { createScriptRunner } from './run-script.js';
+import { createPairRun } from './pair-runs.js';
+import { createScriptRunner, type ScriptRunner } from './run-script.js';
+import { createSingleSlot, type SingleSlot } from './single-slot.js';
 
 export interface RedisBackendOptions {
   /** A client of the caller's own (tests count its commands); by default the config's. */
@@ -74,14 +76,16 @@ export function createRedisBackend(
     breakers,
   });
   const layout = redisLayout(config.keyPrefix);
+  const retention = options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC };
   return {
     credentials: createRedisCredentialStore({
       client,
       connection,
       runner,
       layout,
+      single: openSingleSlot(config, { runner, layout, now, retention }),
       now,
-      retention: options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
+      retention,
       log: options.log,
     }),
     // A lock seen once is remembered in process until it ends, so a flood against a locked
@@ -125,4 +129,23 @@ function logBreaker(
     },
     'redis breaker opened',
   );
+}
+
+/** The single-slot layout `credentials.redis.singleSlotPrefix` names, if it names one. */
+export function openSingleSlot(
+  config: RedisConfig,
+  deps: {
+    readonly runner: ScriptRunner;
+    readonly layout: RedisLayout;
+    readonly now: () => number;
+    readonly retention: RetentionOptions;
+  },
+): SingleSlot | undefined {
+  if (config.singleSlotPrefix === false) return undefined;
+  return createSingleSlot({
+    runner: deps.runner,
+    layout: deps.layout,
+    single: singleSlotLayout(config.singleSlotPrefix),
+    runPairs: createPairRun(deps),
+  });
 }

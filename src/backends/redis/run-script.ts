@@ -149,6 +149,11 @@ export interface ScriptRunner {
   /** One plain command (or a few) on `key`, with the same bound, breaker and failure. */
   call<T>(key: string, operation: (client: RedisClient, key: string) => Promise<T>): Promise<T>;
   /**
+   * A command that names no key (a node's SCAN, the list of masters), with the same bound and
+   * failure and through no breaker: it stands for no one master.
+   */
+  unkeyed<T>(operation: (client: RedisClient) => Promise<T>): Promise<T>;
+  /**
    * A PING with the same bound and failure, through no breaker: readiness asks Redis itself,
    * and on a Cluster it goes to any node, which says nothing of one master.
    */
@@ -195,6 +200,7 @@ export function createScriptRunner(
       });
     },
     call: (key, operation) => guarded(key, () => operation(client, key)),
+    unkeyed: (operation) => guarded(undefined, () => operation(client)),
     ping: async () => {
       await guarded(undefined, () => client.ping());
     },

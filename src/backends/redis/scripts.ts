@@ -36,6 +36,11 @@ export const REVOKE_SUBJECT_PAIRS = pairScript(
   ['revokedAt', 'channel'],
 );
 export const LIST_PAIRS = pairScript('list-pairs.lua', [], ['limit', 'order', 'after', 'fields[]']);
+export const ADOPT_PAIR = pairScript(
+  'adopt-pair.lua',
+  ['key'],
+  ['id', 'fields[]', 'pttlMs', 'channel'],
+);
 
 export const RECORD_LAST_USE = defineScript('record-last-use.lua', {
   keys: ['hashes[]'],
@@ -58,9 +63,18 @@ export const REMOVE_USER = defineScript('remove-user.lua', {
   args: ['channel'],
 });
 
+export const COPY_IF_ABSENT = defineScript('copy-if-absent.lua', {
+  keys: ['hash'],
+  args: ['fields[]', 'pttlMs'],
+});
+export const DROP_IF_SAME = defineScript('drop-if-same.lua', {
+  keys: ['hash', 'indexes[]'],
+  args: ['fields[]', 'member'],
+});
+
 export const LOCKOUT = defineScript('lockout.lua', {
   keys: ['counters[]'],
-  args: ['op', 'windowMs', 'reservationMs', 'limits[]'],
+  args: ['op', 'windowMs', 'reservationMs', 'clears', 'limits[]'],
 });
 export const TAKE_BUCKETS = defineScript('take-buckets.lua', {
   keys: ['buckets[]', 'overrides[]'],
@@ -79,6 +93,9 @@ export const ALL_SCRIPTS = [
   SET_USER_PASSWORD,
   REPLACE_HASH,
   REMOVE_USER,
+  ADOPT_PAIR,
+  COPY_IF_ABSENT,
+  DROP_IF_SAME,
   LOCKOUT,
   TAKE_BUCKETS,
 ] as const;

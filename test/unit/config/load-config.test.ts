@@ -938,7 +938,7 @@ describe('parseConfig: cross checks', () => {
       problemsOf(
         'server:\n  headersTimeoutMs: 5000\n  requestTimeoutMs: 4000\n  maxHeaderCount: 1\n' +
           'admin:\n  port: 8080\n  host: ""\n' +
-          'credentials:\n  store: nowhere\n  redis: { mode: cluster, keyPrefix: "ag:", commandTimeoutMs: 0 }\n' +
+          'credentials:\n  store: nowhere\n  redis: { mode: cluster, singleSlotPrefix: "ag:", commandTimeoutMs: 0 }\n' +
           "auth:\n  realm: '\"'\n  bearer:\n    issuers:\n" +
           `      - { name: a, algorithms: [HS256], secret: ${SECRET} }\n` +
           '      - { name: a, algorithms: [HS256] }\n',
@@ -953,7 +953,7 @@ describe('parseConfig: cross checks', () => {
       expect.stringMatching(/^credentials\.redis\.commandTimeoutMs: /),
       'auth.bearer.issuers[1].name: duplicate name a',
       'credentials.redis.nodes: cluster mode needs at least one host:port',
-      'credentials.redis.keyPrefix: cluster mode needs a hash tag such as {ag}:',
+      'credentials.redis.singleSlotPrefix: cluster mode: the single-slot layout had a hash tag such as {ag}: (or false)',
       'server.headersTimeoutMs: must not exceed server.requestTimeoutMs',
     ]);
   });
@@ -1106,12 +1106,33 @@ describe('loadConfigFile', () => {
 });
 
 describe('parseConfig Redis topology checks', () => {
-  it('asks for nodes in sentinel or cluster mode and a hash tag in cluster mode', () => {
+  it('asks for nodes in sentinel or cluster mode, and a hash tag in a single-slot prefix on a Cluster', () => {
     expect(() =>
-      parseConfig('credentials:\n  redis: { mode: cluster, keyPrefix: "ag:" }\n', 'test.yaml'),
+      parseConfig(
+        'credentials:\n  redis: { mode: cluster, singleSlotPrefix: "ag:" }\n',
+        'test.yaml',
+      ),
     ).toThrow(
-      /credentials\.redis\.nodes: cluster mode needs at least one host:port[\s\S]*credentials\.redis\.keyPrefix: cluster mode needs a hash tag/,
+      /credentials\.redis\.nodes: cluster mode needs at least one host:port[\s\S]*credentials\.redis\.singleSlotPrefix: cluster mode: the single-slot layout had a hash tag/,
     );
+    expect(
+      parseConfig(
+        'credentials:\n  redis: { mode: cluster, nodes: [r:6379], singleSlotPrefix: false }\n',
+        'test.yaml',
+      ).credentials.redis,
+    ).toMatchObject({ keyPrefix: 'ag:', singleSlotPrefix: false });
+  });
+
+  it('refuses a brace in keyPrefix, naming singleSlotPrefix, where the {ag}: of earlier versions goes', () => {
+    expect(() =>
+      parseConfig('credentials:\n  redis: { keyPrefix: "{ag}:" }\n', 'test.yaml'),
+    ).toThrow(
+      'credentials.redis.keyPrefix: must hold no brace: each key carries its own hash tag; a prefix such as {ag}: of the single-slot layout goes in singleSlotPrefix',
+    );
+    expect(parseConfig('{}', 'test.yaml').credentials.redis).toMatchObject({
+      keyPrefix: 'ag:',
+      singleSlotPrefix: '{ag}:',
+    });
   });
 });
 

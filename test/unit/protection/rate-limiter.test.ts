@@ -80,7 +80,7 @@ describe('the rate limiter', () => {
     );
     void limiter.checkCredential('accounts', undefined, basic);
     void limiter.checkCredential('accounts', { requests: 5, periodSec: 1, burst: 5 }, bearer);
-    const key = { kind: 'key', key: 'ak_alice1' };
+    const key = { kind: 'key', key: 'ak_alice1', subject: 'alice' };
     const subject = { kind: 'subject', subject: 'alice' };
     const subjectBucket = {
       bucket: { kind: 'subject', subject: 'alice' },

@@ -5,7 +5,8 @@
 -- and never sooner than a reservation's life.
 --
 -- ARG.op: `begin`, `check`, `success`, `failure` or `error`; ARG.limits: per counter its
--- threshold, initialLockMs and maxLockMs.
+-- threshold, initialLockMs and maxLockMs; ARG.clears: the counter a success deletes (1-based;
+-- 0 none). The counters of one run share a slot: a target's are run in two (lockout-store.ts).
 -- Returns for begin/check: {0} (allowed, reserved unless check) or {1, index, waitMs, locked}
 -- (locked 1 when that counter is locked, 0 when only its attempts in flight refuse);
 -- for failure: {index, lockMs, failures}... of each lock started; otherwise {}.
@@ -14,6 +15,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op = ARG.op
 local windowMs = tonumber(ARG.windowMs)
 local reservationMs = tonumber(ARG.reservationMs)
+local clears = tonumber(ARG.clears)
 
 local function lockMsAfter(f, threshold, initial, cap)
   if f < threshold then return 0 end
@@ -61,7 +63,7 @@ end
 local locks = {}
 for i, key in ipairs(KEY.counters) do
   local s = states[i]
-  if op == 'success' and i == 2 then
+  if op == 'success' and i == clears then
     redis.call('DEL', key)
   elseif op == 'failure' then
     local f = s.f + 1

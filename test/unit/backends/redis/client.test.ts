@@ -10,7 +10,7 @@ import {
   watchRedisConnection,
 } from '../../../../src/backends/redis/client.js';
 
-const BASE: RedisConfig = redisConfig('redis://127.0.0.1:6379', '{ag}:');
+const BASE: RedisConfig = redisConfig('redis://127.0.0.1:6379', 'ag:');
 
 const errno = (code: string, message: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });

@@ -44,6 +44,7 @@ describe('the Redis scripts', () => {
       'revoke-pair.lua',
       'revoke-subject-pairs.lua',
       'list-pairs.lua',
+      'adopt-pair.lua',
     ]);
   });
 });
