@@ -26,7 +26,7 @@ const OVERHEAD_SEC = 0.6;
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
   const needsRedis = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const
+    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys', 'fleet'] as const
   ).some(want);
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
@@ -74,6 +74,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     accuracy: 1,
     // Sequential requests, not wrk rounds: its time is in setupSec.
     keys: 0,
+    fleet: 4,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -91,7 +92,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     (want('pairs') ? 5 + options.pairsLarge / 50_000 : 0) +
     (want('cold') ? 3 : 0) +
     (want('heap') ? 2 + options.heapPairs / 25_000 : 0) +
-    (want('keys') ? 15 : 0);
+    (want('keys') ? 15 : 0) +
+    (want('fleet') ? 20 : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

@@ -13,6 +13,7 @@ export const SECTIONS = [
   'limits',
   'accuracy',
   'keys',
+  'fleet',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';

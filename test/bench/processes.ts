@@ -45,6 +45,12 @@ export interface ProcessGroup {
   running(): number[];
   /** The last bytes of a process's log file, for error messages. */
   logTail(started: Started, bytes?: number): string;
+  /**
+   * Runs `stop` when the group closes, once its own processes are stopped: for processes a helper of test/support starts
+   * and stops by PID itself (the Redis Cluster). If the bench exits without closing, that
+   * helper's own exit hook SIGKILLs them by PID.
+   */
+  onClose(stop: () => Promise<void>): void;
   /** Stops everything (SIGTERM, then SIGKILL after a grace period) and removes the dir. */
   close(): Promise<void>;
   /** The same at once, synchronously (SIGKILL): the 'exit' safety net. */
@@ -55,6 +61,7 @@ export interface ProcessGroup {
 export function createProcessGroup(): ProcessGroup {
   const dir = mkdtempSync(join(tmpdir(), 'accounts-gateway-bench-'));
   const tracked: Started[] = [];
+  const stops: (() => Promise<void>)[] = [];
   let closing = false;
   let closed: Promise<void> | undefined;
 
@@ -100,6 +107,9 @@ export function createProcessGroup(): ProcessGroup {
     adopt(name, child) {
       return track(name, child, join(dir, `${name}.log`));
     },
+    onClose(stop) {
+      stops.push(stop);
+    },
     running: () => tracked.filter(isRunning).map((s) => s.pid),
     logTail(started, bytes = 2000) {
       try {
@@ -122,6 +132,7 @@ export function createProcessGroup(): ProcessGroup {
           for (const pid of descendants) if (pidAlive(pid)) kill(pid, 'SIGKILL');
         }
         await Promise.race([Promise.all(alive.map((s) => s.exited)), sleep(2_000)]);
+        await Promise.allSettled(stops.map((stop) => stop()));
         rmSync(dir, { recursive: true, force: true });
       })();
       return closed;

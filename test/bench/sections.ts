@@ -8,6 +8,7 @@ import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { generateSigningKey } from '../support/generate-signing-key.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { median } from '../support/median.js';
+import { fleetSection } from './fleet.js';
 import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.js';
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
@@ -84,7 +85,7 @@ interface Fixture {
   readonly wrongSecret: string;
   readonly gatewayConfig: (
     engine: Engine,
-    redis: RedisServer,
+    redis: Pick<RedisServer, 'url'>,
     overrides?: { cost?: number; cacheEntries?: number },
   ) => GatewayConfigInput;
 }
@@ -94,7 +95,18 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
   const needsUpstream = (
-    ['cached', 'cold', 'mixed', 'pairs', 'workers', 'flood', 'limits', 'accuracy', 'keys'] as const
+    [
+      'cached',
+      'cold',
+      'mixed',
+      'pairs',
+      'workers',
+      'flood',
+      'limits',
+      'accuracy',
+      'keys',
+      'fleet',
+    ] as const
   ).some(want);
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
@@ -202,6 +214,16 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'flood' && fixture !== undefined && mainRedis !== undefined)
       results.push(await floodSection(ctx, fixture, mainRedis));
     if (section === 'keys' && fixture !== undefined) results.push(await keysSection(ctx, fixture));
+    if (section === 'fleet' && fixture !== undefined) {
+      const { gatewayConfig } = fixture;
+      results.push(
+        await fleetSection(ctx, {
+          prefix: KEY_PREFIX,
+          secret: fixture.coldSecret,
+          gatewayConfig: (url) => gatewayConfig(options.engine, { url }, { cost: PAIRS_COST }),
+        }),
+      );
+    }
   }
   return results;
 }
