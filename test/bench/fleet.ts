@@ -62,8 +62,9 @@ interface Setup {
   readonly id: 'one' | 'cluster';
   readonly label: string;
   readonly nodes: readonly ProbedNode[];
-  /** `credentials.redis` beside the fixture's key prefix. */
+  /** The URL the fixture's configuration gets (a Cluster's first node; its mode reads nodes). */
   readonly url: string;
+  /** Laid over the fixture's `credentials.redis`. */
   readonly redis: { readonly mode: 'standalone' } | { mode: 'cluster'; nodes: string[] };
 }
 

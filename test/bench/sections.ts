@@ -94,20 +94,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const { group, options } = ctx;
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
-  const needsUpstream = (
-    [
-      'cached',
-      'cold',
-      'mixed',
-      'pairs',
-      'workers',
-      'flood',
-      'limits',
-      'accuracy',
-      'keys',
-      'fleet',
-    ] as const
-  ).some(want);
+  // Every section but the in-process heap measurement runs gateways in front of it.
+  const needsUpstream = options.sections.some((s) => s !== 'heap');
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
   ).some(want);
