@@ -26,10 +26,20 @@ const OVERHEAD_SEC = 0.6;
 
 function detectTools(options: BenchOptions): Tools {
   const want = (s: Section): boolean => options.sections.includes(s);
-  const needsRedis =
-    (['cached', 'cold', 'mixed', 'pairs', 'workers', 'limits', 'accuracy', 'keys'] as const).some(
-      want,
-    ) || want('revocation');
+  const needsRedis = (
+    [
+      'cached',
+      'cold',
+      'mixed',
+      'pairs',
+      'workers',
+      'limits',
+      'accuracy',
+      'keys',
+      'fleet',
+      'revocation',
+    ] as const
+  ).some(want);
   const missing: string[] = [];
   if (findCommand('wrk') === undefined) missing.push('wrk (Debian/Ubuntu: apt-get install wrk)');
   if (needsRedis && findCommand('redis-server') === undefined)
@@ -79,6 +89,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     // Not wrk rounds either: its time is in setupSec.
     failover: 0,
     revocation: 0,
+    fleet: 4,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -100,7 +111,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     // Per run: a topology started, warm-up and load, the failover (about 4 s), 3 s after it.
     (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0) +
     // A Cluster, two gateways of two workers, a failover, and rounds × 20 revocations.
-    (want('revocation') ? 40 + options.rounds * 4 : 0);
+    (want('revocation') ? 40 + options.rounds * 4 : 0) +
+    (want('fleet') ? 20 : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

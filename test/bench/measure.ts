@@ -275,14 +275,19 @@ export function socketErrorCount(result: WrkResult): number {
 
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim()) || 100;
 
+/** User + system clock ticks of one /proc/<pid>/stat line (every thread of the process). */
+export function cpuTicks(stat: string): number {
+  const fields = statFields(stat);
+  // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 /** CPU seconds (user + system) used so far by these processes (gone ones count 0). */
 export function cpuSeconds(pids: readonly number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     try {
-      const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-      // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
-      ticks += Number(fields[11]) + Number(fields[12]);
+      ticks += cpuTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     } catch {
       // Exited meanwhile.
     }

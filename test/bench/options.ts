@@ -15,6 +15,7 @@ export const SECTIONS = [
   'keys',
   'failover',
   'revocation',
+  'fleet',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';

@@ -107,6 +107,9 @@ export function createProcessGroup(): ProcessGroup {
     adopt(name, child) {
       return track(name, child, join(dir, `${name}.log`));
     },
+    onClose(stop) {
+      stops.push(stop);
+    },
     running: () => tracked.filter(isRunning).map((s) => s.pid),
     logTail(started, bytes = 2000) {
       try {
@@ -115,9 +118,6 @@ export function createProcessGroup(): ProcessGroup {
       } catch {
         return '(no log)';
       }
-    },
-    onClose(stop) {
-      stops.push(stop);
     },
     close() {
       closing = true;

@@ -10,6 +10,8 @@
 //   report.ts     medians, per-round ratios, the text table
 //   servers/      the upstream and the two bare engines
 //   heap-per-credential.ts  the in-process heap measurement (its own node --expose-gc)
+//   fleet.ts      the fleet section: Redis CPU and script calls per master, 1 master and a Cluster
+//   fleet-figures.ts  its arithmetic (INFO parsing, µs per request, capacity), pure
 // Node runs these files by type stripping; resolve-hook.ts maps their `.js` imports to the
 // `.ts` files of test/ and to the built dist/ for src/.
 await import(new URL('./resolve-hook.ts', import.meta.url).href);

@@ -48,7 +48,9 @@ export interface Row {
   readonly companion?: () => WrkSpec;
   /** Loads pairs that must not have been verified before: no warm-up. */
   readonly cold?: boolean;
-  readonly afterRun?: (run: Run) => void;
+  /** Called just before each measured run (the fleet section samples Redis here). */
+  readonly beforeRun?: () => Promise<void>;
+  readonly afterRun?: (run: Run) => void | Promise<void>;
   readonly runs: Run[];
 }
 
@@ -98,6 +100,7 @@ export async function runRounds(ctx: BenchContext, title: string, rows: Row[]): 
       const r = rows[(i + round) % rows.length];
       if (r === undefined) continue;
       const specs = [r.spec(), ...(r.companion === undefined ? [] : [r.companion()])];
+      await r.beforeRun?.();
       const m = await measure(ctx.group, r.target.started.pid, specs, ctx.scripts);
       const [primary, companion] = m.wrk;
       if (primary === undefined) continue;
@@ -114,7 +117,7 @@ export async function runRounds(ctx: BenchContext, title: string, rows: Row[]): 
         valid: primary.failure === undefined && errors === 0 && primary.requests > 0,
       };
       r.runs.push(run);
-      r.afterRun?.(run);
+      await r.afterRun?.(run);
       ctx.onRun(title, r, run, options.rounds);
       // Let sockets and timers settle between two loads.
       await sleep(300);

@@ -8,6 +8,7 @@ import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { generateSigningKey } from '../support/generate-signing-key.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { median } from '../support/median.js';
+import { fleetSection } from './fleet.js';
 import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.js';
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
@@ -87,7 +88,7 @@ interface Fixture {
   readonly wrongSecret: string;
   readonly gatewayConfig: (
     engine: Engine,
-    redis: RedisServer,
+    redis: Pick<RedisServer, 'url'>,
     overrides?: { cost?: number; cacheEntries?: number },
   ) => GatewayConfigInput;
 }
@@ -107,7 +108,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const user = { username: 'bench', subject: 'bench-user', password: secret() };
   const signingKey = await generateSigningKey();
   const hsSecret = secret();
-  if (needsUpstream || want('revocation')) {
+  if (needsUpstream) {
     ctx.onNote('starting the upstream');
     const upstream = await startUpstream(group);
     const cachedPair = { key: 'ak_cachedbenchpair000000001', secret: secret() };
@@ -208,6 +209,16 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
       results.push(await failoverSection(ctx, fixture.upstream));
     if (section === 'revocation' && fixture !== undefined)
       results.push(await revocationSection(ctx, fixture.upstream));
+    if (section === 'fleet' && fixture !== undefined) {
+      const { gatewayConfig } = fixture;
+      results.push(
+        await fleetSection(ctx, {
+          prefix: KEY_PREFIX,
+          secret: fixture.coldSecret,
+          gatewayConfig: (url) => gatewayConfig(options.engine, { url }, { cost: PAIRS_COST }),
+        }),
+      );
+    }
   }
   return results;
 }

@@ -2,6 +2,7 @@
 // Caddy, nginx, Redis servers and their seeding. Every process goes through the group, all
 // listen on 127.0.0.1 only, and each is ready once it answers HTTP (Redis: once it says so).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Cluster } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { redisLayout } from '../../src/backends/redis/layout.js';
@@ -128,6 +129,38 @@ export async function redisPipe(
   const summary = /errors: (\d+), replies: (\d+)/.exec(out);
   if (summary === null || summary[1] !== '0') throw new Error(`redis-cli --pipe failed: ${out}`);
   return Number(summary[2]);
+}
+
+/** Commands sent at once by clusterWrite. */
+const CLUSTER_WRITE_BATCH = 500;
+
+/**
+ * The same commands on a Redis Cluster (redis-cli --pipe knows no redirection): through an
+ * ioredis Cluster client, which sends each to its slot's master.
+ */
+export async function clusterWrite(
+  seeds: readonly string[],
+  commands: Iterable<readonly string[]>,
+): Promise<void> {
+  const cluster = new Cluster(
+    seeds.map((seed) => {
+      const [host = '', port = ''] = seed.split(':');
+      return { host, port: Number(port) };
+    }),
+  );
+  try {
+    let batch: Promise<unknown>[] = [];
+    for (const [name = '', ...args] of commands) {
+      batch.push(cluster.call(name, ...args));
+      if (batch.length >= CLUSTER_WRITE_BATCH) {
+        await Promise.all(batch);
+        batch = [];
+      }
+    }
+    await Promise.all(batch);
+  } finally {
+    cluster.disconnect();
+  }
 }
 
 /** Writes pairs the way the README tells another service to (HSET + ZADD + SADD). */

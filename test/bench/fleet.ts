@@ -1,0 +1,300 @@
+// The fleet section (issue 14, point 6): what one request costs Redis, on one standalone
+// master and on a 3-master/3-replica Cluster, with rate limits off and on, and so how many
+// requests/s a master carries. The arithmetic is fleet-figures.ts's; README's Benchmark
+// section turns it into a capacity model.
+import bcrypt from 'bcrypt';
+import { Redis } from 'ioredis';
+import { basicHeader } from '../support/basic-header.js';
+import type { GatewayConfigInput } from '../support/gateway-yaml.js';
+import { startRedisCluster } from '../support/redis-cluster.js';
+import {
+  coresFor,
+  fleetFigures,
+  medianFigures,
+  nodeDeltas,
+  parseNodeInfo,
+  type FleetFigures,
+  type NodeSample,
+} from './fleet-figures.js';
+import { cpuSeconds, pairKey } from './measure.js';
+import { httpRequest } from './processes.js';
+import { formatNumber, summarize, table } from './report.js';
+import {
+  cycle,
+  row,
+  runRounds,
+  type BenchContext,
+  type Row,
+  type SectionResult,
+} from './scenarios.js';
+import {
+  clusterWrite,
+  pairCommands,
+  redisPipe,
+  startGateway,
+  startRedis,
+  type Target,
+} from './targets.js';
+
+/** Pairs, each of its own subject: their keys spread over the Cluster's slots by subject. */
+const FLEET_PAIRS = 300;
+const FLEET_SET = { prefix: 'ak_fleet_', digits: 18 } as const;
+/** The pairs' bcrypt cost: each is verified once, before any measured load. */
+const FLEET_COST = 4;
+/** Requests at once while every gateway verifies (and caches) every pair once. */
+const PRIME_CONCURRENCY = 8;
+/** The capacity example under the table: this many requests/s, machines at this utilisation. */
+const EXAMPLE_RPS = 100_000;
+const EXAMPLE_UTILISATION = 0.5;
+
+/** A Redis node the section samples: its process and its INFO. */
+interface ProbedNode {
+  readonly address: string;
+  readonly pid: () => number | undefined;
+  /** INFO commandstats, replication and keyspace. */
+  readonly info: () => Promise<string>;
+}
+
+const INFO_SECTIONS = ['INFO', 'commandstats', 'replication', 'keyspace'] as const;
+
+/** One measured setup: a Redis topology and what the gateways are told of it. */
+interface Setup {
+  readonly id: 'one' | 'cluster';
+  readonly label: string;
+  readonly nodes: readonly ProbedNode[];
+  /** The URL the fixture's configuration gets (a Cluster's first node; its mode reads nodes). */
+  readonly url: string;
+  /** Laid over the fixture's `credentials.redis`. */
+  readonly redis: { readonly mode: 'standalone' } | { mode: 'cluster'; nodes: string[] };
+}
+
+export interface FleetFixture {
+  readonly prefix: string;
+  readonly secret: string;
+  /** The bench's gateway configuration, Redis at `url` under `prefix`. */
+  readonly gatewayConfig: (url: string) => GatewayConfigInput;
+}
+
+interface Sample extends NodeSample {
+  readonly keys: number;
+}
+
+async function sample(nodes: readonly ProbedNode[]): Promise<Sample[]> {
+  return Promise.all(
+    nodes.map(async (node) => {
+      const { role, scriptCalls, keys } = parseNodeInfo(await node.info());
+      const pid = node.pid();
+      const cpu = pid === undefined ? NaN : cpuSeconds([pid]);
+      return { address: node.address, role, cpuSeconds: cpu, scriptCalls, keys };
+    }),
+  );
+}
+
+/** Every pair once through `gateway`, a few at a time: each is verified and cached. */
+async function prime(gateway: Target, secret: string): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < FLEET_PAIRS; i = next++) {
+      const answer = await httpRequest(gateway.url, {
+        headers: { authorization: basicHeader(pairKey(FLEET_SET, i), secret) },
+      });
+      if (answer.status !== 200)
+        throw new Error(`${gateway.name}: pair ${i} answered ${answer.status}: ${answer.body}`);
+    }
+  };
+  await Promise.all(Array.from({ length: PRIME_CONCURRENCY }, worker));
+}
+
+/** The two topologies, seeded with the same pairs; both stopped when the bench's group closes. */
+async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Setup[]> {
+  const { group } = ctx;
+  const n = FLEET_PAIRS.toLocaleString('en-US');
+  const secretHash = await bcrypt.hash(fixture.secret, FLEET_COST);
+  const commands = (): Generator<string[]> =>
+    pairCommands({
+      prefix: fixture.prefix,
+      keyOf: (i) => pairKey(FLEET_SET, i),
+      subjectOf: (i) => `fleet-${i}`,
+      from: 0,
+      count: FLEET_PAIRS,
+      secretHash,
+    });
+  ctx.onNote(`fleet: starting a Redis master and seeding ${n} pairs`);
+  const one = await startRedis(group, 'redis-fleet');
+  await redisPipe(group, one, commands());
+  // The group stops the server before it closes this client: no reconnection, no error event
+  // left unhandled meanwhile (a sample that fails still rejects).
+  const client = new Redis(one.url, { lazyConnect: true, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  group.onClose(() => Promise.resolve(client.disconnect()));
+  ctx.onNote(`fleet: starting a Redis Cluster of 3 masters and 3 replicas; seeding ${n} pairs`);
+  const cluster = await startRedisCluster();
+  group.onClose(() => cluster.stop());
+  await clusterWrite(cluster.seeds, commands());
+  return [
+    {
+      id: 'one',
+      label: '1 master',
+      nodes: [
+        {
+          address: `127.0.0.1:${one.port}`,
+          pid: () => one.started.pid,
+          info: async () => String(await client.call(...INFO_SECTIONS)),
+        },
+      ],
+      url: one.url,
+      redis: { mode: 'standalone' },
+    },
+    {
+      id: 'cluster',
+      label: '3+3 Cluster',
+      nodes: cluster.nodes.map((node) => ({
+        address: node.address,
+        pid: () => node.pid,
+        info: async () => String(await node.call(...INFO_SECTIONS)),
+      })),
+      url: `redis://${cluster.seeds[0] ?? ''}`,
+      redis: { mode: 'cluster', nodes: [...cluster.seeds] },
+    },
+  ];
+}
+
+export async function fleetSection(
+  ctx: BenchContext,
+  fixture: FleetFixture,
+): Promise<SectionResult> {
+  const { group, options } = ctx;
+  const n = FLEET_PAIRS.toLocaleString('en-US');
+  const title = `fleet: Redis CPU per request on 1 master and on a 3+3 Cluster, rate limits off and on (${n} cached pairs of ${n} subjects, engine ${options.engine})`;
+  const setups = await startSetups(ctx, fixture);
+  const keysPerMaster = (await sample(setups[1]?.nodes ?? []))
+    .filter((node) => node.role === 'master')
+    .map((node) => node.keys);
+
+  const rows: Row[] = [];
+  const figures = new Map<string, FleetFigures[]>();
+  const masters = new Map<string, Set<string>>();
+  for (const setup of setups) {
+    for (const on of [false, true]) {
+      const id = `fleet-${setup.id}-limits-${on ? 'on' : 'off'}`;
+      ctx.onNote(`fleet: starting the gateway on ${setup.label}, rate limits ${on ? 'on' : 'off'}`);
+      const base = fixture.gatewayConfig(setup.url);
+      const gateway = await startGateway(group, `gateway-${id}`, {
+        ...base,
+        credentials: {
+          ...base.credentials,
+          // Only the layout of this version: no fallback read into the single slot.
+          redis: { ...base.credentials?.redis, ...setup.redis, singleSlotPrefix: false },
+        },
+        ...(on ? { rateLimits: { credential: { requests: 1_000_000_000, periodSec: 1 } } } : {}),
+      });
+      ctx.onNote(`fleet: ${gateway.name} verifies each of the ${n} pairs once`);
+      await prime(gateway, fixture.secret);
+      let before: Sample[] = [];
+      const runs: FleetFigures[] = [];
+      const seen = new Set<string>();
+      figures.set(id, runs);
+      masters.set(id, seen);
+      rows.push(
+        row({
+          id,
+          label: `${setup.label}, rate limits ${on ? 'on (never refusing)' : 'off'}`,
+          target: gateway,
+          spec: () => ({
+            url: gateway.url,
+            connections: options.connections,
+            seconds: options.duration,
+            pairs: cycle(FLEET_PAIRS, 0, fixture.secret, FLEET_SET),
+          }),
+          beforeRun: async () => {
+            before = await sample(setup.nodes);
+          },
+          afterRun: async (run) => {
+            const deltas = nodeDeltas(before, await sample(setup.nodes));
+            for (const node of deltas) if (node.role === 'master') seen.add(node.address);
+            if (run.valid) runs.push(fleetFigures(deltas, run.wrk.requests, run.wrk.seconds));
+          },
+        }),
+      );
+    }
+  }
+  await runRounds(ctx, 'fleet', rows);
+  return fleetResult(title, rows, figures, masters, keysPerMaster);
+}
+
+/** A setup's figures: the gateway row's medians and Redis's (fleet-figures.ts). */
+interface SetupSummary extends FleetFigures {
+  readonly gatewayRps: number;
+  readonly gatewayMicrosPerRequest: number;
+}
+
+function fleetResult(
+  title: string,
+  rows: Row[],
+  figures: ReadonlyMap<string, readonly FleetFigures[]>,
+  masters: ReadonlyMap<string, ReadonlySet<string>>,
+  keysPerMaster: readonly number[],
+): SectionResult {
+  const summary: Record<string, SetupSummary> = {};
+  for (const r of rows) {
+    const gateway = summarize(r);
+    summary[r.id] = {
+      ...medianFigures(figures.get(r.id) ?? []),
+      gatewayRps: gateway.rps,
+      gatewayMicrosPerRequest: gateway.cpuMicrosPerRequest,
+    };
+  }
+  const lines = rows.map((r) => {
+    const s = summary[r.id];
+    const each = (values: readonly number[] | undefined, kind: 'int' | 'ms'): string =>
+      (values ?? []).map((value) => formatNumber(value, kind)).join(' / ');
+    return [
+      r.label,
+      formatNumber(s?.mastersMicrosPerRequest ?? NaN, 'ms'),
+      each(s?.masterMicrosPerRequest, 'ms'),
+      formatNumber(s?.replicasMicrosPerRequest ?? NaN, 'ms'),
+      (s?.scriptCallsPerRequest ?? NaN).toFixed(3),
+      each(s?.scriptCallsPerMaster, 'int'),
+      formatNumber(s?.spread ?? NaN, 'ratio'),
+      formatNumber(s?.oneMasterRps ?? NaN, 'int'),
+      formatNumber(s?.theseMastersRps ?? NaN, 'int'),
+      formatNumber(s?.busiestMasterPct ?? NaN, 'pct'),
+    ];
+  });
+  const on = (setup: Setup['id']): SetupSummary | undefined => summary[`fleet-${setup}-limits-on`];
+  const off = (setup: Setup['id']): SetupSummary | undefined =>
+    summary[`fleet-${setup}-limits-off`];
+  const limitCost = (setup: Setup['id']): string =>
+    formatNumber(
+      (on(setup)?.mastersMicrosPerRequest ?? NaN) - (off(setup)?.mastersMicrosPerRequest ?? NaN),
+      'ms',
+    );
+  const redisMicros = on('cluster')?.mastersMicrosPerRequest ?? NaN;
+  const gatewayMicros = on('cluster')?.gatewayMicrosPerRequest ?? NaN;
+  const changed = [...masters].filter(([id, seen]) => id.includes('cluster') && seen.size > 3);
+  const notes = [
+    table(
+      [
+        'Redis',
+        'masters µs/req',
+        'per master µs/req',
+        'replicas µs/req',
+        'scripts/req',
+        'scripts per master',
+        'spread',
+        '1 master carries req/s',
+        'these masters carry req/s',
+        'busiest master',
+      ],
+      lines,
+    ),
+    "µs/req: CPU (user + system, /proc/<pid>/stat) of each redis-server over a run / the requests the gateway answered; masters summed, replicas apart. It includes a node's idle work (serverCron, the Cluster bus): most of what the limits-off rows show. scripts: EVALSHA + EVAL calls (INFO commandstats) per master; spread = most / fewest.",
+    `1 master carries = 1e6 / masters µs per request: the requests/s one master serves at 100% of one core. These masters carry = 1e6 / the busiest master's µs per request. Both derived: on these shared cores one gateway cannot saturate a master (the busiest ran at the % of one core in the last column).`,
+    `rate limits cost the masters ${limitCost('one')} µs per request on 1 master, ${limitCost('cluster')} µs summed on the Cluster (on − off); keys per Cluster master after seeding: ${keysPerMaster.join(' / ')}`,
+    `for ${EXAMPLE_RPS.toLocaleString('en-US')} rate-limited requests/s at ${EXAMPLE_UTILISATION * 100}% utilisation: ${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each) and ${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each, this gateway's CPU per request)`,
+    ...(changed.length === 0
+      ? []
+      : [`(a Cluster master changed during ${changed.map(([id]) => id).join(', ')}: a failover)`]),
+  ];
+  return { id: 'fleet', title, rows, notes, extra: { fleet: summary, keysPerMaster } };
+}
