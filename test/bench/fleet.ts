@@ -33,6 +33,7 @@ import {
   redisPipe,
   startGateway,
   startRedis,
+  type RedisServer,
   type Target,
 } from './targets.js';
 
@@ -119,14 +120,21 @@ async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Se
       count: FLEET_PAIRS,
       secretHash,
     });
-  ctx.onNote(`fleet: starting a Redis master and seeding ${n} pairs`);
+  // A master with a replica, as each Cluster master has: feeding a replica is part of what a
+  // write costs a master, so both setups pay it.
+  ctx.onNote(`fleet: starting a Redis master and its replica; seeding ${n} pairs`);
   const one = await startRedis(group, 'redis-fleet');
+  const replica = await startRedis(group, 'redis-fleet-replica', one);
   await redisPipe(group, one, commands());
-  // The group stops the server before it closes this client: no reconnection, no error event
-  // left unhandled meanwhile (a sample that fails still rejects).
-  const client = new Redis(one.url, { lazyConnect: true, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  group.onClose(() => Promise.resolve(client.disconnect()));
+  // The group stops the servers before it closes these clients: no reconnection, no error
+  // event left unhandled meanwhile (a sample that fails still rejects).
+  const clientOf = (server: RedisServer): Redis => {
+    const client = new Redis(server.url, { lazyConnect: true, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    group.onClose(() => Promise.resolve(client.disconnect()));
+    return client;
+  };
+  const standalone = [one, replica].map((server) => ({ server, client: clientOf(server) }));
   ctx.onNote(`fleet: starting a Redis Cluster of 3 masters and 3 replicas; seeding ${n} pairs`);
   const cluster = await startRedisCluster();
   group.onClose(() => cluster.stop());
@@ -134,14 +142,12 @@ async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Se
   return [
     {
       id: 'one',
-      label: '1 master',
-      nodes: [
-        {
-          address: `127.0.0.1:${one.port}`,
-          pid: () => one.started.pid,
-          info: async () => String(await client.call(...INFO_SECTIONS)),
-        },
-      ],
+      label: '1 master + 1 replica',
+      nodes: standalone.map(({ server, client }) => ({
+        address: `127.0.0.1:${server.port}`,
+        pid: () => server.started.pid,
+        info: async () => String(await client.call(...INFO_SECTIONS)),
+      })),
       url: one.url,
       redis: { mode: 'standalone' },
     },
@@ -165,7 +171,7 @@ export async function fleetSection(
 ): Promise<SectionResult> {
   const { group, options } = ctx;
   const n = FLEET_PAIRS.toLocaleString('en-US');
-  const title = `fleet: Redis CPU per request on 1 master and on a 3+3 Cluster, rate limits off and on (${n} cached pairs of ${n} subjects, engine ${options.engine})`;
+  const title = `fleet: Redis CPU per request on 1 master (and its replica) and on a 3+3 Cluster, rate limits off and on (${n} cached pairs of ${n} subjects, engine ${options.engine})`;
   const setups = await startSetups(ctx, fixture);
   const keysPerMaster = (await sample(setups[1]?.nodes ?? []))
     .filter((node) => node.role === 'master')
@@ -186,6 +192,9 @@ export async function fleetSection(
           // Only the layout of this version: no fallback read into the single slot.
           redis: { ...base.credentials?.redis, ...setup.redis, singleSlotPrefix: false },
         },
+        // Cached for the whole section: a pair that left the cache would cost a bcrypt check,
+        // and 64 connections checking it at once would meet the lockout's one attempt.
+        auth: { ...base.auth, basic: { ...base.auth?.basic, cache: { ttlSec: 86_400 } } },
         ...(on ? { rateLimits: { credential: { requests: 1_000_000_000, periodSec: 1 } } } : {}),
       });
       ctx.onNote(`fleet: ${gateway.name} verifies each of the ${n} pairs once`);
@@ -269,6 +278,11 @@ function fleetResult(
       (on(setup)?.mastersMicrosPerRequest ?? NaN) - (off(setup)?.mastersMicrosPerRequest ?? NaN),
       'ms',
     );
+  const perScript = (setup: Setup['id']): string =>
+    formatNumber(
+      (on(setup)?.mastersMicrosPerRequest ?? NaN) / (on(setup)?.scriptCallsPerRequest ?? NaN),
+      'ms',
+    );
   const redisMicros = on('cluster')?.mastersMicrosPerRequest ?? NaN;
   const gatewayMicros = on('cluster')?.gatewayMicrosPerRequest ?? NaN;
   const changed = [...masters].filter(([id, seen]) => id.includes('cluster') && seen.size > 3);
@@ -290,6 +304,7 @@ function fleetResult(
     ),
     "µs/req: CPU (user + system, /proc/<pid>/stat) of each redis-server over a run / the requests the gateway answered; masters summed, replicas apart. It includes a node's idle work (serverCron, the Cluster bus): most of what the limits-off rows show. scripts: EVALSHA + EVAL calls (INFO commandstats) per master; spread = most / fewest.",
     `1 master carries = 1e6 / masters µs per request: the requests/s one master serves at 100% of one core. These masters carry = 1e6 / the busiest master's µs per request. Both derived: on these shared cores one gateway cannot saturate a master (the busiest ran at the % of one core in the last column).`,
+    `with rate limits on, 3 masters carry ${formatNumber((on('cluster')?.theseMastersRps ?? NaN) / (on('one')?.oneMasterRps ?? NaN), 'ratio')}× what 1 master does: a script costs a Cluster master ${perScript('cluster')} µs against ${perScript('one')} µs on the lone master, which ran ${formatNumber((on('one')?.busiestMasterPct ?? NaN) / (on('cluster')?.busiestMasterPct ?? NaN), 'ratio')}× as busy (not isolated here: Cluster bookkeeping, and fewer commands to share each pass of a less busy server's event loop)`,
     `rate limits cost the masters ${limitCost('one')} µs per request on 1 master, ${limitCost('cluster')} µs summed on the Cluster (on − off); keys per Cluster master after seeding: ${keysPerMaster.join(' / ')}`,
     `for ${EXAMPLE_RPS.toLocaleString('en-US')} rate-limited requests/s at ${EXAMPLE_UTILISATION * 100}% utilisation: ${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each) and ${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each, this gateway's CPU per request)`,
     ...(changed.length === 0

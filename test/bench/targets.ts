@@ -75,11 +75,19 @@ export interface RedisServer {
 }
 
 /** A redis-server of the bench's own (nothing saved), via the tests' helper. */
-export async function startRedis(group: ProcessGroup, name: string): Promise<RedisServer> {
+/** A redis-server on loopback saving nothing; `replicaOf`: a replica of that server. */
+export async function startRedis(
+  group: ProcessGroup,
+  name: string,
+  replicaOf?: RedisServer,
+): Promise<RedisServer> {
   const port = await freePort();
   let started: Started | undefined;
   await spawnRedisServer(
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    [
+      ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      ...(replicaOf === undefined ? [] : ['--replicaof', '127.0.0.1', String(replicaOf.port)]),
+    ],
     (proc) => (started = group.adopt(name, proc)),
     group.dir,
   );
