@@ -67,6 +67,58 @@ interface Setup {
   readonly url: string;
   /** Laid over the fixture's `credentials.redis`. */
   readonly redis: { readonly mode: 'standalone' } | { mode: 'cluster'; nodes: string[] };
+  /** The master the saturation probe drives, and a key prefix whose slot it serves. */
+  readonly probe: SaturationTarget;
+}
+
+interface SaturationTarget {
+  readonly port: number;
+  readonly pid: () => number | undefined;
+  readonly call: (command: string, ...args: string[]) => Promise<unknown>;
+  readonly keyPrefix: string;
+}
+
+/**
+ * A stand-in for one bucket take, as redis-benchmark can send it: a read, then a write with an
+ * expiry, of one key. (The gateway's own scripts take named arguments the runner lays out.)
+ */
+const STAND_IN_SCRIPT =
+  'local v = redis.call("GET", KEYS[1]) redis.call("SET", KEYS[1], ARGV[1], "PX", 60000) return v';
+/** The saturation probe's runs: one connection (each command alone), then 50 (batched). */
+const PROBE_CONNECTIONS = [1, 50] as const;
+const PROBE_COMMANDS = 100_000;
+
+/**
+ * redis-benchmark sending the stand-in by EVALSHA to `target` on `connections` connections:
+ * the master's CPU per command (/proc) at that load, and the commands/s it answered.
+ */
+async function saturate(
+  group: BenchContext['group'],
+  target: SaturationTarget,
+  connections: number,
+): Promise<{ rps: number; microsPerCommand: number }> {
+  const sha = String(await target.call('SCRIPT', 'LOAD', STAND_IN_SCRIPT));
+  const pid = target.pid();
+  if (pid === undefined) throw new Error('the probed master is not running');
+  const bench = group.start(
+    `redis-benchmark-${target.port}-${connections}`,
+    'redis-benchmark',
+    [
+      ...['-h', '127.0.0.1', '-p', String(target.port), '-c', String(connections)],
+      ...['-n', String(PROBE_COMMANDS), '-r', '100000', '--csv'],
+      ...['EVALSHA', sha, '1', `${target.keyPrefix}rl:__rand_int__`, '1'],
+    ],
+    { output: 'pipe' },
+  );
+  let out = '';
+  bench.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const before = cpuSeconds([pid]);
+  await bench.exited;
+  const cpu = cpuSeconds([pid]) - before;
+  // --csv: a header line, then `"<command>","<rps>",…`.
+  const rps = Number(/^"EVALSHA[^"]*","([\d.]+)"/m.exec(out)?.[1]);
+  if (!Number.isFinite(rps)) throw new Error(`redis-benchmark: no result in ${out}`);
+  return { rps, microsPerCommand: (cpu * 1e6) / PROBE_COMMANDS };
 }
 
 export interface FleetFixture {
@@ -134,11 +186,16 @@ async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Se
     group.onClose(() => Promise.resolve(client.disconnect()));
     return client;
   };
-  const standalone = [one, replica].map((server) => ({ server, client: clientOf(server) }));
+  const oneClient = clientOf(one);
+  const standalone = [
+    { server: one, client: oneClient },
+    { server: replica, client: clientOf(replica) },
+  ];
   ctx.onNote(`fleet: starting a Redis Cluster of 3 masters and 3 replicas; seeding ${n} pairs`);
   const cluster = await startRedisCluster();
   group.onClose(() => cluster.stop());
   await clusterWrite(cluster.seeds, commands());
+  const probed = await cluster.masterOf('{fleet-probe}:');
   return [
     {
       id: 'one',
@@ -150,6 +207,12 @@ async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Se
       })),
       url: one.url,
       redis: { mode: 'standalone' },
+      probe: {
+        port: one.port,
+        pid: () => one.started.pid,
+        call: (command, ...args) => oneClient.call(command, ...args),
+        keyPrefix: '{fleet-probe}:',
+      },
     },
     {
       id: 'cluster',
@@ -161,6 +224,12 @@ async function startSetups(ctx: BenchContext, fixture: FleetFixture): Promise<Se
       })),
       url: `redis://${cluster.seeds[0] ?? ''}`,
       redis: { mode: 'cluster', nodes: [...cluster.seeds] },
+      probe: {
+        port: probed.port,
+        pid: () => probed.pid,
+        call: (command, ...args) => probed.call(command, ...args),
+        keyPrefix: '{fleet-probe}:',
+      },
     },
   ];
 }
@@ -228,7 +297,19 @@ export async function fleetSection(
     }
   }
   await runRounds(ctx, 'fleet', rows);
-  return fleetResult(title, rows, figures, masters, keysPerMaster);
+  // After the rounds, with the gateways idle: a master's CPU per command depends on its load
+  // (how many commands share each pass of its event loop), which one gateway on these cores
+  // cannot push to saturation.
+  const probes: string[] = [];
+  for (const setup of setups)
+    for (const connections of PROBE_CONNECTIONS) {
+      ctx.onNote(`fleet: redis-benchmark on ${setup.label}'s master, ${connections} connection(s)`);
+      const { rps, microsPerCommand } = await saturate(group, setup.probe, connections);
+      probes.push(
+        `${setup.label === '3+3 Cluster' ? 'a Cluster master' : 'the lone master'}, ${connections} connection${connections === 1 ? '' : 's'}: ${formatNumber(rps, 'int')} commands/s, ${formatNumber(microsPerCommand, 'ms')} µs of its CPU each`,
+      );
+    }
+  return fleetResult(title, rows, figures, masters, keysPerMaster, probes);
 }
 
 /** A setup's figures: the gateway row's medians and Redis's (fleet-figures.ts). */
@@ -243,6 +324,7 @@ function fleetResult(
   figures: ReadonlyMap<string, readonly FleetFigures[]>,
   masters: ReadonlyMap<string, ReadonlySet<string>>,
   keysPerMaster: readonly number[],
+  probes: readonly string[],
 ): SectionResult {
   const summary: Record<string, SetupSummary> = {};
   for (const r of rows) {
@@ -304,7 +386,8 @@ function fleetResult(
     ),
     "µs/req: CPU (user + system, /proc/<pid>/stat) of each redis-server over a run / the requests the gateway answered; masters summed, replicas apart. It includes a node's idle work (serverCron, the Cluster bus): most of what the limits-off rows show. scripts: EVALSHA + EVAL calls (INFO commandstats) per master; spread = most / fewest.",
     `1 master carries = 1e6 / masters µs per request: the requests/s one master serves at 100% of one core. These masters carry = 1e6 / the busiest master's µs per request. Both derived: on these shared cores one gateway cannot saturate a master (the busiest ran at the % of one core in the last column).`,
-    `with rate limits on, 3 masters carry ${formatNumber((on('cluster')?.theseMastersRps ?? NaN) / (on('one')?.oneMasterRps ?? NaN), 'ratio')}× what 1 master does: a script costs a Cluster master ${perScript('cluster')} µs against ${perScript('one')} µs on the lone master, which ran ${formatNumber((on('one')?.busiestMasterPct ?? NaN) / (on('cluster')?.busiestMasterPct ?? NaN), 'ratio')}× as busy (not isolated here: Cluster bookkeeping, and fewer commands to share each pass of a less busy server's event loop)`,
+    `with rate limits on, 3 masters carry ${formatNumber((on('cluster')?.theseMastersRps ?? NaN) / (on('one')?.oneMasterRps ?? NaN), 'ratio')}× what 1 master does: a script costs a Cluster master ${perScript('cluster')} µs against ${perScript('one')} µs on the lone master, which ran ${formatNumber((on('one')?.busiestMasterPct ?? NaN) / (on('cluster')?.busiestMasterPct ?? NaN), 'ratio')}× as busy (the saturation probe below tells the causes apart: at equal load a Cluster master and the lone master spend alike per command, and a master's CPU per command falls as its load rises, its event loop serving more commands per pass)`,
+    `saturation probe (redis-benchmark, EVALSHA of a GET and a SET PX of one key, ${PROBE_COMMANDS.toLocaleString('en-US')} commands): ${probes.join('; ')}`,
     `rate limits cost the masters ${limitCost('one')} µs per request on 1 master, ${limitCost('cluster')} µs summed on the Cluster (on − off); keys per Cluster master after seeding: ${keysPerMaster.join(' / ')}`,
     `for ${EXAMPLE_RPS.toLocaleString('en-US')} rate-limited requests/s at ${EXAMPLE_UTILISATION * 100}% utilisation: ${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each) and ${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each, this gateway's CPU per request)`,
     ...(changed.length === 0
