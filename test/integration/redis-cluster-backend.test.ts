@@ -178,6 +178,22 @@ describe('the single-slot layout of earlier versions, on a Cluster', () => {
     await expect(store.getKey(foreignTag)).resolves.toMatchObject({ status: 'revoked' });
   });
 
+  it("lets a pair left in the single slot be revoked while the caller keeps the last one, counting its subject's pairs here too", async () => {
+    const foreignTag = madeBy('vic', 0, 'someone-else');
+    await writeEarlier(foreignTag, 'vic');
+    const at = '2024-06-01T12:00:00.000Z';
+    // Its subject's only active pair: refused.
+    await expect(store.revokeKey(foreignTag, at, { keepLastActive: true })).rejects.toMatchObject({
+      code: 'conflict',
+    });
+    await writeEarlier(madeBy('vic', 1), 'vic');
+    await store.listKeys('vic');
+    await expect(store.revokeKey(foreignTag, at, { keepLastActive: true })).resolves.toMatchObject({
+      status: 'revoked',
+    });
+    expect(await admin.hget(single().key(foreignTag), 'status')).toBe('revoked');
+  });
+
   it('merges a revocation a writer wrote under the old names after the move, when the subject is next touched', async () => {
     const id = madeBy('sol');
     await writeEarlier(id, 'sol');

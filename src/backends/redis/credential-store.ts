@@ -235,10 +235,18 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
         found = await locate(key);
         if (found === undefined) return undefined;
       }
-      const place =
-        found.inSingleSlot && single !== undefined
-          ? pairsInSingleSlot(single.layout, subject)
-          : pairsHere(layout, subject);
+      const left = found.inSingleSlot && single !== undefined;
+      const place = left ? pairsInSingleSlot(single.layout, subject) : pairsHere(layout, subject);
+      // A pair left in the single slot is not among its subject's pairs here, which its
+      // script cannot see: an active pair here means it is not the last one.
+      const keepLast =
+        options.keepLastActive === true &&
+        !(
+          left &&
+          Number(
+            (await runPairs(COUNT_ACTIVE_PAIRS, subject, pairsHere(layout, subject), {}, {}))[0],
+          ) > 0
+        );
       const [outcome] = await onPairs(
         REVOKE_PAIR,
         subject,
@@ -247,7 +255,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
         {
           id: key,
           revokedAt: at,
-          keepLastActive: options.keepLastActive === true ? '1' : '0',
+          keepLastActive: keepLast ? '1' : '0',
           channel: layout.channel,
         },
       );
