@@ -114,6 +114,8 @@ interface CheckedSettings {
     readonly upstream: Checked<typeof routeSchema.shape.upstream>;
     readonly paths: readonly Checked<typeof pathSchema>[];
     readonly prefixes: readonly Checked<typeof prefixSchema>[];
+    /** Neither `paths` nor `prefixes` holds an entry. */
+    readonly targetless: boolean;
   }[];
   /** Undefined when `upstreams` is not a mapping. */
   readonly upstreamNames: ReadonlySet<string> | undefined;
@@ -181,9 +183,13 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
       name: field(route, 'name', routeSchema.shape.name),
       upstream: field(route, 'upstream', routeSchema.shape.upstream),
       paths: listAt(route, 'paths', []).map((path) => valid(pathSchema, path)),
-      prefixes: listAt(route, 'prefixes', []).map((prefix) =>
-        valid(prefixSchema, prefix),
-      ),
+      prefixes: listAt(route, 'prefixes', []).map((prefix) => valid(prefixSchema, prefix)),
+      // Only a mapping whose lists are absent or empty: anything else the schema reports.
+      targetless:
+        route !== undefined &&
+        [route.paths, route.prefixes].every(
+          (list) => list === undefined || (Array.isArray(list) && list.length === 0),
+        ),
     };
   });
   const upstreams = mappingAt(root, 'upstreams', configSchema.shape.upstreams.parse(undefined));
@@ -273,14 +279,16 @@ function crossCheck(
       if (prefix === undefined) return;
       const owner = prefixes.get(prefix);
       if (owner !== undefined)
-        problems.push(`routes[${i}].prefixes[${j}]: ${prefix} is already a prefix of route ${owner}`);
+        problems.push(
+          `routes[${i}].prefixes[${j}]: ${prefix} is already a prefix of route ${owner}`,
+        );
       prefixes.set(prefix, route.name ?? `routes[${i}]`);
       if (shadowsGateway(prefix))
         problems.push(
           `routes[${i}].prefixes[${j}]: ${prefix} covers paths the gateway serves itself`,
         );
     });
-    if (route.paths.length === 0 && route.prefixes.length === 0)
+    if (route.targetless)
       problems.push(`routes[${i}].paths: a route needs paths, prefixes or both`);
   });
   const issuerNames = new Set<string>();

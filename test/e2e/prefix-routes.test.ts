@@ -63,7 +63,9 @@ afterAll(async () => {
 describe('a prefix route', () => {
   it('forwards GET /accounts/1 to the upstream as /accounts/1, query kept', async () => {
     const mark = upstreamMark(upstream);
-    const res = await fetch(`${gateway.url}/accounts/1?x=%zz`, { headers: { authorization: AUTH } });
+    const res = await fetch(`${gateway.url}/accounts/1?x=%zz`, {
+      headers: { authorization: AUTH },
+    });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('GET /accounts/1?x=%zz');
     expect(mark.since().map((r) => r.url)).toEqual(['/accounts/1?x=%zz']);

@@ -928,9 +928,12 @@ describe('parseConfig: cross checks', () => {
     },
   );
 
-  it('reports a route with neither paths nor prefixes', () => {
+  it('reports a route with neither paths nor prefixes, once', () => {
     expect(problemsOf(`routes:${prefixRoute('a', '[]')}\n`)).toEqual([
       'routes[0].paths: a route needs paths, prefixes or both',
+    ]);
+    expect(problemsOf(`routes:${prefixRoute('a', '/x/')}\n`)).toEqual([
+      'routes[0].prefixes: expected array, received string',
     ]);
   });
 
