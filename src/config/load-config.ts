@@ -353,7 +353,7 @@ export const RESERVED_PATHS: ReadonlySet<string> = new Set([
 ]);
 
 /** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`). */
-export const RESERVED_PREFIXES: readonly string[] = ['/keys/'];
+const RESERVED_PREFIXES: readonly string[] = ['/keys/'];
 
 /**
  * Whether a route prefix would take a path of the gateway's own: exact paths and `/keys/`
