@@ -147,6 +147,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       'server.trustedProxies trusts every address: any client that reaches this port directly chooses the address its lockout and address rate limit count',
     );
   const exact = new Map<string, RouteEntry>();
+  const prefixes: { prefix: string; entry: RouteEntry }[] = [];
   for (const route of config.routes) {
     const forwarder = upstreams.get(route.upstream);
     if (forwarder === undefined)
@@ -163,6 +164,9 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       rateLimit: toRatePolicy(route.rateLimit),
     };
     for (const path of route.paths) exact.set(path, entry);
+    // Under a prefix, the upstream receives upstreamPath, one `/` and the matched rest.
+    const under = { ...entry, pathPrefix: `${entry.pathPrefix.replace(/\/$/, '')}/` };
+    for (const prefix of route.prefixes) prefixes.push({ prefix, entry: under });
   }
   const authenticator = createAuthenticator({
     realm: config.auth.realm,
@@ -217,6 +221,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     routes: createRouteTable({
       exact,
       parameterized: [{ prefix: '/keys/', param: KEY_ID.pattern, entry: keys.item }],
+      prefixes,
     }),
     authenticator,
     headerPolicy,

@@ -101,14 +101,22 @@ export const ratePolicySchema = z.strictObject({
 
 export const routeSchema = z.strictObject({
   name: z.string().min(1),
-  /** Raw request paths, matched exactly. */
-  paths: z.array(plainPath).min(1),
+  /** Raw request paths, matched exactly. A route has these, `prefixes`, or both. */
+  paths: z.array(plainPath).default([]),
+  /**
+   * Raw path prefixes, each ending in `/`: a request path under one is forwarded with its
+   * rest appended to `upstreamPath` (exact paths win; among prefixes, the longest).
+   */
+  prefixes: z.array(plainPath.refine((path) => path.endsWith('/'), 'must end with /')).default([]),
   methods: z
     .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
     .min(1)
     .default(['GET', 'HEAD']),
   upstream: z.string().min(1),
-  /** The path the upstream receives, whatever spelling of `paths` the client used. */
+  /**
+   * The path the upstream receives, whatever spelling of `paths` the client used; under a
+   * prefix, this path, `/` and the rest.
+   */
   upstreamPath: plainPath,
   auth: z
     .array(z.enum(['basic', 'bearer']))
@@ -384,6 +392,7 @@ export const configSchema = z.strictObject({
       {
         name: 'accounts',
         paths: ['/account', '/accounts', '/accounts/'],
+        prefixes: [],
         methods: ['GET', 'HEAD'],
         upstream: 'accounts',
         upstreamPath: '/accounts',

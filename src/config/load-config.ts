@@ -112,7 +112,10 @@ interface CheckedSettings {
   readonly routes: readonly {
     readonly name: Checked<typeof routeSchema.shape.name>;
     readonly upstream: Checked<typeof routeSchema.shape.upstream>;
-    readonly paths: readonly Checked<typeof routeSchema.shape.paths.element>[];
+    readonly paths: readonly Checked<typeof pathSchema>[];
+    readonly prefixes: readonly Checked<typeof prefixSchema>[];
+    /** Neither `paths` nor `prefixes` holds an entry. */
+    readonly targetless: boolean;
   }[];
   /** Undefined when `upstreams` is not a mapping. */
   readonly upstreamNames: ReadonlySet<string> | undefined;
@@ -138,6 +141,8 @@ interface CheckedSettings {
 }
 
 const storeSchema = configSchema.shape.credentials.unwrap().shape.store;
+const pathSchema = routeSchema.shape.paths.unwrap().element;
+const prefixSchema = routeSchema.shape.prefixes.unwrap().element;
 
 type Mapping = Record<string, unknown>;
 
@@ -177,7 +182,14 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
     return {
       name: field(route, 'name', routeSchema.shape.name),
       upstream: field(route, 'upstream', routeSchema.shape.upstream),
-      paths: listAt(route, 'paths', []).map((path) => valid(routeSchema.shape.paths.element, path)),
+      paths: listAt(route, 'paths', []).map((path) => valid(pathSchema, path)),
+      prefixes: listAt(route, 'prefixes', []).map((prefix) => valid(prefixSchema, prefix)),
+      // Only a mapping whose lists are absent or empty: anything else the schema reports.
+      targetless:
+        route !== undefined &&
+        [route.paths, route.prefixes].every(
+          (list) => list === undefined || (Array.isArray(list) && list.length === 0),
+        ),
     };
   });
   const upstreams = mappingAt(root, 'upstreams', configSchema.shape.upstreams.parse(undefined));
@@ -240,6 +252,7 @@ function crossCheck(
   const problems: string[] = [];
   const names = new Set<string>();
   const paths = new Map<string, string>();
+  const prefixes = new Map<string, string>();
   settings.routes.forEach((route, i) => {
     if (route.name !== undefined) {
       if (names.has(route.name))
@@ -262,6 +275,21 @@ function crossCheck(
       if (RESERVED_PATHS.has(path))
         problems.push(`routes[${i}].paths[${j}]: ${path} is served by the gateway itself`);
     });
+    route.prefixes.forEach((prefix, j) => {
+      if (prefix === undefined) return;
+      const owner = prefixes.get(prefix);
+      if (owner !== undefined)
+        problems.push(
+          `routes[${i}].prefixes[${j}]: ${prefix} is already a prefix of route ${owner}`,
+        );
+      prefixes.set(prefix, route.name ?? `routes[${i}]`);
+      if (shadowsGateway(prefix))
+        problems.push(
+          `routes[${i}].prefixes[${j}]: ${prefix} covers paths the gateway serves itself`,
+        );
+    });
+    if (route.targetless)
+      problems.push(`routes[${i}].paths: a route needs paths, prefixes or both`);
   });
   const issuerNames = new Set<string>();
   settings.issuerNames.forEach((name, i) => {
@@ -323,6 +351,19 @@ export const RESERVED_PATHS: ReadonlySet<string> = new Set([
   '/auth/token',
   '/.well-known/jwks.json',
 ]);
+
+/** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`). */
+const RESERVED_PREFIXES: readonly string[] = ['/keys/'];
+
+/**
+ * Whether a route prefix would take a path of the gateway's own: exact paths and `/keys/`
+ * would still win in the route table, but a near miss (`/keys/not-a-key-id`) would then
+ * reach the upstream instead of a 404.
+ */
+function shadowsGateway(prefix: string): boolean {
+  for (const path of RESERVED_PATHS) if (path.startsWith(prefix)) return true;
+  return RESERVED_PREFIXES.some((own) => own.startsWith(prefix) || prefix.startsWith(own));
+}
 
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -145,7 +145,7 @@ class RequestContext implements Exchange {
     // Answered meanwhile: its body broke or came too late (see create-server's clientError).
     if (this.res.headersSent) return;
     if (route.kind === 'endpoint') this.serve(route, param, query);
-    else if (this.identity !== undefined) this.forward(route, this.identity, query);
+    else if (this.identity !== undefined) this.forward(route, this.identity, param, query);
   }
 
   /**
@@ -190,7 +190,13 @@ class RequestContext implements Exchange {
     return true;
   }
 
-  private forward(route: ProxyRoute, identity: Identity, query: string): void {
+  /** `rest` is what a prefix route matched after its prefix; undefined on an exact path. */
+  private forward(
+    route: ProxyRoute,
+    identity: Identity,
+    rest: string | undefined,
+    query: string,
+  ): void {
     const { req, res } = this;
     if (res.destroyed) return;
     const { headerPolicy, addressing } = this.shared.options;
@@ -204,7 +210,7 @@ class RequestContext implements Exchange {
       upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });
-    this.path = route.pathPrefix + query;
+    this.path = route.pathPrefix + (rest ?? '') + query;
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
     route.forwarder.forward(req, res, this);

@@ -20,8 +20,9 @@ export interface ProxyRoute extends RouteBase {
   readonly schemes: readonly AuthScheme[];
   readonly forwarder: Forwarder;
   /**
-   * The outgoing path before the raw query: the upstream URL's base path and the route's
-   * upstreamPath, joined once when the pipeline is built.
+   * The outgoing path before the raw query (and, under a prefix, before the matched rest):
+   * the upstream URL's base path and the route's upstreamPath, joined once when the pipeline
+   * is built.
    */
   readonly pathPrefix: string;
   /** The route's own rate limit, counted per credential (`routes[].rateLimit`). */

@@ -24,11 +24,17 @@ export interface RouteTableEntries<T> {
   readonly exact: ReadonlyMap<string, T>;
   /** `prefix` + one segment matching `param` (e.g. `/keys/` + a key id). */
   readonly parameterized?: readonly { prefix: string; param: RegExp; entry: T }[];
+  /**
+   * Path prefixes, each ending in `/`, matching any rest (returned as `param`). Exact and
+   * parameterized entries win; among prefixes, the longest.
+   */
+  readonly prefixes?: readonly { prefix: string; entry: T }[];
 }
 
 export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T> {
   const exact = new Map(entries.exact);
   const parameterized = entries.parameterized ?? [];
+  const prefixes = [...(entries.prefixes ?? [])].sort((a, b) => b.prefix.length - a.prefix.length);
   return {
     match(target) {
       if (target.charCodeAt(0) === 0x2f /* / */) return matchOriginForm(target);
@@ -62,6 +68,18 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
         const rest = checked.path.slice(prefix.length);
         if (param.test(rest)) return { kind: 'match', entry, param: rest, query: checked.query };
       }
+    }
+    // The rest has passed every rule of checkRequestTarget above (no dot segment, no encoded
+    // `/` or `\`, ...), and the prefix ends in `/`: the rest's segments are whole segments
+    // that the upstream cannot resolve to a path outside the prefix (RFC 3986 §5.2.4).
+    for (const { prefix, entry } of prefixes) {
+      if (checked.path.startsWith(prefix))
+        return {
+          kind: 'match',
+          entry,
+          param: checked.path.slice(prefix.length),
+          query: checked.query,
+        };
     }
     return NOT_FOUND;
   }

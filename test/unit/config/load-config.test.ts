@@ -95,6 +95,7 @@ describe('parseConfig: defaults', () => {
       {
         name: 'accounts',
         paths: ['/account', '/accounts', '/accounts/'],
+        prefixes: [],
         methods: ['GET', 'HEAD'],
         upstream: 'accounts',
         upstreamPath: '/accounts',
@@ -164,6 +165,7 @@ auth:
       {
         name: 'listing',
         paths: ['/accounts'],
+        prefixes: [],
         methods: ['GET', 'HEAD'],
         upstream: 'backend',
         upstreamPath: '/v1/accounts',
@@ -884,6 +886,54 @@ describe('parseConfig: cross checks', () => {
   it.each([...RESERVED_PATHS])('reports a route that shadows the reserved path %s', (path) => {
     expect(problemsOf(`routes:${route('a', `[/accounts, "${path}"]`)}\n`)).toEqual([
       `routes[0].paths[1]: ${path} is served by the gateway itself`,
+    ]);
+  });
+
+  const prefixRoute = (name: string, prefixes: string): string => `
+  - name: ${name}
+    prefixes: ${prefixes}
+    upstream: accounts
+    upstreamPath: /accounts`;
+
+  it('accepts a route with prefixes and no paths, beside the exact listing route', () => {
+    const config = parseConfig(
+      `routes:${route('listing', '[/accounts, /accounts/]')}${prefixRoute('items', '[/accounts/, /v1/accounts/]')}\n`,
+      'test.yaml',
+    );
+    expect(config.routes[0]?.prefixes).toEqual([]);
+    expect(config.routes[1]?.paths).toEqual([]);
+    expect(config.routes[1]?.prefixes).toEqual(['/accounts/', '/v1/accounts/']);
+  });
+
+  it('reports a prefix that does not end with /, or that a request path would be refused for', () => {
+    expect(problemsOf(`routes:${prefixRoute('a', '[/accounts, /a/../b/, "/a%2fb/"]')}\n`)).toEqual([
+      'routes[0].prefixes[0]: must end with /',
+      `routes[0].prefixes[1]: ${PLAIN_PATH}`,
+      `routes[0].prefixes[2]: ${PLAIN_PATH}`,
+    ]);
+  });
+
+  it('reports a prefix claimed by two routes', () => {
+    expect(problemsOf(`routes:${prefixRoute('a', '[/x/]')}${prefixRoute('b', '[/x/]')}\n`)).toEqual(
+      ['routes[1].prefixes[0]: /x/ is already a prefix of route a'],
+    );
+  });
+
+  it.each(['/', '/keys/', '/keys/x/', '/auth/', '/.well-known/'])(
+    'reports the prefix %s, which covers paths the gateway serves itself',
+    (prefix) => {
+      expect(problemsOf(`routes:${prefixRoute('a', `["${prefix}"]`)}\n`)).toEqual([
+        `routes[0].prefixes[0]: ${prefix} covers paths the gateway serves itself`,
+      ]);
+    },
+  );
+
+  it('reports a route with neither paths nor prefixes, once', () => {
+    expect(problemsOf(`routes:${prefixRoute('a', '[]')}\n`)).toEqual([
+      'routes[0].paths: a route needs paths, prefixes or both',
+    ]);
+    expect(problemsOf(`routes:${prefixRoute('a', '/x/')}\n`)).toEqual([
+      'routes[0].prefixes: expected array, received string',
     ]);
   });
 

@@ -320,3 +320,115 @@ describe('absolute-form and asterisk-form targets', () => {
     ]);
   });
 });
+
+describe('createRouteTable: prefix entries', () => {
+  function prefixTable(): RouteTable<string> {
+    return createRouteTable({
+      exact: new Map([
+        ['/accounts', 'listing'],
+        ['/accounts/', 'listing'],
+        ['/accounts/special', 'special'],
+      ]),
+      prefixes: [
+        { prefix: '/accounts/', entry: 'items' },
+        { prefix: '/accounts/1/notes/', entry: 'notes' },
+      ],
+    });
+  }
+  const table = prefixTable();
+
+  it('matches a path under the prefix and returns the rest and the raw query', () => {
+    expect(table.match('/accounts/1/orders?x=%zz')).toEqual({
+      kind: 'match',
+      entry: 'items',
+      param: '1/orders',
+      query: '?x=%zz',
+    });
+  });
+
+  it('lets an exact path win over a prefix it lies under', () => {
+    expect(table.match('/accounts/')).toMatchObject({ entry: 'listing', param: undefined });
+    expect(table.match('/accounts/special')).toMatchObject({ entry: 'special' });
+    expect(table.match('/accounts/special/x')).toMatchObject({ entry: 'items' });
+  });
+
+  it('picks the longest matching prefix, whatever the order given', () => {
+    expect(table.match('/accounts/1/notes/7')).toMatchObject({ entry: 'notes', param: '7' });
+    expect(table.match('/accounts/1/notesx')).toMatchObject({ entry: 'items', param: '1/notesx' });
+  });
+
+  it.each(['/account/1', '/Accounts/1', '//accounts/1', '/accountsx/1', '/accounts%2f1'])(
+    'does not match %s, which is not under the prefix byte for byte',
+    (target) => {
+      expect(table.match(target).kind).not.toBe('match');
+    },
+  );
+
+  it.each([
+    '/accounts/..',
+    '/accounts/1/../../admin',
+    '/accounts/./1',
+    '/accounts/%2e%2e/admin',
+    '/accounts/%2E/1',
+    '/accounts/1%2fadmin',
+    '/accounts/1%5Cadmin',
+    '/accounts/1\\admin',
+    '/accounts/1%00',
+    '/accounts/1%0a',
+    '/accounts/1%7F',
+    '/accounts/1%',
+    '/accounts/1#x',
+    'http://h/accounts/../admin',
+  ])('refuses %j under a prefix as invalid_path', (target) => {
+    expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+  });
+
+  it('only ever matches a clean rest that, appended to the prefix, is the path sent', () => {
+    const piece = fc.constantFrom(
+      '/',
+      'accounts',
+      '1',
+      'notes',
+      '.',
+      '..',
+      '%2e',
+      '%2E',
+      '%2f',
+      '%2F',
+      '%5c',
+      '%5C',
+      '%00',
+      '%1f',
+      '%7f',
+      '%41',
+      '%',
+      '?',
+      '#',
+      '\\',
+      ';',
+      'http://x',
+    );
+    const target = fc.oneof(
+      fc.array(piece, { maxLength: 10 }).map((parts) => `/accounts/${parts.join('')}`),
+      fc.array(piece, { maxLength: 10 }).map((parts) => parts.join('')),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((s) => `/accounts/${s}`),
+    );
+    fc.assert(
+      fc.property(target, (raw) => {
+        const result = table.match(raw);
+        if (result.kind !== 'match' || result.param === undefined) return;
+        const prefix = result.entry === 'notes' ? '/accounts/1/notes/' : '/accounts/';
+        const origin = originFormOf(raw) ?? '';
+        const q = origin.indexOf('?');
+        expect(q === -1 ? origin : origin.slice(0, q)).toBe(prefix + result.param);
+        // What the upstream receives under the prefix: whole, clean segments only.
+        for (const segment of result.param.split('/')) {
+          expect(['.', '..']).not.toContain(segment);
+          expect(segment).not.toMatch(/%(2e|2f|5c|[01][0-9a-f]|7f)|\\/i);
+        }
+        expect(raw.includes('#')).toBe(false);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
