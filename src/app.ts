@@ -227,8 +227,18 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       // stays open until the API port has drained, so a load balancer can see it.
       closing = true;
       showReadiness();
+      api.closeAfterResponses();
+      // The drain timeout bounds the whole shutdown, the delay included.
+      const { drainTimeoutMs, shutdownDelayMs } = config.server;
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, drainTimeoutMs).unref());
       await opening;
-      await drain(server, config.server.drainTimeoutMs);
+      // Serving on while a load balancer that polls /readyz stops sending here: a refused
+      // connection in that time would be a lost request.
+      await Promise.race([
+        new Promise<void>((resolve) => setTimeout(resolve, shutdownDelayMs).unref()),
+        deadline,
+      ]);
+      await drain(server, deadline);
       await release();
     },
   };

@@ -309,8 +309,13 @@ export const serverSchema = z.strictObject({
       ipv6Prefix: int(z.number().int().min(32).max(128)).default(64),
     })
     .prefault({}),
-  /** How long SIGTERM waits for in-flight requests. */
+  /** How long SIGTERM waits for in-flight requests, counted from the signal. */
   drainTimeoutMs: durationMs.default(10_000),
+  /**
+   * How long SIGTERM keeps accepting connections (answering with `Connection: close`)
+   * before it stops: the time a load balancer needs to see /readyz 503 and stop sending.
+   */
+  shutdownDelayMs: int(z.number().int().min(0)).default(0),
   /** Largest JSON body the gateway's own endpoints read. */
   maxBodyBytes: int(
     z

@@ -17,6 +17,12 @@ export interface GatewayServer {
   readonly server: Server;
   /** Requests received and not yet answered (their response not closed): what an exit now cuts. */
   inFlight(): number;
+  /**
+   * From now on every response not yet begun says `Connection: close` and closes its
+   * connection after it, so that no client sends another request on a connection the drain
+   * is about to close (RFC 9112 §9.6).
+   */
+  closeAfterResponses(): void;
 }
 
 /** The response to the last request on a connection: what a later parser error belongs to. */
@@ -26,11 +32,14 @@ type TrackedSocket = Socket & { [LAST_RESPONSE]?: ServerResponse };
 export function createGatewayServer(handler: RequestHandler, limits: ServerLimits): GatewayServer {
   // One integer and one shared listener per request, on the hot path: no closure per request.
   let inFlight = 0;
+  let closing = false;
   const settled = (): void => {
     inFlight -= 1;
   };
   const counted: RequestHandler = (req, res) => {
     inFlight += 1;
+    // Both engines and the gateway's own answers read this when they write the headers.
+    if (closing) res.shouldKeepAlive = false;
     (req.socket as TrackedSocket)[LAST_RESPONSE] = res;
     // 'close' comes once per response, whether it ended or its connection went away.
     res.on('close', settled);
@@ -57,7 +66,20 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
   // only once the request is accepted.
   server.on('checkContinue', counted);
   server.on('clientError', answerClientError);
-  return { server, inFlight: () => inFlight };
+  // One set entry per connection, not per request: the responses a drain must still reach.
+  const sockets = new Set<TrackedSocket>();
+  server.on('connection', (socket: TrackedSocket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const closeAfterResponses = (): void => {
+    closing = true;
+    for (const socket of sockets) {
+      const last = socket[LAST_RESPONSE];
+      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+    }
+  };
+  return { server, inFlight: () => inFlight, closeAfterResponses };
 }
 
 /**
