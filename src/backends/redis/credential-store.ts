@@ -22,7 +22,7 @@ import {
   subscribeRevocations,
   type RevocationSubscription,
 } from './revocations.js';
-import { createPairRun, pairsHere, pairsInSingleSlot } from './pair-runs.js';
+import { createPairRun, pairsHere, pairsInSingleSlot, storedTag } from './pair-runs.js';
 import type { ScriptRunner } from './run-script.js';
 import { subscriberConnections } from './subscriber-connections.js';
 import {
@@ -79,12 +79,8 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
   let subscription: RevocationSubscription | undefined;
 
   /** The tag a pair's hash is under: the id's own, or its index entry's; undefined: neither. */
-  const tagOf = async (id: string): Promise<string | undefined> => {
-    const parsed = parseKeyId(id);
-    if (parsed.kind === 'tagged') return parsed.tag;
-    if (parsed.kind === 'malformed') return undefined;
-    return (await runner.call(layout.keyTag(id), (c, k) => c.get(k))) ?? undefined;
-  };
+  const tagOf = async (id: string): Promise<string | undefined> =>
+    parseKeyId(id).kind === 'malformed' ? undefined : storedTag(runner, layout, id);
 
   const readPair = async (id: string, hash: string): Promise<KeyRecord | undefined> =>
     toKeyRecord(id, await runner.call(hash, (c, k) => c.hgetall(k)));

@@ -1,5 +1,6 @@
 import type { RetentionOptions } from '../../credentials/credential-store.js';
 import { GatewayError } from '../../errors/gateway-error.js';
+import { parseKeyId } from '../../identity/key-id.js';
 import type { RedisLayout, SingleSlotLayout } from './layout.js';
 import type { Named, Script, ScriptRunner, ScriptValue } from './run-script.js';
 
@@ -21,6 +22,20 @@ export interface PairPlace {
   readonly active: string;
   readonly legacy: string;
   readonly hash: (id: string) => string;
+}
+
+/**
+ * The tag a pair's hash is under in the layout of layout.ts: the id's own, else its
+ * `key-tag` entry's (an id without a tag); undefined when it has neither.
+ */
+export async function storedTag(
+  runner: ScriptRunner,
+  layout: RedisLayout,
+  id: string,
+): Promise<string | undefined> {
+  const parsed = parseKeyId(id);
+  if (parsed.kind === 'tagged') return parsed.tag;
+  return (await runner.call(layout.keyTag(id), (c, k) => c.get(k))) ?? undefined;
 }
 
 /** The subject's pairs in the layout of layout.ts, under the subject's tag. */

@@ -1,6 +1,6 @@
 import { parseKeyId } from '../../identity/key-id.js';
 import type { RedisLayout, SingleSlotLayout } from './layout.js';
-import { pairsHere, type PairRun } from './pair-runs.js';
+import { pairsHere, storedTag, type PairRun } from './pair-runs.js';
 import type { ScriptRunner } from './run-script.js';
 import { ADOPT_PAIR, COPY_IF_ABSENT, DROP_IF_SAME } from './scripts.js';
 
@@ -96,11 +96,7 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
     1;
 
   /** Where the pair of an id is here, by its tag; undefined when it has none yet. */
-  const tagHere = async (id: string): Promise<string | undefined> => {
-    const parsed = parseKeyId(id);
-    if (parsed.kind === 'tagged') return parsed.tag;
-    return (await runner.call(layout.keyTag(id), (c, k) => c.get(k))) ?? undefined;
-  };
+  const tagHere = (id: string): Promise<string | undefined> => storedTag(runner, layout, id);
 
   /**
    * Whose pair the single slot's `fields` are, and whether it can move: a whole pair to its
