@@ -84,10 +84,16 @@ async function main(argv: string[]): Promise<number> {
       }
       const config = loadServeConfig(args);
       await checkKeyMaterial(config, args.config);
+      // SIGHUP validates what a start does, key material included.
+      const reloadConfig = async (): Promise<GatewayConfig> => {
+        const next = loadServeConfig(args);
+        await checkKeyMaterial(next, args.config);
+        return next;
+      };
       const { workers } = config.server;
       if (workers === 1) {
         serving = true;
-        exitCode = await serve(config, () => loadServeConfig(args));
+        exitCode = await serve(config, reloadConfig);
         return;
       }
       const { resolveWorkerCount, servePrimary } = await import('./workers/primary.js');
@@ -95,16 +101,8 @@ async function main(argv: string[]): Promise<number> {
       serving = true;
       exitCode =
         count === 1
-          ? await serve(config, () => loadServeConfig(args))
-          : await servePrimary({
-              config,
-              workers: count,
-              reloadConfig: async () => {
-                const next = loadServeConfig(args);
-                await checkKeyMaterial(next, args.config);
-                return next;
-              },
-            });
+          ? await serve(config, reloadConfig)
+          : await servePrimary({ config, workers: count, reloadConfig });
     })
     .command(
       'check',
