@@ -40,7 +40,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   admin: ['errors', 'http', 'observability'],
   'reference-upstream': ['http'],
   // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
-  // the signing key the processes share; what serves comes in as an interface.
+  // the signing key the processes share. What serves comes in from the CLI, as an interface.
   lifecycle: ['config', 'http', 'observability', 'tokens'],
   // The CLI's commands: they call the composition root (app.ts) and name its failures.
   commands: [
@@ -52,7 +52,6 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'errors',
     'http',
     'identity',
-    'lifecycle',
     'observability',
     'tokens',
   ],

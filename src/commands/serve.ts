@@ -1,56 +1,43 @@
 import { createGateway, type Gateway } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
-import { supervise, type SupervisedTarget } from '../lifecycle/supervisor.js';
-import { createLogger } from '../observability/create-logger.js';
+import type { Logger } from '../observability/create-logger.js';
 
 /**
- * `serve` in one process: one gateway under the supervisor (lifecycle/supervisor.ts), which
- * turns signals into a drain, a second one into an exit and SIGHUP into a reload. Resolves
- * with the process exit code once every log line is written; rejects, with everything
- * already freed, when the gateway cannot start (a port that would not open).
+ * `serve` in one process: one gateway, as the supervisor (lifecycle/supervisor.ts, which the
+ * CLI hands it to) drives it. A drain or a reload ordered while it starts waits for it.
  */
-export function serve(
+export function oneGateway(
   config: GatewayConfig,
-  reloadConfig: () => Promise<GatewayConfig>,
+  logger: Logger,
   output: NodeJS.WritableStream = process.stderr,
-): Promise<number> {
-  const logger = createLogger(config.logging.level);
-  return supervise({
-    config,
-    reloadConfig,
-    logger,
-    target: (resolved) => {
-      let gateway: Gateway | undefined;
-      // Made by start(); a drain or a reload ordered meanwhile waits for it.
-      let creating: Promise<Gateway> | undefined;
-      let draining = false;
-      const created = (): Promise<Gateway> =>
-        creating ?? Promise.reject(new Error('the gateway was not started'));
-      const target: SupervisedTarget = {
-        async start() {
-          creating = createGateway(resolved, { logger });
-          gateway = await creating;
-          if (draining) return;
-          const { port } = await gateway.listen();
-          if (gateway.bootstrap !== undefined && !draining)
-            output.write(bootstrapNotice(gateway.bootstrap, resolved.server.host, port));
-        },
-        async drain() {
-          draining = true;
-          await (await created()).close();
-          return 0;
-        },
-        async reload(next) {
-          await (await created()).reload(next);
-        },
-        inFlight: () => gateway?.inFlight() ?? 0,
-        abandon: () => undefined,
-        drainingFields: () => ({}),
-        notReloadedMessage: 'configuration not reloaded; the running one stays',
-      };
-      return target;
+) {
+  let gateway: Gateway | undefined;
+  let creating: Promise<Gateway> | undefined;
+  let draining = false;
+  const created = (): Promise<Gateway> =>
+    creating ?? Promise.reject(new Error('the gateway was not started'));
+  return {
+    async start(): Promise<void> {
+      creating = createGateway(config, { logger });
+      gateway = await creating;
+      if (draining) return;
+      const { port } = await gateway.listen();
+      if (gateway.bootstrap !== undefined && !draining)
+        output.write(bootstrapNotice(gateway.bootstrap, config.server.host, port));
     },
-  });
+    async drain(): Promise<number> {
+      draining = true;
+      await (await created()).close();
+      return 0;
+    },
+    async reload(next: GatewayConfig): Promise<void> {
+      await (await created()).reload(next);
+    },
+    inFlight: (): number => gateway?.inFlight() ?? 0,
+    abandon: (): void => undefined,
+    drainingFields: () => ({}),
+    notReloadedMessage: 'configuration not reloaded; the running one stays',
+  };
 }
 
 /**

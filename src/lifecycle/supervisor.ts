@@ -11,8 +11,9 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 }
 
 /**
- * What serves, as the supervisor drives it: one gateway (`serve`) or a set of workers
- * (`serve --workers`). Only this differs between the two; the supervisor does the rest.
+ * What serves, as the supervisor drives it: one gateway (`oneGateway`, commands/serve.ts) or
+ * a set of workers (`workerSet`, workers/primary.ts); the CLI picks one. Only this differs
+ * between the two; the supervisor does the rest.
  */
 export interface SupervisedTarget {
   /** Opens the ports; resolves once serving, rejects (everything freed) when it cannot. */

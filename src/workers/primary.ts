@@ -4,7 +4,6 @@ import { availableParallelism } from 'node:os';
 import { createAdminServer, type NotReadyCode } from '../admin/admin-server.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { closeServer, listenOn } from '../http/listen.js';
-import { supervise, type SupervisedTarget } from '../lifecycle/supervisor.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
 import { createAggregatedMetrics, type MetricsSnapshot } from '../observability/metrics.js';
 import { createLineRelay } from './line-relay.js';
@@ -25,14 +24,6 @@ export function resolveWorkerCount(setting: number | 'auto'): number {
 /** How long /readyz and /metrics wait for a worker's answer before counting it out. */
 const ANSWER_TIMEOUT_MS = 1_500;
 
-export interface PrimaryOptions {
-  readonly config: GatewayConfig;
-  /** Workers to run (more than 1). */
-  readonly workers: number;
-  /** Reads and validates the configuration file again, key material included (SIGHUP). */
-  readonly reloadConfig: () => Promise<GatewayConfig>;
-}
-
 interface Slot {
   /** 1..N, as the logs name it. */
   readonly index: number;
@@ -52,34 +43,25 @@ interface Slot {
 }
 
 /**
- * The primary of `serve --workers N`, under the supervisor (lifecycle/supervisor.ts), which
- * turns signals into orders: SIGTERM/SIGINT drain every worker, a second one exits at once
- * (the workers killed), SIGHUP validates the file here and hands the result to every
- * worker, or to none. Every log line of the workers goes through this process whole, so
- * lines of two processes never interleave. Resolves with the exit code; rejects, with every
- * worker gone, when the set cannot start.
+ * The primary's logger: written at once, one line per write, since the workers' relayed
+ * lines share its stream; every line says it is the primary's.
  */
-export function servePrimary(options: PrimaryOptions): Promise<number> {
-  // Written at once, one line per write: the workers' relayed lines share this stream.
-  const logger = createLogger(options.config.logging.level, process.stdout).child({
-    pid: process.pid,
-    role: 'primary',
-  });
-  return supervise({
-    config: options.config,
-    reloadConfig: options.reloadConfig,
-    logger,
-    target: (config) => workerSet(config, options.workers, logger),
-  });
+export function primaryLogger(level: string): Logger {
+  return createLogger(level, process.stdout).child({ pid: process.pid, role: 'primary' });
 }
 
 /**
- * N workers that share the API port (node:cluster, round-robin: the primary accepts and
- * hands each connection to the next worker; measured level with SO_REUSEPORT and ahead of
- * SCHED_NONE, see README, Operation). A worker that dies is replaced with an exponential
- * backoff; the set has one admin port (metrics summed over the workers, readiness of all).
+ * `serve --workers N`, as the supervisor (lifecycle/supervisor.ts, which the CLI hands it
+ * to) drives it: N workers that share the API port (node:cluster, round-robin: the primary
+ * accepts and hands each connection to the next worker; measured level with SO_REUSEPORT
+ * and ahead of SCHED_NONE, see README, Operation). A worker that dies is replaced with an
+ * exponential backoff; the set has one admin port (metrics summed over the workers,
+ * readiness of all). Signals become orders: a drain of every worker, SIGKILL for a second
+ * signal, and a configuration validated here handed to every worker, or to none. Every log
+ * line of the workers goes through this process whole, so lines of two processes never
+ * interleave.
  */
-function workerSet(initial: GatewayConfig, workers: number, logger: Logger): SupervisedTarget {
+export function workerSet(initial: GatewayConfig, workers: number, logger: Logger) {
   let config = initial;
   let phase: 'starting' | 'running' | 'stopping' | 'failing' | 'ended' = 'starting';
   let nextQuestion = 0;
@@ -290,7 +272,7 @@ function workerSet(initial: GatewayConfig, workers: number, logger: Logger): Sup
   }
 
   return {
-    start() {
+    start(): Promise<void> {
       cluster.setupPrimary({ silent: true, serialization: 'advanced' });
       // Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise (Node's default off Windows).
       const scheduling = cluster.schedulingPolicy === cluster.SCHED_RR ? 'round-robin' : 'none';
@@ -298,7 +280,7 @@ function workerSet(initial: GatewayConfig, workers: number, logger: Logger): Sup
       for (const slot of slots) fork(slot);
       return starting;
     },
-    drain() {
+    drain(): Promise<number> {
       // A failed start drains the set already, and ends in its failure.
       if (phase === 'failing' || phase === 'ended') return stopped;
       phase = 'stopping';
@@ -310,7 +292,7 @@ function workerSet(initial: GatewayConfig, workers: number, logger: Logger): Sup
       if (live().length === 0) void allStopped();
       return stopped;
     },
-    reload(next) {
+    reload(next: GatewayConfig): Promise<void> {
       if (phase !== 'starting' && phase !== 'running') return Promise.resolve();
       config = next;
       // Workers not started yet get it with their start.
@@ -320,7 +302,7 @@ function workerSet(initial: GatewayConfig, workers: number, logger: Logger): Sup
       return Promise.resolve();
     },
     inFlight: () => slots.reduce((sum, slot) => sum + slot.inFlight, 0),
-    abandon() {
+    abandon(): void {
       phase = 'ended';
       for (const slot of live()) slot.worker?.process.kill('SIGKILL');
     },
