@@ -4,15 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TokensConfig } from '../../../src/config/config-schema.js';
+import { parseConfig } from '../../../src/config/load-config.js';
 import { createSigningKeys, GENERATED_KEY_WARNING } from '../../../src/tokens/signing-key.js';
 
-const BASE: TokensConfig = {
-  issuer: 'https://gateway.test',
-  audience: 'accounts',
-  lifetimeSec: 600,
-  algorithm: 'ES256',
-  previousPublicKeys: [],
-};
+/** The default token settings: ES256, no key. */
+const BASE = parseConfig('', 'inline.yaml').tokens;
 
 const PEM = generateKeyPairSync('ec', { namedCurve: 'P-256' })
   .privateKey.export({ type: 'pkcs8', format: 'pem' })
