@@ -10,7 +10,7 @@ export const GENERATED_KEY_WARNING =
 export type ResolvedTokensConfig = TokensConfig & { readonly signingKey: string };
 
 /** The configured PEM: tokens.signingKey, else the file tokens.signingKeyFile names; else undefined. */
-export function configuredSigningKey(tokens: TokensConfig): string | undefined {
+function configuredSigningKey(tokens: TokensConfig): string | undefined {
   if (tokens.signingKey !== undefined) return tokens.signingKey;
   return tokens.signingKeyFile === undefined
     ? undefined
