@@ -39,6 +39,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   endpoints: ['auth', 'credentials', 'errors', 'http', 'identity', 'protection', 'tokens'],
   admin: ['errors', 'http', 'observability'],
   'reference-upstream': ['http'],
+  // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
+  // the signing key the processes share. What serves comes in from the CLI, as an interface.
+  lifecycle: ['config', 'http', 'observability', 'tokens'],
   // The CLI's commands: they call the composition root (app.ts) and name its failures.
   commands: [
     '<root>',
@@ -52,9 +55,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'observability',
     'tokens',
   ],
-  // serve --workers: the primary (forks, replaces, signals, the admin port of the set) and
-  // its workers (a gateway each, from the composition root).
-  workers: ['<root>', 'admin', 'config', 'http', 'observability'],
+  // serve --workers: the primary (forks, replaces, the admin port of the set) and its
+  // workers (a gateway each, from the composition root).
+  workers: ['<root>', 'admin', 'config', 'http', 'lifecycle', 'observability'],
 };
 
 /**

@@ -12,7 +12,8 @@ import { createGatewayServer } from './http/create-server.js';
 import { closeServer, drain, listenOn } from './http/listen.js';
 import type { Logger } from './observability/create-logger.js';
 import { buildPipeline } from './pipeline.js';
-import { createTokenSigner, type TokenSigner } from './tokens/token-signer.js';
+import { createSigningKeys } from './tokens/signing-key.js';
+import { createTokenSigner } from './tokens/token-signer.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -92,7 +93,10 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   showReadiness();
 
   let config = initial;
-  let signer = await makeSigner(config, now, logger);
+  // The CLI hands a key in (lifecycle/supervisor.ts chose it); a gateway made otherwise
+  // generates its own here, kept across reloads.
+  const signingKeys = createSigningKeys((message) => logger.warn(message));
+  let signer = await createTokenSigner(signingKeys.resolve(config.tokens), now);
   let pipeline = await buildPipeline(config, {
     backend,
     hasher,
@@ -200,7 +204,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       const nextSigner =
         JSON.stringify(effective.tokens) === JSON.stringify(config.tokens)
           ? signer
-          : await makeSigner(effective, now, logger);
+          : await createTokenSigner(signingKeys.resolve(effective.tokens), now);
       const nextPipeline = await buildPipeline(effective, {
         backend,
         hasher,
@@ -248,20 +252,6 @@ function pick(config: GatewayConfig, path: string): unknown {
   let value: unknown = config;
   for (const part of path.split('.')) value = (value as Record<string, unknown>)[part];
   return value;
-}
-
-async function makeSigner(
-  config: GatewayConfig,
-  now: () => number,
-  logger: Logger,
-): Promise<TokenSigner> {
-  const signer = await createTokenSigner(config.tokens, now);
-  if (signer.ephemeral) {
-    logger.warn(
-      'tokens are signed with a key generated at start: they stop working on restart and other instances reject them; set tokens.signingKey',
-    );
-  }
-  return signer;
 }
 
 /**

@@ -21,10 +21,12 @@ import { checkConnections } from './commands/check-connections.js';
 import { checkKeyMaterial } from './commands/check-key-material.js';
 import { migrateCommand } from './commands/migrate-command.js';
 import { readPassword } from './commands/read-password.js';
-import { serve } from './commands/serve.js';
+import { oneGateway } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import { ConfigError } from './config/load-config.js';
 import type { CredentialStore } from './credentials/credential-store.js';
+import { supervise } from './lifecycle/supervisor.js';
+import { createLogger } from './observability/create-logger.js';
 import { WORKER_ENV } from './workers/messages.js';
 
 const withJson = <T>(y: Argv<T>) =>
@@ -84,27 +86,27 @@ async function main(argv: string[]): Promise<number> {
       }
       const config = loadServeConfig(args);
       await checkKeyMaterial(config, args.config);
+      // SIGHUP validates what a start does, key material included.
+      const reloadConfig = async (): Promise<GatewayConfig> => {
+        const next = loadServeConfig(args);
+        await checkKeyMaterial(next, args.config);
+        return next;
+      };
       const { workers } = config.server;
-      if (workers === 1) {
-        serving = true;
-        exitCode = await serve(config, () => loadServeConfig(args));
-        return;
-      }
-      const { resolveWorkerCount, servePrimary } = await import('./workers/primary.js');
-      const count = resolveWorkerCount(workers);
+      const primary = workers === 1 ? undefined : await import('./workers/primary.js');
+      const count = primary?.resolveWorkerCount(workers) ?? 1;
+      const set = count > 1 ? primary : undefined;
+      const { level } = config.logging;
+      const logger = set === undefined ? createLogger(level) : set.primaryLogger(level);
+      // The supervisor resolves or rejects only after its log lines are written.
       serving = true;
-      exitCode =
-        count === 1
-          ? await serve(config, () => loadServeConfig(args))
-          : await servePrimary({
-              config,
-              workers: count,
-              reloadConfig: async () => {
-                const next = loadServeConfig(args);
-                await checkKeyMaterial(next, args.config);
-                return next;
-              },
-            });
+      exitCode = await supervise({
+        config,
+        reloadConfig,
+        logger,
+        target: (resolved) =>
+          set === undefined ? oneGateway(resolved, logger) : set.workerSet(resolved, count, logger),
+      });
     })
     .command(
       'check',
@@ -246,7 +248,7 @@ async function main(argv: string[]): Promise<number> {
 
 function finish(code: number): void {
   process.exitCode = code;
-  // serve() resolves or rejects only after its log lines are written.
+  // The supervisor and a worker resolve or reject only after their log lines are written.
   if (serving) process.exit(code);
 }
 

@@ -1,11 +1,4 @@
-import {
-  randomUUID,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type KeyObject,
-} from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { randomUUID, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import {
   calculateJwkThumbprint,
   createLocalJWKSet,
@@ -16,6 +9,7 @@ import {
 } from 'jose';
 import type { TokensConfig } from '../config/config-schema.js';
 import type { KeySource } from '../auth/jwt/key-sources.js';
+import type { ResolvedTokensConfig } from './signing-key.js';
 
 export interface IssuedToken {
   readonly accessToken: string;
@@ -30,8 +24,6 @@ export interface TokenSigner {
   readonly jwks: JSONWebKeySet;
   /** What the Bearer verifier needs to accept the tokens issued here, with no extra config. */
   readonly keySource: KeySource;
-  /** True when no key was configured and one was generated at start (development only). */
-  readonly ephemeral: boolean;
 }
 
 type SigningAlgorithm = TokensConfig['algorithm'];
@@ -39,14 +31,12 @@ type SigningAlgorithm = TokensConfig['algorithm'];
 /** The name of the key source for gateway-issued tokens (see Identity.source). */
 export const GATEWAY_TOKEN_SOURCE = 'gateway';
 
+/** Signs with the key `config` holds (createSigningKeys in signing-key.ts chose it). */
 export async function createTokenSigner(
-  config: TokensConfig,
+  config: ResolvedTokensConfig,
   now: () => number = Date.now,
 ): Promise<TokenSigner> {
-  const pem =
-    config.signingKey ??
-    (config.signingKeyFile === undefined ? undefined : readFileSync(config.signingKeyFile, 'utf8'));
-  const privateKey = pem === undefined ? generateKey(config.algorithm) : createPrivateKey(pem);
+  const privateKey = createPrivateKey(config.signingKey);
   checkKeyFits(privateKey, config.algorithm, 'tokens.signingKey');
   const current = await publicJwk(createPublicKey(privateKey), config.algorithm);
   const previous = await Promise.all(
@@ -59,7 +49,6 @@ export async function createTokenSigner(
   const jwks: JSONWebKeySet = { keys: [current, ...previous] };
   const kid = current.kid ?? '';
   return {
-    ephemeral: pem === undefined,
     jwks,
     keySource: {
       name: GATEWAY_TOKEN_SOURCE,
@@ -91,12 +80,6 @@ export async function createTokenSigner(
       };
     },
   };
-}
-
-function generateKey(algorithm: SigningAlgorithm): KeyObject {
-  return algorithm === 'ES256'
-    ? generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey
-    : generateKeyPairSync('ed25519').privateKey;
 }
 
 function algorithmOf(key: KeyObject, where: string): SigningAlgorithm {

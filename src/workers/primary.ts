@@ -1,12 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
-import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { availableParallelism, constants } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { createAdminServer, type NotReadyCode } from '../admin/admin-server.js';
-import type { GatewayConfig, TokensConfig } from '../config/config-schema.js';
-import { ConfigError } from '../config/load-config.js';
-import { closeServer, ListenError, listenOn } from '../http/listen.js';
+import type { GatewayConfig } from '../config/config-schema.js';
+import { closeServer, listenOn } from '../http/listen.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
 import { createAggregatedMetrics, type MetricsSnapshot } from '../observability/metrics.js';
 import { createLineRelay } from './line-relay.js';
@@ -27,14 +24,6 @@ export function resolveWorkerCount(setting: number | 'auto'): number {
 /** How long /readyz and /metrics wait for a worker's answer before counting it out. */
 const ANSWER_TIMEOUT_MS = 1_500;
 
-export interface PrimaryOptions {
-  readonly config: GatewayConfig;
-  /** Workers to run (more than 1). */
-  readonly workers: number;
-  /** Reads and validates the configuration file again, key material included (SIGHUP). */
-  readonly reloadConfig: () => Promise<GatewayConfig>;
-}
-
 interface Slot {
   /** 1..N, as the logs name it. */
   readonly index: number;
@@ -54,37 +43,40 @@ interface Slot {
 }
 
 /**
- * The primary of `serve --workers N`: forks N workers that share the API port (node:cluster,
- * round-robin: the primary accepts and hands each connection to the next worker; measured
- * level with SO_REUSEPORT and ahead of SCHED_NONE, see README, Operation), replaces a worker
- * that dies with an exponential backoff, serves the one admin port of the set (metrics
- * summed over the workers, readiness of all), and turns signals into orders: SIGTERM/SIGINT
- * drain every worker, a second one exits at once, SIGHUP validates the file here and hands
- * the result to every worker, or to none. Every log line of the workers goes through this
- * process whole, so lines of two processes never interleave. Resolves with the exit code;
- * rejects, with every worker gone, when the set cannot start.
+ * The primary's logger: written at once, one line per write, since the workers' relayed
+ * lines share its stream; every line says it is the primary's.
  */
-export function servePrimary(options: PrimaryOptions): Promise<number> {
-  // Written at once, one line per write: the workers' relayed lines share this stream.
-  const logger = createLogger(options.config.logging.level, process.stdout).child({
-    pid: process.pid,
-    role: 'primary',
-  });
-  const keys = new SigningKeys(logger);
-  let config = keys.resolve(options.config);
+export function primaryLogger(level: string): Logger {
+  return createLogger(level, process.stdout).child({ pid: process.pid, role: 'primary' });
+}
+
+/**
+ * `serve --workers N`, as the supervisor (lifecycle/supervisor.ts, which the CLI hands it
+ * to) drives it: N workers that share the API port (node:cluster, round-robin: the primary
+ * accepts and hands each connection to the next worker; measured level with SO_REUSEPORT
+ * and ahead of SCHED_NONE, see README, Operation). A worker that dies is replaced with an
+ * exponential backoff; the set has one admin port (metrics summed over the workers,
+ * readiness of all). Signals become orders: a drain of every worker, SIGKILL for a second
+ * signal, and a configuration validated here handed to every worker, or to none. Every log
+ * line of the workers goes through this process whole, so lines of two processes never
+ * interleave.
+ */
+export function workerSet(initial: GatewayConfig, workers: number, logger: Logger) {
+  let config = initial;
   let phase: 'starting' | 'running' | 'stopping' | 'failing' | 'ended' = 'starting';
   let nextQuestion = 0;
   let drainFailed = false;
 
-  let settle: (code: number) => void = () => undefined;
-  let fail: (error: unknown) => void = () => undefined;
-  const ended = new Promise<number>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
+  let started: () => void = () => undefined;
+  let startFailure: (error: unknown) => void = () => undefined;
+  const starting = new Promise<void>((resolve, reject) => {
+    started = resolve;
+    startFailure = reject;
   });
+  let drained: (code: number) => void = () => undefined;
+  const stopped = new Promise<number>((resolve) => (drained = resolve));
 
-  cluster.setupPrimary({ silent: true, serialization: 'advanced' });
-  const slots: Slot[] = Array.from({ length: options.workers }, (_, i) => ({
+  const slots: Slot[] = Array.from({ length: workers }, (_, i) => ({
     index: i + 1,
     backoff: new RestartBackoff(),
     worker: undefined,
@@ -224,12 +216,6 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
         if (phase !== 'starting') return;
         listening(port, adminPort);
       } catch (error) {
-        if (error instanceof ListenError) {
-          logger.error(
-            { address: error.address, listener: error.listener, code: error.code },
-            'cannot listen',
-          );
-        }
         startFailed(error);
       }
     } else if (phase === 'starting') listening(port, undefined);
@@ -248,6 +234,7 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
       },
       'gateway listening',
     );
+    started();
   };
 
   /** The set could not start: every worker drains (none has had traffic to speak of). */
@@ -264,12 +251,8 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     const failed = phase === 'failing';
     phase = 'ended';
     if (admin !== undefined) await closeServer(admin);
-    if (failed) {
-      logger.flush(() => fail(failure));
-      return;
-    }
-    logger.info('stopped');
-    logger.flush(() => settle(drainFailed ? 1 : 0));
+    if (failed) startFailure(failure);
+    else drained(drainFailed ? 1 : 0);
   };
 
   async function readiness(): Promise<boolean | NotReadyCode> {
@@ -288,60 +271,44 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     return answers.flatMap((answer) => (answer?.type === 'metrics' ? [answer.metrics] : []));
   }
 
-  // Handlers first: a signal that arrives while the workers start must drain, not kill.
-  const stop = (signal: NodeJS.Signals): void => {
-    if (phase === 'ended') return;
-    if (phase === 'stopping' || phase === 'failing') {
-      // The operator will not wait for the drain: leave now, saying what that cuts.
-      const requestsCut = slots.reduce((sum, slot) => sum + slot.inFlight, 0);
-      logger.warn({ signal, requests_cut: requestsCut }, 'second signal: exiting now');
+  return {
+    start(): Promise<void> {
+      cluster.setupPrimary({ silent: true, serialization: 'advanced' });
+      // Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise (Node's default off Windows).
+      const scheduling = cluster.schedulingPolicy === cluster.SCHED_RR ? 'round-robin' : 'none';
+      logger.info({ workers: slots.length, scheduling }, 'starting workers');
+      for (const slot of slots) fork(slot);
+      return starting;
+    },
+    drain(): Promise<number> {
+      // A failed start drains the set already, and ends in its failure.
+      if (phase === 'failing' || phase === 'ended') return stopped;
+      phase = 'stopping';
+      for (const slot of slots) {
+        clearTimeout(slot.restartTimer);
+        slot.restartTimer = undefined;
+      }
+      for (const slot of live()) order(slot, { type: 'drain' });
+      if (live().length === 0) void allStopped();
+      return stopped;
+    },
+    reload(next: GatewayConfig): Promise<void> {
+      if (phase !== 'starting' && phase !== 'running') return Promise.resolve();
+      config = next;
+      // Workers not started yet get it with their start.
+      const running = live().filter((slot) => slot.state !== 'forked');
+      for (const slot of running) order(slot, { type: 'reload', config: next });
+      logger.info({ workers: running.length }, 'configuration validated; sent to every worker');
+      return Promise.resolve();
+    },
+    inFlight: () => slots.reduce((sum, slot) => sum + slot.inFlight, 0),
+    abandon(): void {
       phase = 'ended';
       for (const slot of live()) slot.worker?.process.kill('SIGKILL');
-      // As one process does: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
-      logger.flush(() => settle(128 + constants.signals[signal]));
-      return;
-    }
-    phase = 'stopping';
-    logger.info({ signal, workers: live().length }, 'draining');
-    for (const slot of slots) {
-      clearTimeout(slot.restartTimer);
-      slot.restartTimer = undefined;
-    }
-    for (const slot of live()) order(slot, { type: 'drain' });
-    if (live().length === 0) void allStopped();
+    },
+    drainingFields: () => ({ workers: live().length }),
+    notReloadedMessage: 'configuration not reloaded; every worker keeps the running one',
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-
-  let reloading = Promise.resolve();
-  process.on('SIGHUP', () => {
-    reloading = reloading.then(async () => {
-      let next: GatewayConfig;
-      try {
-        next = keys.resolve(await options.reloadConfig());
-      } catch (error) {
-        const problems = error instanceof ConfigError ? error.problems : [String(error)];
-        logger.error(
-          { problems },
-          'configuration not reloaded; every worker keeps the running one',
-        );
-        return;
-      }
-      if (phase === 'stopping' || phase === 'failing' || phase === 'ended') return;
-      config = next;
-      logger.level = next.logging.level;
-      // Workers not started yet get it with their start.
-      const started = live().filter((slot) => slot.state !== 'forked');
-      for (const slot of started) order(slot, { type: 'reload', config: next });
-      logger.info({ workers: started.length }, 'configuration validated; sent to every worker');
-    });
-  });
-
-  // Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise (Node's default off Windows).
-  const scheduling = cluster.schedulingPolicy === cluster.SCHED_RR ? 'round-robin' : 'none';
-  logger.info({ workers: slots.length, scheduling }, 'starting workers');
-  for (const slot of slots) fork(slot);
-  return ended;
 }
 
 /**
@@ -372,41 +339,4 @@ function relay(worker: Worker, stdout: NodeJS.WritableStream, stderr: NodeJS.Wri
     from.on('data', (chunk: Buffer) => lines.push(chunk));
     from.on('end', () => lines.end());
   }
-}
-
-/**
- * Every worker must sign tokens with one key, or a token issued by one would be refused by
- * the others. The primary reads the configured key (or key file) once, or generates one key
- * when none is configured, and hands the PEM to every worker inside its configuration.
- */
-class SigningKeys {
-  private generated: { algorithm: TokensConfig['algorithm']; pem: string } | undefined;
-
-  constructor(private readonly logger: Logger) {}
-
-  resolve(config: GatewayConfig): GatewayConfig {
-    const { tokens } = config;
-    let pem = tokens.signingKey;
-    if (pem === undefined && tokens.signingKeyFile !== undefined)
-      pem = readFileSync(tokens.signingKeyFile, 'utf8');
-    if (pem === undefined) {
-      if (this.generated?.algorithm !== tokens.algorithm) {
-        this.generated = { algorithm: tokens.algorithm, pem: generatePem(tokens.algorithm) };
-        this.logger.warn(
-          'tokens are signed with a key generated at start: they stop working on restart and other instances reject them; set tokens.signingKey',
-        );
-      }
-      pem = this.generated.pem;
-    }
-    const resolved: TokensConfig = { ...tokens, signingKey: pem, signingKeyFile: undefined };
-    return { ...config, tokens: resolved };
-  }
-}
-
-function generatePem(algorithm: TokensConfig['algorithm']): string {
-  const { privateKey } =
-    algorithm === 'ES256'
-      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      : generateKeyPairSync('ed25519');
-  return privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 }

@@ -1,6 +1,6 @@
 import { createGateway, type Gateway } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
-import { ListenError } from '../http/listen.js';
+import { logStartFailure } from '../lifecycle/start-failure.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
 import type { FromWorker, ToWorker, WorkerReadiness } from './messages.js';
 
@@ -40,12 +40,7 @@ export function serveWorker(slot: number): Promise<number> {
       const { port } = await gateway.listen();
       send({ type: 'listening', port });
     } catch (error) {
-      if (error instanceof ListenError) {
-        logger.error(
-          { address: error.address, listener: error.listener, code: error.code },
-          'cannot listen',
-        );
-      } else logger.error({ err: error }, 'start failed');
+      logStartFailure(logger, error);
       send({
         type: 'start-failed',
         message: error instanceof Error ? error.message : String(error),

@@ -1,11 +1,13 @@
 import { Agent, request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { basicHeader } from '../support/basic-header.js';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { untilLogs } from '../support/gateway-logs.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
-import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { issueToken } from '../support/send.js';
+import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
 const prefix = uniquePrefix('reload');
 const pair = { key: 'ak_reload', secret: 'reload-secret-0123456789', subject: 'rita' };
@@ -13,25 +15,27 @@ let upstream: EchoUpstream;
 let gateway: GatewayProcess;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-function configYaml(upstreamPath: string, paths: string[]): string {
+function configYaml(upstreamPath: string, paths: string[], lifetimeSec = 900): string {
   return gatewayYaml({
     upstreamUrl: upstream.url,
     redis: { url: inject('redisUrl'), keyPrefix: prefix },
-    config: { routes: [{ name: 'accounts', paths, upstream: 'accounts', upstreamPath }] },
+    config: {
+      routes: [{ name: 'accounts', paths, upstream: 'accounts', upstreamPath }],
+      tokens: { lifetimeSec },
+    },
   });
 }
 
 /** One request on the shared keep-alive agent; `reused` says whether the socket was reused. */
-function get(path: string): Promise<{ status: number; reused: boolean }> {
+function get(
+  path: string,
+  authorization = basicHeader(pair.key, pair.secret),
+): Promise<{ status: number; reused: boolean }> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      `${gateway.url}${path}`,
-      { agent, headers: { authorization: basicHeader(pair.key, pair.secret) } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
-      },
-    );
+    const req = request(`${gateway.url}${path}`, { agent, headers: { authorization } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+    });
     req.on('error', reject);
     req.end();
   });
@@ -73,5 +77,30 @@ describe('SIGHUP', () => {
 
     expect((await get('/accounts')).status).toBe(200);
     expect(upstream.received.at(-1)?.url).toBe('/v2/accounts');
+  });
+
+  it('keeps the signing key it generated at start when a reload changes the token settings', async () => {
+    await putUser(inject('redisUrl'), prefix, {
+      username: 'rolf',
+      subject: pair.subject,
+      password: 'rolf-password-1',
+    });
+    const token = await issueToken(gateway.url, 'rolf', 'rolf-password-1');
+    expect((await get('/accounts', bearerHeader(token))).status).toBe(200);
+
+    const reloadedBefore = gateway.logs.filter((l) => l.msg === 'configuration reloaded').length;
+    writeFileSync(gateway.configFile, configYaml('/v2/accounts', ['/accounts'], 600));
+    gateway.child.kill('SIGHUP');
+    await untilLogs(
+      gateway,
+      'the second reload',
+      (line) => line.msg === 'configuration reloaded',
+      reloadedBefore + 1,
+    );
+
+    // A new key would void every token issued so far.
+    expect((await get('/accounts', bearerHeader(token))).status).toBe(200);
+    const warnings = gateway.logs.filter((l) => String(l.msg).startsWith('tokens are signed'));
+    expect(warnings).toHaveLength(1);
   });
 });

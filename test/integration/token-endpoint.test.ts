@@ -10,6 +10,7 @@ import type { CredentialStore } from '../../src/credentials/credential-store.js'
 import { openRedisStore } from '../support/redis-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createTokenEndpoint } from '../../src/endpoints/token-endpoint.js';
+import { createSigningKeys } from '../../src/tokens/signing-key.js';
 import { createTokenSigner, type TokenSigner } from '../../src/tokens/token-signer.js';
 import { countingHasher } from '../support/counting-hasher.js';
 import { serveEndpoint } from '../support/endpoint-server.js';
@@ -45,7 +46,7 @@ beforeAll(async () => {
     scopes: [],
   });
   const config = parseConfig(gatewayYaml({ upstreamUrl: 'builtin' }), 'token-test.yaml');
-  signer = await createTokenSigner(config.tokens);
+  signer = await createTokenSigner(createSigningKeys(() => undefined).resolve(config.tokens));
 });
 
 afterEach(async () => {

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSingleFlight } from '../../../src/concurrency/single-flight.js';
-
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../../support/deferred.js';
 
 describe('createSingleFlight', () => {
   it('runs the task once for concurrent callers of one key and shares its result', async () => {

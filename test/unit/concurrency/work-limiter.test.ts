@@ -1,21 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createWorkLimiter, WorkRefusedError } from '../../../src/concurrency/work-limiter.js';
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../../support/deferred.js';
 
 /** Lets queued microtasks and promise continuations run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -7,7 +7,6 @@ import {
   listenFailureReason,
   listenOn,
 } from '../../../src/http/listen.js';
-import { signalExitCode } from '../../../src/commands/serve.js';
 
 describe('a listen failure', () => {
   it('names the address, brackets around an IPv6 host', () => {
@@ -64,12 +63,5 @@ describe('a listen failure', () => {
     } finally {
       await new Promise<void>((resolve) => taken.close(() => resolve()));
     }
-  });
-});
-
-describe('signalExitCode', () => {
-  it('is 128 + the signal number, as a shell reports a process the signal stopped', () => {
-    expect(signalExitCode('SIGINT')).toBe(130);
-    expect(signalExitCode('SIGTERM')).toBe(143);
   });
 });

@@ -1,30 +1,5 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/observability/create-logger.js';
-
-/** A logger writing into memory; returns the parsed lines and the raw text. */
-function capture(): {
-  logger: ReturnType<typeof createLogger>;
-  lines: () => Record<string, unknown>[];
-  text: () => string;
-} {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return {
-    logger: createLogger('info', stream),
-    lines: () =>
-      text
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>),
-    text: () => text,
-  };
-}
+import { capturedLog as capture } from '../../support/captured-log.js';
 
 const BASIC = 'Basic YWtfbGVha2VkOnN1cGVyLXNlY3JldC12YWx1ZQ==';
 const SECRET = 'super-secret-value-0123456789';

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import type { TokensConfig } from '../../../src/config/config-schema.js';
 import { parseConfig } from '../../../src/config/load-config.js';
+import { createSigningKeys } from '../../../src/tokens/signing-key.js';
 import { createTokenSigner, GATEWAY_TOKEN_SOURCE } from '../../../src/tokens/token-signer.js';
 
 const NOW_MS = Date.UTC(2030, 0, 1, 12, 0, 0);
@@ -27,6 +28,9 @@ function pkcs8(key: KeyObject): string {
 function spki(key: KeyObject): string {
   return createPublicKey(key).export({ type: 'spki', format: 'pem' }).toString();
 }
+
+/** The settings with their key in hand, as the CLI and the composition root resolve them. */
+const resolved = (tokens: TokensConfig) => createSigningKeys(() => undefined).resolve(tokens);
 
 const ecKey = (): KeyObject => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
 const edKey = (): KeyObject => generateKeyPairSync('ed25519').privateKey;
@@ -239,38 +243,21 @@ describe('token signer', () => {
     await expect(createTokenSigner({ ...BASE, signingKey: pkcs8(rsa) })).rejects.toThrow(
       'tokens.signingKey: must be a P-256 (ES256) or Ed25519 (EdDSA) key',
     );
-    await expect(createTokenSigner({ ...BASE, previousPublicKeys: [spki(rsa)] })).rejects.toThrow(
+    await expect(
+      createTokenSigner({ ...BASE, signingKey: pkcs8(ecKey()), previousPublicKeys: [spki(rsa)] }),
+    ).rejects.toThrow(
       'tokens.previousPublicKeys[0]: must be a P-256 (ES256) or Ed25519 (EdDSA) key',
     );
-  });
-
-  it('generates a key and says it is ephemeral when none is configured', async () => {
-    const es = await createTokenSigner(BASE, () => NOW_MS);
-    expect(es.ephemeral).toBe(true);
-    expect(es.jwks.keys).toEqual([expect.objectContaining({ kty: 'EC', alg: 'ES256' })]);
-    const ed = await createTokenSigner({ ...BASE, algorithm: 'EdDSA' }, () => NOW_MS);
-    expect(ed.ephemeral).toBe(true);
-    expect(ed.jwks.keys).toEqual([expect.objectContaining({ kty: 'OKP', alg: 'EdDSA' })]);
-    const issued = await es.issue('subject-1', 'alice');
-    await expect(verifierFor(es.keySource).verify(issued.accessToken)).resolves.toMatchObject({
-      subject: 'subject-1',
-    });
-    // Two starts without a configured key sign with different keys.
-    const other = await createTokenSigner(BASE, () => NOW_MS);
-    expect(other.jwks.keys[0]?.kid).not.toBe(es.jwks.keys[0]?.kid);
-  });
-
-  it('is not ephemeral with a configured key', async () => {
-    const signer = await createTokenSigner({ ...BASE, signingKey: pkcs8(ecKey()) });
-    expect(signer.ephemeral).toBe(false);
   });
 
   it('signs with the key in signingKeyFile and publishes its public half', async () => {
     const key = ecKey();
     const file = join(mkdtempSync(join(tmpdir(), 'signer-')), 'signing.pem');
     writeFileSync(file, pkcs8(key));
-    const signer = await createTokenSigner({ ...BASE, signingKeyFile: file }, () => NOW_MS);
-    expect(signer.ephemeral).toBe(false);
+    const signer = await createTokenSigner(
+      resolved({ ...BASE, signingKeyFile: file }),
+      () => NOW_MS,
+    );
     const kid = await calculateJwkThumbprint(await exportJWK(createPublicKey(key)));
     expect(signer.jwks.keys.map((k) => k.kid)).toEqual([kid]);
     const issued = await signer.issue('subject-1', 'alice');
@@ -284,8 +271,7 @@ describe('token signer', () => {
       'inline',
       { SIGNING_KEY: pkcs8(key) },
     );
-    const signer = await createTokenSigner(config.tokens, () => NOW_MS);
-    expect(signer.ephemeral).toBe(false);
+    const signer = await createTokenSigner(resolved(config.tokens), () => NOW_MS);
     const kid = await calculateJwkThumbprint(await exportJWK(createPublicKey(key)));
     expect(signer.jwks.keys).toEqual([expect.objectContaining({ kty: 'OKP', kid })]);
   });
@@ -293,7 +279,7 @@ describe('token signer', () => {
   it('issues tokens for 15 minutes when the configuration says nothing', async () => {
     const { tokens } = parseConfig('', 'inline');
     expect(tokens.lifetimeSec).toBe(900);
-    const issued = await (await createTokenSigner(tokens, () => NOW_MS)).issue('s', 'u');
+    const issued = await (await createTokenSigner(resolved(tokens), () => NOW_MS)).issue('s', 'u');
     expect(issued.expiresIn).toBe(900);
     const claims = decodeJwt(issued.accessToken);
     expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(900);
