@@ -88,8 +88,8 @@ const UNNAMED = { kind: 'unnamed' } as const;
 
 /**
  * The allow answer: exactly 200 (Envoy allows on nothing else) with an empty body, and the
- * identity in the headers the gateway sends its own upstreams (proxy/upstream-headers), for
- * the proxy to copy upstream. `cacheMaxAgeSec` > 0 lets nginx's proxy_cache keep the answer
+ * identity in the headers the gateway sends its own upstreams (proxy/upstream-headers) and
+ * X-Auth-Scopes, for the proxy to copy upstream. `cacheMaxAgeSec` > 0 lets nginx's proxy_cache keep the answer
  * (private: it is one credential's); otherwise nothing may keep it.
  */
 export function writeAllowed(
@@ -101,9 +101,12 @@ export function writeAllowed(
   res.statusCode = 200;
   res.setHeader('x-auth-subject', identity.subject);
   res.setHeader('x-auth-method', identity.method);
-  if (identity.key !== undefined) res.setHeader('x-auth-key', identity.key);
+  // All four, empty when there is nothing to say (no key for a bearer token, no scope): a
+  // proxy copies each named header over the client's, and one the answer lacks would leave
+  // the client's own value in place (Caddy 2.6 even sends its unexpanded placeholder).
+  res.setHeader('x-auth-key', identity.key ?? '');
   // Scope tokens hold no space (RFC 6749 §3.3): the list is space-delimited like a token's.
-  if (identity.scopes.length > 0) res.setHeader('x-auth-scopes', identity.scopes.join(' '));
+  res.setHeader('x-auth-scopes', identity.scopes.join(' '));
   res.setHeader('x-request-id', requestId);
   res.setHeader(
     'cache-control',
