@@ -7,6 +7,7 @@ import {
   CACHE_MAX_AGE_SEC,
   forwardAuthGatewayYaml,
   LIMITED,
+  LOCKOUT_THRESHOLD,
   NOBODY,
   READER,
   SUBJECT,
@@ -179,6 +180,20 @@ describe('forward-auth by request shape', () => {
       'bad_request',
       { message },
     );
+  });
+
+  it('locks out the client address the trusted proxy names in X-Forwarded-For, not the proxy', async () => {
+    const wrong = { authorization: basicHeader(READER.key, 'wrong-secret-0123456789abcdef') };
+    const attacker = { ...wrong, 'x-forwarded-for': '198.51.100.66' };
+    for (let i = 0; i < LOCKOUT_THRESHOLD; i += 1)
+      expectGatewayError(await traefik('GET', '/accounts', attacker), 'invalid_credentials');
+    // Refused before any bcrypt run (a cached right pair would still pass, as on a proxied route).
+    const locked = await traefik('GET', '/accounts', attacker);
+    expectGatewayError(locked, 'rate_limited');
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    // Another client behind the same proxy is not locked out.
+    const other = { ...wrong, 'x-forwarded-for': '198.51.100.67' };
+    expectGatewayError(await traefik('GET', '/accounts', other), 'invalid_credentials');
   });
 
   it("never forwards: the gateway's upstream received nothing from any check", () => {

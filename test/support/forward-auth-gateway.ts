@@ -13,6 +13,9 @@ export const NOBODY = { key: 'ak_fwd_nobody', secret: 'nobody-secret-0123456789a
 /** Used only for the rate-limited route, one request an hour: a second check is 429. */
 export const LIMITED = { key: 'ak_fwd_limited', secret: 'limited-secret-0123456789abcdef' };
 
+/** lockout.basic.keyAddress.threshold of the gateway below. */
+export const LOCKOUT_THRESHOLD = 3;
+
 /** forwardAuth.cacheMaxAgeSec of the gateway below. */
 export const CACHE_MAX_AGE_SEC = 30;
 
@@ -29,6 +32,8 @@ export async function forwardAuthGatewayYaml(upstreamUrl: string): Promise<strin
     config: {
       server: { trustedProxies: ['127.0.0.1'] },
       forwardAuth: { enabled: true, cacheMaxAgeSec: CACHE_MAX_AGE_SEC },
+      // Locked after LOCKOUT_THRESHOLD wrong secrets for one key from one client address.
+      lockout: { basic: { keyAddress: { threshold: LOCKOUT_THRESHOLD } } },
       routes: [
         {
           ...route,
