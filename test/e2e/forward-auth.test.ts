@@ -36,7 +36,7 @@ afterAll(async () => {
 
 const basic = (pair: { key: string; secret: string }) => basicHeader(pair.key, pair.secret);
 
-/** What Traefik's ForwardAuth sends: always GET, the original request in X-Forwarded-*. */
+/** What Traefik's ForwardAuth sends: a GET naming the original request in X-Forwarded-*. */
 function traefik(
   method: string,
   uri: string,
