@@ -88,9 +88,9 @@ const UNNAMED = { kind: 'unnamed' } as const;
 
 /**
  * The allow answer: exactly 200 (Envoy allows on nothing else) with an empty body, and the
- * identity in the headers the gateway sends its own upstreams (proxy/upstream-headers) and
- * X-Auth-Scopes, for the proxy to copy upstream. `cacheMaxAgeSec` > 0 lets nginx's proxy_cache keep the answer
- * (private: it is one credential's); otherwise nothing may keep it.
+ * identity for the proxy to copy upstream: the headers the gateway sends its own upstreams
+ * (proxy/upstream-headers), and X-Auth-Scopes. `cacheMaxAgeSec` > 0 lets nginx's proxy_cache
+ * keep the answer (private: it is one credential's); otherwise nothing may keep it.
  */
 export function writeAllowed(
   res: ServerResponse,
