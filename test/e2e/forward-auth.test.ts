@@ -13,6 +13,7 @@ import {
   SUBJECT,
 } from '../support/forward-auth-gateway.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
 import type { HttpAnswer } from '../support/http-answer.js';
 import { send, type RequestOptions } from '../support/send.js';
 
@@ -198,5 +199,24 @@ describe('forward-auth by request shape', () => {
 
   it("never forwards: the gateway's upstream received nothing from any check", () => {
     expect(upstream.received).toEqual([]);
+  });
+});
+
+describe('forward-auth switched off (the default)', () => {
+  it('answers 404 at the check path, as for any path no route matches', async () => {
+    const off = await startGateway(
+      gatewayYaml({
+        upstreamUrl: upstream.url,
+        config: { server: { trustedProxies: ['127.0.0.1'] } },
+      }),
+    );
+    try {
+      const answer = await send(off.url, '/auth/check', {
+        headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/accounts' },
+      });
+      expectGatewayError(answer, 'not_found');
+    } finally {
+      await off.stop();
+    }
   });
 });
