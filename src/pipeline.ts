@@ -22,7 +22,7 @@ import type { ClientAddressing } from './http/client-address.js';
 import { createTrustedProxies } from './http/ip-network.js';
 import { closeServer, listenOn } from './http/listen.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
-import type { ProxyRoute, RouteEntry } from './http/routes.js';
+import type { ForwardAuthRoute, ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
 import { createUpstreamTarget, type Forwarder } from './proxy/forwarder.js';
 import { createHttpProxyForwarder } from './proxy/http-proxy-forwarder.js';
@@ -201,6 +201,15 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
   );
   exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
+  if (config.forwardAuth.enabled) {
+    const check: ForwardAuthRoute = {
+      kind: 'forward-auth',
+      name: 'forward-auth',
+      cacheMaxAgeSec: config.forwardAuth.cacheMaxAgeSec,
+    };
+    exact.set(config.forwardAuth.path, check);
+    prefixes.push({ prefix: `${config.forwardAuth.path}/`, entry: check });
+  }
 
   const rateLimiter = createConfiguredRateLimiter(config, {
     buckets: (options) => backend.buckets(options),

@@ -522,6 +522,22 @@ export const configSchema = z.strictObject({
       maxTrackedBuckets: int(z.number().int().positive()).default(100_000),
     })
     .prefault({}),
+  /**
+   * The check nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
+   * `ext_authz` ask (README "Forward auth"). Off by default: it answers for other services,
+   * so it is turned on where a proxy in `server.trustedProxies` will ask it.
+   */
+  forwardAuth: z
+    .strictObject({
+      enabled: bool().default(false),
+      /** The check's path; Envoy calls it followed by the original path. */
+      path: plainPath
+        .refine((path) => path.length > 1 && !path.endsWith('/'), 'must not end with /')
+        .default('/auth/check'),
+      /** `Cache-Control: private, max-age` on an allow answer (nginx proxy_cache); 0: no-store. */
+      cacheMaxAgeSec: int(z.number().int().min(0).max(3600)).default(0),
+    })
+    .prefault({}),
   referenceUpstream: z
     .strictObject({
       /** Accounts per subject, served by the built-in upstream. */

@@ -133,6 +133,10 @@ interface CheckedSettings {
     readonly requestTimeoutMs: Checked<typeof serverSchema.shape.requestTimeoutMs>;
     readonly workers: Checked<typeof serverSchema.shape.workers>;
   };
+  readonly forwardAuth: {
+    readonly enabled: Checked<typeof forwardAuthSchema.shape.enabled>;
+    readonly path: Checked<typeof forwardAuthSchema.shape.path>;
+  };
   readonly admin: {
     readonly enabled: Checked<typeof adminSchema.shape.enabled>;
     readonly host: Checked<typeof adminSchema.shape.host>;
@@ -141,6 +145,7 @@ interface CheckedSettings {
 }
 
 const storeSchema = configSchema.shape.credentials.unwrap().shape.store;
+const forwardAuthSchema = configSchema.shape.forwardAuth.unwrap();
 const pathSchema = routeSchema.shape.paths.unwrap().element;
 const prefixSchema = routeSchema.shape.prefixes.unwrap().element;
 
@@ -202,7 +207,12 @@ function readCheckedSettings(raw: unknown): CheckedSettings {
   const redis = mappingAt(credentials, 'redis');
   const server = mappingAt(root, 'server');
   const admin = mappingAt(root, 'admin');
+  const forwardAuth = mappingAt(root, 'forwardAuth');
   return {
+    forwardAuth: {
+      enabled: field(forwardAuth, 'enabled', forwardAuthSchema.shape.enabled),
+      path: field(forwardAuth, 'path', forwardAuthSchema.shape.path),
+    },
     routes,
     upstreamNames,
     issuerNames,
@@ -291,6 +301,7 @@ function crossCheck(
     if (route.targetless)
       problems.push(`routes[${i}].paths: a route needs paths, prefixes or both`);
   });
+  problems.push(...forwardAuthProblems(settings));
   const issuerNames = new Set<string>();
   settings.issuerNames.forEach((name, i) => {
     if (name === undefined) return;
@@ -363,6 +374,31 @@ const RESERVED_PREFIXES: readonly string[] = ['/keys/'];
 function shadowsGateway(prefix: string): boolean {
   for (const path of RESERVED_PATHS) if (path.startsWith(prefix)) return true;
   return RESERVED_PREFIXES.some((own) => own.startsWith(prefix) || prefix.startsWith(own));
+}
+
+/**
+ * The check's path, and every path under it (Envoy's shape), belong to the check: a route
+ * there would never be reached, and a route prefix over it would take it.
+ */
+function forwardAuthProblems({ forwardAuth, routes }: CheckedSettings): string[] {
+  const { enabled, path } = forwardAuth;
+  if (enabled !== true || path === undefined) return [];
+  const under = `${path}/`;
+  const taken = (other: string) => other === path || other.startsWith(under);
+  const owners = routes.flatMap((route, i) => {
+    const name = route.name ?? `routes[${i}]`;
+    const paths = route.paths.filter((p) => p !== undefined && taken(p));
+    const prefixes = route.prefixes.filter(
+      (prefix) => prefix !== undefined && (taken(prefix) || under.startsWith(prefix)),
+    );
+    return paths.length + prefixes.length > 0 ? [name] : [];
+  });
+  const problems = owners.map(
+    (name) => `forwardAuth.path: ${path} (or a path under it) is also taken by route ${name}`,
+  );
+  if (RESERVED_PATHS.has(path) || shadowsGateway(under))
+    problems.push(`forwardAuth.path: ${path} covers paths the gateway serves itself`);
+  return problems;
 }
 
 function deepFreeze<T>(value: T): T {

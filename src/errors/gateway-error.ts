@@ -26,6 +26,18 @@ export interface GatewayErrorOptions {
  */
 export const KEY_NOT_FOUND_MESSAGE = 'No key pair with this id belongs to the caller.';
 
+/**
+ * The forward-auth check (`forwardAuth.path`): 403 forbidden to a peer that is not one of
+ * `server.trustedProxies`; 400 bad_request when the check names no original request, or
+ * names it more than one way.
+ */
+export const FORWARD_AUTH_MESSAGES = {
+  untrusted:
+    'Forward-auth checks are answered only to the trusted proxies (server.trustedProxies).',
+  unnamed:
+    'A forward-auth check names the original request one way: X-Forwarded-Method with X-Forwarded-Uri, X-Original-Method with X-Original-URI, or the path after the check path.',
+} as const;
+
 /** `POST /keys` 403 forbidden: the body asked for a scope the caller does not hold. */
 export const SCOPE_ESCALATION_MESSAGE = 'A new key pair can only carry scopes the caller holds.';
 

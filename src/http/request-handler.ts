@@ -7,7 +7,7 @@ import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { writeError } from '../errors/error-envelope.js';
 import { describeFailure } from '../errors/describe-failure.js';
-import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import { FORWARD_AUTH_MESSAGES, GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import {
   createAccessLog,
   toLogFields,
@@ -23,7 +23,11 @@ import { checkFraming } from './check-framing.js';
 import type { ClientAddress } from '../protection/lockout.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
 import { pickRequestId } from './request-id.js';
-import type { EndpointRoute, ProxyRoute, RouteEntry } from './routes.js';
+import { readOriginalRequest, writeAllowed } from './forward-auth.js';
+import type { EndpointRoute, ForwardAuthRoute, ProxyRoute, RouteEntry } from './routes.js';
+
+/** A route that decides a request: everything but the forward-auth check, which names one. */
+type DecidingRoute = ProxyRoute | EndpointRoute;
 
 export interface RequestHandlerOptions {
   routes: RouteTable<RouteEntry>;
@@ -58,8 +62,11 @@ type CarryingResponse = ServerResponse & { [CONTEXT]?: RequestContext };
 class RequestContext implements Exchange {
   readonly requestId: string;
   readonly startedAt = performance.now();
-  readonly method: string;
+  /** The method the route's rules see: a forward-auth check's is the request it names. */
+  method: string;
   route = 'none';
+  /** Set while the request is a forward-auth check: answered, never forwarded. */
+  private checking: ForwardAuthRoute | undefined = undefined;
   identity: Identity | undefined = undefined;
   error: GatewayError | undefined = undefined;
   // The Exchange, once the request is accepted for forwarding.
@@ -84,14 +91,55 @@ class RequestContext implements Exchange {
     // Absolute-form is routed by its path and query; `*` matches nothing (see route-table).
     const match = options.routes.match(req.url ?? '');
     if (match.kind !== 'match') return this.onError(new GatewayError(match.kind));
-    const route = match.entry;
+    if (match.entry.kind === 'forward-auth') this.check(match.entry, match.param, match.query);
+    else this.decide(match.entry, match.param, match.query);
+  }
+
+  /**
+   * A forward-auth check: the request it names goes through the same route table and the
+   * same rules (method, credentials, scopes, rate limits, lockout) as if it had come itself,
+   * and is answered instead of forwarded.
+   */
+  private check(route: ForwardAuthRoute, rest: string | undefined, query: string): void {
+    const { req } = this;
+    const { options } = this.shared;
     this.route = route.name;
+    const original = readOriginalRequest({
+      peerTrusted: options.addressing.trusted.has(normalizeAddress(req.socket.remoteAddress ?? '')),
+      method: this.method,
+      rest,
+      query,
+      headers: req.headersDistinct,
+    });
+    if (original.kind === 'untrusted')
+      return this.onError(
+        new GatewayError('forbidden', { message: FORWARD_AUTH_MESSAGES.untrusted }),
+      );
+    if (original.kind === 'unnamed')
+      return this.onError(
+        new GatewayError('bad_request', { message: FORWARD_AUTH_MESSAGES.unnamed }),
+      );
+    const match = options.routes.match(original.target);
+    if (match.kind !== 'match') return this.onError(new GatewayError(match.kind));
+    // Only configured routes are decided for another proxy: the gateway's own endpoints (and
+    // the check itself) are reached through the gateway, not behind another proxy.
+    if (match.entry.kind !== 'proxy') return this.onError(new GatewayError('not_found'));
+    this.method = original.method;
+    this.checking = route;
+    this.decide(match.entry, match.param, match.query);
+  }
+
+  /** The route's rules, in order: method, then credentials (or, without, the address limit). */
+  private decide(route: DecidingRoute, param: string | undefined, query: string): void {
+    const { req } = this;
+    const { options } = this.shared;
+    this.route = this.checking === undefined ? route.name : `${this.checking.name}:${route.name}`;
     if (!route.methods.has(this.method)) {
       return this.onError(new GatewayError('method_not_allowed', { allow: route.allow }));
     }
     if (route.schemes === null) {
-      if (this.limit(route, match.param, match.query)) return;
-      if (route.kind === 'endpoint') this.serve(route, match.param, match.query);
+      if (this.limit(route, param, query)) return;
+      if (route.kind === 'endpoint') this.serve(route, param, query);
       return;
     }
     const outcome = options.authenticator.authenticate(
@@ -101,10 +149,10 @@ class RequestContext implements Exchange {
     );
     if (outcome instanceof Promise) {
       outcome.then(
-        (settled) => this.proceed(route, settled, match.param, match.query),
+        (settled) => this.proceed(route, settled, param, query),
         (error: unknown) => this.onError(error),
       );
-    } else this.proceed(route, outcome, match.param, match.query);
+    } else this.proceed(route, outcome, param, query);
   }
 
   /**
@@ -123,7 +171,7 @@ class RequestContext implements Exchange {
   }
 
   private proceed(
-    route: RouteEntry,
+    route: DecidingRoute,
     outcome: AuthOutcome,
     param: string | undefined,
     query: string,
@@ -141,11 +189,15 @@ class RequestContext implements Exchange {
   }
 
   /** The request is accepted: to the upstream, or to the gateway's own endpoint. */
-  private dispatch(route: RouteEntry, param: string | undefined, query: string): void {
+  private dispatch(route: DecidingRoute, param: string | undefined, query: string): void {
     // Answered meanwhile: its body broke or came too late (see create-server's clientError).
     if (this.res.headersSent) return;
+    const { identity, checking } = this;
     if (route.kind === 'endpoint') this.serve(route, param, query);
-    else if (this.identity !== undefined) this.forward(route, this.identity, param, query);
+    else if (identity === undefined) return;
+    else if (checking !== undefined)
+      writeAllowed(this.res, identity, this.requestId, checking.cacheMaxAgeSec);
+    else this.forward(route, identity, param, query);
   }
 
   /**
@@ -153,7 +205,7 @@ class RequestContext implements Exchange {
    * routes that take no credentials. False when the request may go on now; true when it was
    * refused, or goes on (dispatch) once the store has answered.
    */
-  private limit(route: RouteEntry, param: string | undefined, query: string): boolean {
+  private limit(route: DecidingRoute, param: string | undefined, query: string): boolean {
     const limiter = this.shared.options.rateLimiter;
     if (limiter === undefined) return false;
     const { identity } = this;

@@ -49,4 +49,16 @@ export interface EndpointRoute extends RouteBase {
   handle(context: EndpointContext): Promise<void>;
 }
 
-export type RouteEntry = ProxyRoute | EndpointRoute;
+/**
+ * The forward-auth check (`forwardAuth.path`, and under it for Envoy): it names another
+ * request, which the route table then decides as if it had come itself (see forward-auth);
+ * it takes any method (Envoy calls it with the original request's).
+ */
+export interface ForwardAuthRoute {
+  readonly kind: 'forward-auth';
+  readonly name: string;
+  /** `forwardAuth.cacheMaxAgeSec`: how long a proxy may keep an allow answer. */
+  readonly cacheMaxAgeSec: number;
+}
+
+export type RouteEntry = ProxyRoute | EndpointRoute | ForwardAuthRoute;

@@ -1,0 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './redis-server.js';
+
+// A real nginx or Caddy in front of the gateway, from the config files the README shows
+// (config/forward-auth/): their example addresses are replaced by the test's own.
+
+export const NGINX = '/usr/sbin/nginx';
+export const CADDY = '/usr/bin/caddy';
+
+/**
+ * Whether the forward-auth proxy tests run: where the binary is installed, and always in CI
+ * (.ci/run installs both, so a missing one there fails the tests instead of hiding them).
+ */
+export function proxyTestsRun(binary: string): boolean {
+  const present = existsSync(binary);
+  if (!present && process.env.CI === undefined)
+    console.warn(`${binary} is not installed: its forward-auth tests are skipped (CI runs them)`);
+  return present || process.env.CI !== undefined;
+}
+
+export interface ExampleAddresses {
+  /** host:port of the gateway, for the example's 127.0.0.1:8080. */
+  readonly gateway: string;
+  /** host:port of the protected service, for the example's 127.0.0.1:3000. */
+  readonly service: string;
+}
+
+/** A file of config/forward-auth/ with the test's addresses for the example's. */
+export function exampleConfig(
+  name: string,
+  addresses: ExampleAddresses,
+  listen: { from: string; to: string },
+): string {
+  const file = fileURLToPath(new URL(`../../config/forward-auth/${name}`, import.meta.url));
+  const text = readFileSync(file, 'utf8');
+  for (const example of ['127.0.0.1:8080', '127.0.0.1:3000', listen.from])
+    if (!text.includes(example)) throw new Error(`${name} no longer holds ${example}`);
+  return text
+    .replaceAll('127.0.0.1:8080', addresses.gateway)
+    .replaceAll('127.0.0.1:3000', addresses.service)
+    .replaceAll(listen.from, listen.to);
+}
+
+export interface ProxyProcess {
+  readonly url: string;
+  /** What the process wrote to its error log, stdout and stderr so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** nginx in the foreground, one process, its site config inside a minimal `http { }`. */
+export async function startNginx(addresses: ExampleAddresses): Promise<ProxyProcess> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'forward-auth-nginx-'));
+  writeFileSync(
+    join(dir, 'site.conf'),
+    exampleConfig('nginx.conf', addresses, { from: '127.0.0.1:8081', to: `127.0.0.1:${port}` }),
+  );
+  const errorLog = join(dir, 'error.log');
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    [
+      `pid ${join(dir, 'nginx.pid')};`,
+      `error_log ${errorLog} info;`,
+      'events { worker_connections 64; }',
+      'http {',
+      '  access_log off;',
+      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+        (kind) => `  ${kind}_temp_path ${join(dir, kind)};`,
+      ),
+      `  include ${join(dir, 'site.conf')};`,
+      '}',
+    ].join('\n'),
+  );
+  // One process (no workers switching to another user), in the foreground: stopped by PID.
+  const child = spawn(
+    NGINX,
+    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off; master_process off;'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  return started(child, port, () => (existsSync(errorLog) ? readFileSync(errorLog, 'utf8') : ''));
+}
+
+/** Caddy with its admin endpoint off, from the example Caddyfile. */
+export async function startCaddy(addresses: ExampleAddresses): Promise<ProxyProcess> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'forward-auth-caddy-'));
+  const file = join(dir, 'Caddyfile');
+  writeFileSync(
+    file,
+    exampleConfig('Caddyfile', addresses, {
+      from: 'http://127.0.0.1:8082',
+      to: `http://127.0.0.1:${port}`,
+    }),
+  );
+  const child = spawn(CADDY, ['run', '--config', file, '--adapter', 'caddyfile'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Caddy keeps its state under HOME/XDG dirs: the test's own.
+    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+  });
+  return started(child, port, () => '');
+}
+
+/** Resolves once the port accepts a connection; rejects if the process exits first. */
+async function started(
+  child: ChildProcess,
+  port: number,
+  logFile: () => string,
+): Promise<ProxyProcess> {
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<never>((_resolve, reject) =>
+    child.once('exit', (code) =>
+      reject(new Error(`exited (${String(code)}) before listening:\n${output}${logFile()}`)),
+    ),
+  );
+  exited.catch(() => undefined);
+  await Promise.race([untilAccepting(port), exited]);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    output: () => output + logFile(),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Tries to connect until the port accepts (the process is still starting meanwhile). */
+async function untilAccepting(port: number): Promise<void> {
+  for (;;) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (accepted) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

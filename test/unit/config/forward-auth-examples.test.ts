@@ -1,0 +1,76 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseConfig } from '../../../src/config/load-config.js';
+
+// The README's forward-auth configs are the files in config/forward-auth/ (nginx's and
+// Caddy's run in the e2e tests; Traefik and Envoy are not run there): the README shows each
+// file without its comments, and both name the check path and identity headers the gateway
+// uses.
+
+const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
+
+const README = read('README.md');
+const SECTION = README.slice(README.indexOf('## Forward auth: nginx, Caddy, Traefik, Envoy'));
+
+/** The first fenced block of the README's forward-auth section whose body matches `start`. */
+function readmeBlock(lang: string, start = ''): string {
+  const match = new RegExp('```' + lang + '\\n(' + start + '[\\s\\S]*?)\\n```').exec(SECTION);
+  if (match?.[1] === undefined) throw new Error(`no ${lang} block in the README section`);
+  return match[1];
+}
+
+/** Lines that are neither empty nor comments, trimmed. */
+function meaningful(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+const IDENTITY_HEADERS = ['x-auth-subject', 'x-auth-method', 'x-auth-key', 'x-auth-scopes'];
+const DEFAULT_PATH = parseConfig('', 'test.yaml').forwardAuth.path;
+
+describe('the README forward-auth configs', () => {
+  it('shows a gateway config that loads, with the check on', () => {
+    expect(parseConfig(readmeBlock('yaml', 'server:'), 'README.md').forwardAuth.enabled).toBe(true);
+  });
+
+  it.each([
+    ['nginx', 'nginx.conf'],
+    ['caddyfile', 'Caddyfile'],
+  ])('shows only lines of config/forward-auth (%s)', (lang, file) => {
+    const lines = new Set(meaningful(read(`config/forward-auth/${file}`)));
+    expect(meaningful(readmeBlock(lang)).filter((line) => !lines.has(line))).toEqual([]);
+  });
+
+  it('shows the Traefik file, which asks the check path and copies every identity header', () => {
+    const file = parse(read('config/forward-auth/traefik.yml')) as {
+      http: { middlewares: Record<string, { forwardAuth: Record<string, unknown> }> };
+    };
+    const shown = parse(readmeBlock('yaml', 'http:')) as unknown;
+    expect(shown).toEqual(file);
+    const forwardAuth = file.http.middlewares['accounts-gateway']?.forwardAuth;
+    expect(new URL(String(forwardAuth?.address)).pathname).toBe(DEFAULT_PATH);
+    expect((forwardAuth?.authResponseHeaders as string[]).map((h) => h.toLowerCase())).toEqual(
+      IDENTITY_HEADERS,
+    );
+  });
+
+  it('shows the ext_authz filter of the Envoy file, which asks under the check path', () => {
+    const file = read('config/forward-auth/envoy.yaml');
+    const filters = (
+      parse(file) as {
+        static_resources: {
+          listeners: {
+            filter_chains: { filters: { typed_config: { http_filters: unknown[] } }[] }[];
+          }[];
+        };
+      }
+    ).static_resources.listeners[0]?.filter_chains[0]?.filters[0]?.typed_config.http_filters;
+    const extAuthz = filters?.[0] as { typed_config: { http_service: { path_prefix: string } } };
+    const shown = parse(readmeBlock('yaml', '- name: envoy')) as unknown;
+    expect(shown).toEqual([extAuthz]);
+    expect(extAuthz.typed_config.http_service.path_prefix).toBe(DEFAULT_PATH);
+  });
+});
