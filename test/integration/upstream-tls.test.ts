@@ -19,7 +19,10 @@ afterAll(() => {
 });
 const trusted = ca.issue('upstream', { commonName: 'localhost', ...LOOPBACK });
 const untrusted = otherCa.issue('upstream', { commonName: 'localhost', ...LOOPBACK });
-const internal = ca.issue('internal', { commonName: 'accounts.internal', dnsNames: ['accounts.internal'] });
+const internal = ca.issue('internal', {
+  commonName: 'accounts.internal',
+  dnsNames: ['accounts.internal'],
+});
 const client = ca.issue('gateway-client', { commonName: 'gateway', client: true });
 const LISTING = { result: 'success', status: 200, meta: { count: 0 }, data: [] };
 
@@ -31,7 +34,10 @@ interface TlsUpstream {
 }
 
 /** An https upstream serving `served`; with `requireClient`, only to clients of `ca`. */
-async function startTlsUpstream(served: IssuedCertificate, requireClient = false): Promise<TlsUpstream> {
+async function startTlsUpstream(
+  served: IssuedCertificate,
+  requireClient = false,
+): Promise<TlsUpstream> {
   const clients: string[] = [];
   const server: Server = createServer(
     {
