@@ -13,8 +13,7 @@ export interface CapturedLogger {
 
 export function capturedLogger(level = 'info'): CapturedLogger {
   const lines: LogEntry[] = [];
-  const waiters: { matches: (line: LogEntry) => boolean; resolve: (line: LogEntry) => void }[] =
-    [];
+  const waiters: { matches: (line: LogEntry) => boolean; resolve: (line: LogEntry) => void }[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const text of chunk.toString().split('\n')) {

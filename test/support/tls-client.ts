@@ -9,7 +9,11 @@ export type Handshake =
  * One handshake with 127.0.0.1:`port` (certificate checked against `ca` for the name
  * `localhost` unless `options` say otherwise), then the connection is closed.
  */
-export function handshake(port: number, ca: string, options: ConnectionOptions = {}): Promise<Handshake> {
+export function handshake(
+  port: number,
+  ca: string,
+  options: ConnectionOptions = {},
+): Promise<Handshake> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost', ...options });
     socket.once('secureConnect', () => {
