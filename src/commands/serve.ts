@@ -90,7 +90,7 @@ export async function serve(
       output.write(
         `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
           `  key:    ${key}\n  secret: ${secret}\n` +
-          `  try:    curl -u '${key}:${secret}' http://${host}:${port}/accounts\n\n`,
+          `  try:    curl -u '${key}:${secret}' ${config.server.tls === undefined ? 'http' : 'https'}://${host}:${port}/accounts\n\n`,
       );
     },
     (error: unknown) => {
