@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
-import { checkKeyPair } from './check-key-pair.js';
+import { checkKeyPair, type ServablePair } from './check-key-pair.js';
 
 /** RFC 8996 deprecates TLS 1.0 and 1.1; RFC 9325 §3.1.1 asks for 1.2 at least. */
 export const MIN_TLS_VERSION = 'TLSv1.2';
@@ -85,62 +85,55 @@ export async function loadListenerTls(
   }
   const first = checkKeyPair(served.cert, served.key, now());
   if (!first.ok) throw new ListenerTlsError(files, first.reason);
-  options.onServed(first.notAfterSec);
-  log.info(
-    { serial: first.serial, not_after: new Date(first.notAfterSec * 1000).toISOString() },
-    'TLS certificate loaded',
-  );
+  const announce = (pair: ServablePair, trigger?: string): void => {
+    options.onServed(pair.notAfterSec);
+    log.info(
+      {
+        ...(trigger === undefined ? {} : { trigger }),
+        serial: pair.serial,
+        not_after: new Date(pair.notAfterSec * 1000).toISOString(),
+      },
+      'TLS certificate loaded',
+    );
+  };
+  announce(first);
 
   let server: TlsServer | undefined;
   let watchers: FSWatcher[] = [];
   let timer: NodeJS.Timeout | undefined;
   let queue = Promise.resolve();
 
-  const apply = async (trigger: string): Promise<void> => {
-    const where = { trigger, cert_file: files.certFile, key_file: files.keyFile };
+  /** Serves the files if they changed and pass; else says why not. */
+  const swap = async (trigger: string): Promise<{ refused: string } | undefined> => {
     let next: Pair;
     try {
       next = await readPair(files);
     } catch (error) {
-      options.onReload('refused');
-      log.error(
-        { ...where, reason: `cannot read the files (${codeOf(error)})` },
-        'TLS certificate not reloaded; the served one stays',
-      );
-      return;
+      return { refused: `cannot read the files (${codeOf(error)})` };
     }
     // A watch event with nothing new (an editor's touch, the other file of a pair already read).
-    if (next.cert.equals(served.cert) && next.key.equals(served.key)) return;
+    if (next.cert.equals(served.cert) && next.key.equals(served.key)) return undefined;
     const checked = checkKeyPair(next.cert, next.key, now());
-    if (!checked.ok) {
-      options.onReload('refused');
-      log.error(
-        { ...where, reason: checked.reason },
-        'TLS certificate not reloaded; the served one stays',
-      );
-      return;
-    }
+    if (!checked.ok) return { refused: checked.reason };
     try {
       server?.setSecureContext({ cert: next.cert, key: next.key, minVersion: MIN_TLS_VERSION });
     } catch {
       // What checkKeyPair cannot see (a key type OpenSSL refuses for TLS).
-      options.onReload('refused');
-      log.error(
-        { ...where, reason: 'OpenSSL refused the pair for TLS' },
-        'TLS certificate not reloaded; the served one stays',
-      );
-      return;
+      return { refused: 'OpenSSL refused the pair for TLS' };
     }
     served = next;
-    options.onServed(checked.notAfterSec);
     options.onReload('loaded');
-    log.info(
-      {
-        trigger,
-        serial: checked.serial,
-        not_after: new Date(checked.notAfterSec * 1000).toISOString(),
-      },
-      'TLS certificate loaded',
+    announce(checked, trigger);
+    return undefined;
+  };
+
+  const apply = async (trigger: string): Promise<void> => {
+    const outcome = await swap(trigger);
+    if (outcome === undefined) return;
+    options.onReload('refused');
+    log.error(
+      { trigger, cert_file: files.certFile, key_file: files.keyFile, reason: outcome.refused },
+      'TLS certificate not reloaded; the served one stays',
     );
   };
 
