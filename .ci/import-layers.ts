@@ -52,6 +52,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'http',
     'identity',
     'observability',
+    'tls',
     'tokens',
   ],
   // serve --workers: the primary (forks, replaces, signals, the admin port of the set) and

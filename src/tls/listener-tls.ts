@@ -60,9 +60,20 @@ interface Pair {
   readonly key: Buffer;
 }
 
-async function readPair(files: ListenerTlsFiles): Promise<Pair> {
-  const [cert, key] = await Promise.all([readFile(files.certFile), readFile(files.keyFile)]);
-  return { cert, key };
+/** Reads both files and checks them (see checkKeyPair); a refusal says why, in a fixed sentence. */
+async function readListenerPair(
+  files: ListenerTlsFiles,
+  nowMs: number,
+): Promise<{ pair: Pair; checked: ServablePair } | { refused: string }> {
+  let pair: Pair;
+  try {
+    const [cert, key] = await Promise.all([readFile(files.certFile), readFile(files.keyFile)]);
+    pair = { cert, key };
+  } catch (error) {
+    return { refused: `cannot read the files (${codeOf(error)})` };
+  }
+  const checked = checkKeyPair(pair.cert, pair.key, nowMs);
+  return checked.ok ? { pair, checked } : { refused: checked.reason };
 }
 
 /**
@@ -77,14 +88,9 @@ export async function loadListenerTls(
 ): Promise<ListenerTls> {
   const { log, now } = options;
   let files = initial;
-  let served: Pair;
-  try {
-    served = await readPair(files);
-  } catch (error) {
-    throw new ListenerTlsError(files, `cannot read the files (${codeOf(error)})`);
-  }
-  const first = checkKeyPair(served.cert, served.key, now());
-  if (!first.ok) throw new ListenerTlsError(files, first.reason);
+  const first = await readListenerPair(files, now());
+  if ('refused' in first) throw new ListenerTlsError(files, first.refused);
+  let served = first.pair;
   const announce = (pair: ServablePair, trigger?: string): void => {
     options.onServed(pair.notAfterSec);
     log.info(
@@ -96,7 +102,7 @@ export async function loadListenerTls(
       'TLS certificate loaded',
     );
   };
-  announce(first);
+  announce(first.checked);
 
   let server: TlsServer | undefined;
   let watchers: FSWatcher[] = [];
@@ -105,23 +111,18 @@ export async function loadListenerTls(
 
   /** Serves the files if they changed and pass; else says why not. */
   const swap = async (trigger: string): Promise<{ refused: string } | undefined> => {
-    let next: Pair;
-    try {
-      next = await readPair(files);
-    } catch (error) {
-      return { refused: `cannot read the files (${codeOf(error)})` };
-    }
+    const read = await readListenerPair(files, now());
+    if ('refused' in read) return read;
+    const { pair, checked } = read;
     // A watch event with nothing new (an editor's touch, the other file of a pair already read).
-    if (next.cert.equals(served.cert) && next.key.equals(served.key)) return undefined;
-    const checked = checkKeyPair(next.cert, next.key, now());
-    if (!checked.ok) return { refused: checked.reason };
+    if (pair.cert.equals(served.cert) && pair.key.equals(served.key)) return undefined;
     try {
-      server?.setSecureContext({ cert: next.cert, key: next.key, minVersion: MIN_TLS_VERSION });
+      server?.setSecureContext({ ...pair, minVersion: MIN_TLS_VERSION });
     } catch {
       // What checkKeyPair cannot see (a key type OpenSSL refuses for TLS).
       return { refused: 'OpenSSL refused the pair for TLS' };
     }
-    served = next;
+    served = pair;
     options.onReload('loaded');
     announce(checked, trigger);
     return undefined;
