@@ -95,24 +95,25 @@ const upstreamTlsSchema = z
     message: 'certFile and keyFile go together',
   });
 
-export const upstreamSchema = z
-  .strictObject({
-    /** `builtin` runs the reference accounts service in process, on loopback. */
-    url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
-    timeoutMs: durationMs.default(10_000),
-    connectTimeoutMs: durationMs.default(2_000),
-    maxSockets: int(z.number().int().positive()).default(256),
-    /**
-     * The forwarding engine: http-proxy-3 (the product's named engine) or undici (about half
-     * the CPU per request). Both keep the same forwarding contract.
-     */
-    engine: z.enum(['http-proxy-3', 'undici']).default('http-proxy-3'),
-    tls: upstreamTlsSchema.optional(),
-  })
-  .refine((upstream) => upstream.tls === undefined || upstream.url.startsWith('https:'), {
-    path: ['tls'],
-    message: 'only applies to an https:// url',
-  });
+export const upstreamSchema = z.strictObject({
+  /** `builtin` runs the reference accounts service in process, on loopback. */
+  url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
+  timeoutMs: durationMs.default(10_000),
+  connectTimeoutMs: durationMs.default(2_000),
+  maxSockets: int(z.number().int().positive()).default(256),
+  /**
+   * The forwarding engine: http-proxy-3 (the product's named engine) or undici (about half
+   * the CPU per request). Both keep the same forwarding contract.
+   */
+  engine: z.enum(['http-proxy-3', 'undici']).default('http-proxy-3'),
+  tls: upstreamTlsSchema.optional(),
+});
+
+/** An upstream's TLS settings apply to an https:// url only. */
+const upstreamEntrySchema = upstreamSchema.refine(
+  (upstream) => upstream.tls === undefined || upstream.url.startsWith('https:'),
+  { path: ['tls'], message: 'only applies to an https:// url' },
+);
 
 /**
  * A rate-limit policy: `requests` per `periodSec` on average, up to `burst` at once (by
@@ -244,64 +245,62 @@ function isRedisUrl(value: string): boolean {
 /** The characters a key prefix may hold. */
 const KEY_PREFIX = /^[A-Za-z0-9:{}_-]*$/;
 
-export const redisSchema = z
-  .strictObject({
-    url: z
-      .string()
-      .refine(isRedisUrl, 'must be a redis:// or rediss:// URL')
-      .default('redis://127.0.0.1:6379'),
-    mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
-    /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
-    sentinelName: z.string().optional(),
-    nodes: z.array(z.string().regex(/^[^:]+:\d+$/, 'must be host:port')).default([]),
-    /**
-     * What every key name starts with. No brace: the layout gives each key the hash tag of what
-     * it belongs to (a subject, a username, a network), so that a Cluster spreads them; a brace
-     * here would make one tag of the prefix and put every key in one slot again.
-     */
-    keyPrefix: z
-      .string()
-      .regex(KEY_PREFIX)
-      .refine(
-        (prefix) => !/[{}]/.test(prefix),
-        'must hold no brace: each key carries its own hash tag; a prefix such as {ag}: of the single-slot layout goes in singleSlotPrefix',
-      )
-      .default('ag:'),
-    /**
-     * The prefix of the single-slot layout of earlier versions (`{ag}:` was the default
-     * keyPrefix): pairs and users not found under keyPrefix are read there, and moved when
-     * touched (`migrate` moves them all). `false` once nothing is left there.
-     */
-    singleSlotPrefix: z.union([z.literal(false), z.string().regex(KEY_PREFIX)]).default('{ag}:'),
-    commandTimeoutMs: durationMs.default(300),
-    /**
-     * Once Redis has failed this many calls in a row, calls are answered at once by each path's
-     * policy (no command sent) while one call at a time probes it: after openMs, then after
-     * twice as long after each failed probe, up to maxOpenMs. On a Cluster, one per master.
-     */
-    breaker: z
-      .strictObject({
-        enabled: bool().default(true),
-        failureThreshold: int(z.number().int().min(1).max(1000)).default(3),
-        openMs: int(z.number().int().min(10).max(60_000)).default(200),
-        maxOpenMs: int(z.number().int().min(10).max(600_000)).default(1000),
-      })
-      .refine((b) => b.maxOpenMs >= b.openMs, {
-        path: ['maxOpenMs'],
-        message: 'must be at least openMs',
-      })
-      .prefault({}),
-    /** A CA to trust for rediss:// (or Sentinel and Cluster nodes over TLS) instead of Node's bundled ones. */
-    tls: z.strictObject({ caFile: filePath }).optional(),
-  })
-  .refine(
-    (redis) =>
-      redis.tls === undefined || redis.mode !== 'standalone' || redis.url.startsWith('rediss:'),
-    {
-      path: ['tls'],
-      message: 'needs a rediss:// url',
-    },
-  );
+export const redisSchema = z.strictObject({
+  url: z
+    .string()
+    .refine(isRedisUrl, 'must be a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
+  mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
+  /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
+  sentinelName: z.string().optional(),
+  nodes: z.array(z.string().regex(/^[^:]+:\d+$/, 'must be host:port')).default([]),
+  /**
+   * What every key name starts with. No brace: the layout gives each key the hash tag of what
+   * it belongs to (a subject, a username, a network), so that a Cluster spreads them; a brace
+   * here would make one tag of the prefix and put every key in one slot again.
+   */
+  keyPrefix: z
+    .string()
+    .regex(KEY_PREFIX)
+    .refine(
+      (prefix) => !/[{}]/.test(prefix),
+      'must hold no brace: each key carries its own hash tag; a prefix such as {ag}: of the single-slot layout goes in singleSlotPrefix',
+    )
+    .default('ag:'),
+  /**
+   * The prefix of the single-slot layout of earlier versions (`{ag}:` was the default
+   * keyPrefix): pairs and users not found under keyPrefix are read there, and moved when
+   * touched (`migrate` moves them all). `false` once nothing is left there.
+   */
+  singleSlotPrefix: z.union([z.literal(false), z.string().regex(KEY_PREFIX)]).default('{ag}:'),
+  commandTimeoutMs: durationMs.default(300),
+  /**
+   * Once Redis has failed this many calls in a row, calls are answered at once by each path's
+   * policy (no command sent) while one call at a time probes it: after openMs, then after
+   * twice as long after each failed probe, up to maxOpenMs. On a Cluster, one per master.
+   */
+  breaker: z
+    .strictObject({
+      enabled: bool().default(true),
+      failureThreshold: int(z.number().int().min(1).max(1000)).default(3),
+      openMs: int(z.number().int().min(10).max(60_000)).default(200),
+      maxOpenMs: int(z.number().int().min(10).max(600_000)).default(1000),
+    })
+    .refine((b) => b.maxOpenMs >= b.openMs, {
+      path: ['maxOpenMs'],
+      message: 'must be at least openMs',
+    })
+    .prefault({}),
+  /** A CA to trust for rediss:// (and Sentinel or Cluster nodes, then over TLS) instead of Node's. */
+  tls: z.strictObject({ caFile: filePath }).optional(),
+});
+
+/** The TLS settings apply to TLS connections only: a standalone URL must then say rediss://. */
+export const redisConnectionSchema = redisSchema.refine(
+  (redis) =>
+    redis.tls === undefined || redis.mode !== 'standalone' || redis.url.startsWith('rediss:'),
+  { path: ['tls'], message: 'needs a rediss:// url' },
+);
 
 const seedKeySchema = z.strictObject({
   key: keyId,
@@ -429,7 +428,7 @@ export const configSchema = z.strictObject({
   server: serverSchema.prefault({}),
   admin: adminSchema.prefault({}),
   upstreams: z
-    .record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamSchema)
+    .record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamEntrySchema)
     .prefault({ accounts: { url: 'builtin' } }),
   routes: z
     .array(routeSchema)
@@ -482,7 +481,7 @@ export const configSchema = z.strictObject({
   credentials: z
     .strictObject({
       store: z.enum(['memory', 'redis']).default('memory'),
-      redis: redisSchema.prefault({}),
+      redis: redisConnectionSchema.prefault({}),
       bcryptCost: int(z.number().int().min(4).max(15)).default(10),
       /** Memory store only: the pairs and users it starts with. */
       seed: z

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyRedisError, createRedisClient } from '../../src/backends/redis/client.js';
-import { redisSchema } from '../../src/config/config-schema.js';
+import { redisConnectionSchema } from '../../src/config/config-schema.js';
 import { createTestCa, LOOPBACK } from '../support/certificates.js';
 import { freePort, spawnRedisServer } from '../support/redis-server.js';
 
@@ -11,7 +11,7 @@ const server = ca.issue('redis', { commonName: 'localhost', ...LOOPBACK });
 
 /** The standalone client config of a rediss:// URL, as the YAML gives it. */
 const clientConfig = (url: string, caFile: string) =>
-  redisSchema.parse({ url, tls: { caFile }, commandTimeoutMs: 1_000 });
+  redisConnectionSchema.parse({ url, tls: { caFile }, commandTimeoutMs: 1_000 });
 
 describe('rediss:// with a CA file', () => {
   let redis: ChildProcess | undefined;
@@ -70,7 +70,7 @@ describe('rediss:// with a CA file', () => {
   });
 
   it('is refused for a redis:// URL, where it would not apply', () => {
-    const parsed = redisSchema.safeParse({
+    const parsed = redisConnectionSchema.safeParse({
       url: 'redis://localhost:6379',
       tls: { caFile: ca.certFile },
     });
