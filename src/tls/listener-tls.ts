@@ -65,13 +65,15 @@ async function readListenerPair(
   files: ListenerTlsFiles,
   nowMs: number,
 ): Promise<{ pair: Pair; checked: ServablePair } | { refused: string }> {
-  let pair: Pair;
-  try {
-    const [cert, key] = await Promise.all([readFile(files.certFile), readFile(files.keyFile)]);
-    pair = { cert, key };
-  } catch (error) {
-    return { refused: `cannot read the files (${codeOf(error)})` };
-  }
+  const read = (file: string, which: string): Promise<Buffer | string> =>
+    readFile(file).catch((error: unknown) => `cannot read the ${which} file (${codeOf(error)})`);
+  const [cert, key] = await Promise.all([
+    read(files.certFile, 'certificate'),
+    read(files.keyFile, 'key'),
+  ]);
+  if (typeof cert === 'string') return { refused: cert };
+  if (typeof key === 'string') return { refused: key };
+  const pair = { cert, key };
   const checked = checkKeyPair(pair.cert, pair.key, nowMs);
   return checked.ok ? { pair, checked } : { refused: checked.reason };
 }
@@ -158,17 +160,23 @@ export async function loadListenerTls(
   const watchFiles = (): void => {
     for (const watcher of watchers) watcher.close();
     const folders = new Set([dirname(files.certFile), dirname(files.keyFile)]);
-    watchers = [...folders].map((folder) => {
-      const watcher = watch(folder, { persistent: false }, () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => void reload('file change'), WATCH_DEBOUNCE_MS);
-        timer.unref();
-      });
-      watcher.on('error', (error) =>
-        log.error({ folder, reason: codeOf(error) }, 'TLS certificate folder no longer watched'),
-      );
-      return watcher;
-    });
+    watchers = [];
+    for (const folder of folders) {
+      const unwatched = (error: unknown): void =>
+        log.error({ folder, reason: codeOf(error) }, 'TLS certificate folder not watched');
+      try {
+        const watcher = watch(folder, { persistent: false }, () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => void reload('file change'), WATCH_DEBOUNCE_MS);
+          timer.unref();
+        });
+        watcher.on('error', unwatched);
+        watchers.push(watcher);
+      } catch (error) {
+        // A folder that does not exist (yet): SIGHUP still reloads.
+        unwatched(error);
+      }
+    }
   };
 
   return {

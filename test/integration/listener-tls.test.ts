@@ -126,6 +126,25 @@ describe('the API port over TLS', () => {
     expect(await servedSerial(port, ca.cert)).toBe(first.serial);
   });
 
+  it('keeps serving through a reload that names files in a folder that does not exist, and takes the next good one', async () => {
+    await start();
+    const missing = join(dir, 'missing');
+    await gateway.reload(
+      config({ certFile: join(missing, 'cert.pem'), keyFile: join(missing, 'key.pem') }),
+    );
+    expect(await log.until('TLS certificate not reloaded; the served one stays')).toMatchObject({
+      reason: 'cannot read the certificate file (ENOENT)',
+    });
+    expect(await log.until('TLS certificate folder not watched')).toMatchObject({
+      folder: missing,
+      reason: 'ENOENT',
+    });
+    expect(await servedSerial(port, ca.cert)).toBe(first.serial);
+    await gateway.reload(config({ certFile: second.certFile, keyFile: second.keyFile }));
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'reload' });
+    expect(await servedSerial(port, ca.cert)).toBe(second.serial);
+  });
+
   it('reads the files named by a reloaded configuration', async () => {
     await start();
     await gateway.reload(config({ certFile: second.certFile, keyFile: second.keyFile }));
