@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { parseConfig } from '../../../src/config/load-config.js';
+import { configProblems } from '../../support/config-problems.js';
 
 // TLS settings: off unless given, each file named, and refused where it cannot apply.
 
-function problemsOf(yaml: string): string[] {
-  try {
-    parseConfig(yaml, 'test.yaml');
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return [...(error as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
-}
+const problemsOf = configProblems;
 
 describe('TLS settings', () => {
   it('are off by default', () => {
