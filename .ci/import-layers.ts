@@ -12,6 +12,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   identity: [],
   routing: [],
   concurrency: [],
+  // TLS material from files: checked, then swapped in (the listener) or handed on (upstreams).
+  tls: [],
   // Configuration and what every layer above may use.
   config: ['identity', 'routing'],
   observability: ['errors', 'identity'],
@@ -53,6 +55,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'http',
     'identity',
     'observability',
+    'tls',
     'tokens',
   ],
   // serve --workers: the primary (forks, replaces, the admin port of the set) and its

@@ -14,6 +14,7 @@ import type { Logger } from './observability/create-logger.js';
 import { buildPipeline } from './pipeline.js';
 import { createSigningKeys } from './tokens/signing-key.js';
 import { createTokenSigner } from './tokens/token-signer.js';
+import { loadListenerTls } from './tls/listener-tls.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -125,8 +126,22 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     },
   );
 
-  const api = createGatewayServer((req, res) => pipeline.handler(req, res), config.server);
+  const listenerTls =
+    config.server.tls === undefined
+      ? undefined
+      : await loadListenerTls(config.server.tls, {
+          log: logger,
+          now,
+          onServed: (notAfterSec) => metrics.setTlsCertificateNotAfter(notAfterSec),
+          onReload: (outcome) => metrics.countTlsReload(outcome),
+        });
+  const api = createGatewayServer(
+    (req, res) => pipeline.handler(req, res),
+    config.server,
+    listenerTls?.serverOptions,
+  );
   const { server } = api;
+  if (api.secure !== undefined) listenerTls?.attach(api.secure);
   let opening: Promise<void> = Promise.resolve();
   const admin =
     config.admin.enabled && deps.worker !== true
@@ -145,6 +160,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   let released: Promise<void> | undefined;
   const release = (): Promise<void> =>
     (released ??= (async () => {
+      listenerTls?.close();
       server.closeAllConnections();
       await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
       await pipeline.close();
@@ -190,14 +206,20 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       return { port, adminPort };
     },
     async reload(next) {
-      const kept = RESTART_ONLY.filter(
+      const kept: string[] = RESTART_ONLY.filter(
         (path) => JSON.stringify(pick(config, path)) !== JSON.stringify(pick(next, path)),
       );
+      // HTTPS turned on or off needs a new server; new files for it are read below.
+      const tls =
+        next.server.tls !== undefined && listenerTls !== undefined
+          ? next.server.tls
+          : config.server.tls;
+      if (tls !== next.server.tls) kept.push('server.tls');
       if (kept.length > 0)
         logger.warn({ settings: kept }, 'these settings need a restart; the running values stay');
       const effective: GatewayConfig = {
         ...next,
-        server: { ...next.server, host: config.server.host, port: config.server.port },
+        server: { ...next.server, host: config.server.host, port: config.server.port, tls },
         admin: config.admin,
         credentials: config.credentials,
       };
@@ -224,6 +246,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       server.maxHeadersCount = config.server.maxHeaderCount + 1;
       // Requests already forwarded keep the old upstream connections until they finish.
       setTimeout(() => void previous.close(), config.server.drainTimeoutMs).unref();
+      // A certificate that does not pass is logged and the served one stays: not a failed reload.
+      if (tls !== undefined) await listenerTls?.reload('reload', tls);
       logger.info('configuration reloaded');
     },
     async close() {

@@ -27,6 +27,7 @@ import type { Logger } from './observability/create-logger.js';
 import { createUpstreamTarget, type Forwarder } from './proxy/forwarder.js';
 import { createHttpProxyForwarder } from './proxy/http-proxy-forwarder.js';
 import { createUndiciForwarder } from './proxy/undici-forwarder.js';
+import { readUpstreamTls } from './tls/upstream-tls.js';
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
@@ -125,7 +126,8 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     } else {
       url = new URL(upstream.url);
     }
-    const target = createUpstreamTarget(name, url, upstream);
+    const tls = upstream.tls === undefined ? {} : await readUpstreamTls(upstream.tls);
+    const target = createUpstreamTarget(name, url, upstream, tls);
     const engine = upstream.engine === 'undici' ? createUndiciForwarder : createHttpProxyForwarder;
     upstreams.set(name, engine(target));
   }

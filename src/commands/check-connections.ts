@@ -3,6 +3,11 @@ import { request as httpsRequest } from 'node:https';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { redisAddress, RedisUnavailableError } from '../backends/redis/client.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import {
+  readUpstreamTls,
+  type UpstreamTlsFiles,
+  type UpstreamTlsOptions,
+} from '../tls/upstream-tls.js';
 import { openStore } from './admin-commands.js';
 
 /** What one dependency said: a line for the operator, and whether it answered. */
@@ -22,7 +27,7 @@ export async function checkConnections(config: GatewayConfig): Promise<Connectio
     ...Object.entries(config.upstreams).map(([name, upstream]) =>
       upstream.url === 'builtin'
         ? Promise.resolve(answered(`upstream ${name}: builtin, runs inside the gateway`))
-        : tryUpstream(name, new URL(upstream.url), upstream),
+        : tryUpstream(name, new URL(upstream.url), upstream, upstream.tls),
     ),
   ]);
 }
@@ -48,17 +53,26 @@ async function tryStore(config: GatewayConfig): Promise<ConnectionCheck> {
   }
 }
 
-function tryUpstream(
+async function tryUpstream(
   name: string,
   url: URL,
   limits: { connectTimeoutMs: number; timeoutMs: number },
+  tlsFiles: UpstreamTlsFiles | undefined,
 ): Promise<ConnectionCheck> {
   // The origin only: a URL's user and password are not for a terminal.
   const origin = url.origin;
+  // The same CA, name and client certificate as the gateway's own connections.
+  let tls: UpstreamTlsOptions = {};
+  try {
+    if (tlsFiles !== undefined) tls = await readUpstreamTls(tlsFiles);
+  } catch (error) {
+    return silent(`upstream ${name} ${origin}: ${String(error)}`);
+  }
   const started = performance.now();
   return new Promise((resolve) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const req: ClientRequest = send(`${origin}/`, {
+      ...tls,
       method: 'GET',
       agent: false,
       headers: { 'user-agent': 'accounts-gateway check --connect' },

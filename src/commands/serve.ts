@@ -23,7 +23,7 @@ export function oneGateway(
       if (draining) return;
       const { port } = await gateway.listen();
       if (gateway.bootstrap !== undefined && !draining)
-        output.write(bootstrapNotice(gateway.bootstrap, config.server.host, port));
+        output.write(bootstrapNotice(gateway.bootstrap, config.server, port));
     },
     async drain(): Promise<number> {
       draining = true;
@@ -46,15 +46,16 @@ export function oneGateway(
  */
 function bootstrapNotice(
   { key, secret, subject }: NonNullable<Gateway['bootstrap']>,
-  configuredHost: string,
+  server: Pick<GatewayConfig['server'], 'host' | 'tls'>,
   port: number,
 ): string {
+  const configuredHost = server.host;
   // A wildcard address is not one a client can connect to: show loopback instead.
   const reachable = { '0.0.0.0': '127.0.0.1', '::': '::1' }[configuredHost] ?? configuredHost;
   const host = reachable.includes(':') ? `[${reachable}]` : reachable;
   return (
     `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
     `  key:    ${key}\n  secret: ${secret}\n` +
-    `  try:    curl -u '${key}:${secret}' http://${host}:${port}/accounts\n\n`
+    `  try:    curl -u '${key}:${secret}' ${server.tls === undefined ? 'http' : 'https'}://${host}:${port}/accounts\n\n`
   );
 }

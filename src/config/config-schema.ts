@@ -76,6 +76,25 @@ export const DEFAULT_ALLOW_HEADERS = [
   'user-agent',
 ] as const;
 
+const filePath = z.string().min(1);
+
+/**
+ * TLS to an https:// upstream: a CA to trust instead of Node's bundled ones, the name to
+ * check the certificate against (and send in SNI), a client certificate and key. The
+ * upstream's certificate is always verified: there is no switch to turn that off (an
+ * upstream with a self-signed certificate is trusted by naming it, or its CA, in caFile).
+ */
+const upstreamTlsSchema = z
+  .strictObject({
+    caFile: filePath.optional(),
+    servername: hostname.optional(),
+    certFile: filePath.optional(),
+    keyFile: filePath.optional(),
+  })
+  .refine((tls) => (tls.certFile === undefined) === (tls.keyFile === undefined), {
+    message: 'certFile and keyFile go together',
+  });
+
 export const upstreamSchema = z.strictObject({
   /** `builtin` runs the reference accounts service in process, on loopback. */
   url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
@@ -87,7 +106,14 @@ export const upstreamSchema = z.strictObject({
    * the CPU per request). Both keep the same forwarding contract.
    */
   engine: z.enum(['http-proxy-3', 'undici']).default('http-proxy-3'),
+  tls: upstreamTlsSchema.optional(),
 });
+
+/** An upstream's TLS settings apply to an https:// url only. */
+const upstreamEntrySchema = upstreamSchema.refine(
+  (upstream) => upstream.tls === undefined || upstream.url.startsWith('https:'),
+  { path: ['tls'], message: 'only applies to an https:// url' },
+);
 
 /**
  * A rate-limit policy: `requests` per `periodSec` on average, up to `burst` at once (by
@@ -265,7 +291,16 @@ export const redisSchema = z.strictObject({
       message: 'must be at least openMs',
     })
     .prefault({}),
+  /** A CA to trust for rediss:// (and Sentinel or Cluster nodes, then over TLS) instead of Node's. */
+  tls: z.strictObject({ caFile: filePath }).optional(),
 });
+
+/** The TLS settings apply to TLS connections only: a standalone URL must then say rediss://. */
+export const redisConnectionSchema = redisSchema.refine(
+  (redis) =>
+    redis.tls === undefined || redis.mode !== 'standalone' || redis.url.startsWith('rediss:'),
+  { path: ['tls'], message: 'needs a rediss:// url' },
+);
 
 const seedKeySchema = z.strictObject({
   key: keyId,
@@ -339,6 +374,11 @@ export const serverSchema = z.strictObject({
    * loop the CPU first when both want it. 0 leaves the pool as it is. Linux only.
    */
   threadPoolNice: int(z.number().int().min(0).max(19)).default(19),
+  /**
+   * HTTPS on the API port (TLS 1.2 at least), the certificate chain and key as PEM files.
+   * Reloaded on SIGHUP and when the files change, if they pass the checks.
+   */
+  tls: z.strictObject({ certFile: filePath, keyFile: filePath }).optional(),
 });
 
 /** One lockout counter: failures allowed, then locks from `initialLockSec` doubling to a cap. */
@@ -388,7 +428,7 @@ export const configSchema = z.strictObject({
   server: serverSchema.prefault({}),
   admin: adminSchema.prefault({}),
   upstreams: z
-    .record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamSchema)
+    .record(z.string().regex(/^[A-Za-z0-9_-]+$/), upstreamEntrySchema)
     .prefault({ accounts: { url: 'builtin' } }),
   routes: z
     .array(routeSchema)
@@ -441,7 +481,7 @@ export const configSchema = z.strictObject({
   credentials: z
     .strictObject({
       store: z.enum(['memory', 'redis']).default('memory'),
-      redis: redisSchema.prefault({}),
+      redis: redisConnectionSchema.prefault({}),
       bcryptCost: int(z.number().int().min(4).max(15)).default(10),
       /** Memory store only: the pairs and users it starts with. */
       seed: z

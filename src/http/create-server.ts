@@ -1,5 +1,7 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { writeError, writeRawError } from '../errors/error-envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -15,6 +17,8 @@ export interface ServerLimits {
 
 export interface GatewayServer {
   readonly server: Server;
+  /** The same server when it serves TLS: where a reloaded certificate is swapped in. */
+  readonly secure: TlsServer | undefined;
   /** Requests received and not yet answered (their response not closed): what an exit now cuts. */
   inFlight(): number;
   /**
@@ -29,7 +33,15 @@ export interface GatewayServer {
 const LAST_RESPONSE = Symbol('accounts-gateway.last-response');
 type TrackedSocket = Socket & { [LAST_RESPONSE]?: ServerResponse };
 
-export function createGatewayServer(handler: RequestHandler, limits: ServerLimits): GatewayServer {
+/**
+ * The API server: plain HTTP, or HTTPS with `tls` (the first certificate, the minimum
+ * version; later ones come through setSecureContext).
+ */
+export function createGatewayServer(
+  handler: RequestHandler,
+  limits: ServerLimits,
+  tls?: SecureContextOptions,
+): GatewayServer {
   // One integer and one shared listener per request, on the hot path: no closure per request.
   let inFlight = 0;
   let closing = false;
@@ -45,20 +57,23 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
     res.on('close', settled);
     handler(req, res);
   };
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // Node checks the two timeouts above only this often (30 s by default), letting slow
-      // clients linger far past them.
-      connectionsCheckingInterval: 1_000,
-      maxHeaderSize: 16 * 1024,
-      // Host is checked in checkFraming, so a missing one gets the gateway's error body.
-      requireHostHeader: false,
-    },
-    counted,
-  );
+  const options: ServerOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node checks the two timeouts above only this often (30 s by default), letting slow
+    // clients linger far past them.
+    connectionsCheckingInterval: 1_000,
+    maxHeaderSize: 16 * 1024,
+    // Host is checked in checkFraming, so a missing one gets the gateway's error body.
+    requireHostHeader: false,
+  };
+  // https.Server runs http.Server's own connection handling (Node gives it the same methods
+  // and fields: timeouts, closeAllConnections...); only the types keep the two apart.
+  const server =
+    tls === undefined
+      ? createServer(options, counted)
+      : (createHttpsServer({ ...options, ...tls }, counted) as unknown as Server);
   // One more than allowed, so the handler sees the overflow and answers 431 instead of Node
   // silently dropping the extra lines (a late Authorization among them).
   server.maxHeadersCount = limits.maxHeaderCount + 1;
@@ -68,7 +83,8 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
   server.on('clientError', answerClientError);
   // One set entry per connection, not per request: the responses a drain must still reach.
   const sockets = new Set<TrackedSocket>();
-  server.on('connection', (socket: TrackedSocket) => {
+  // Over TLS, 'connection' carries the TCP socket and the requests ride the TLS socket.
+  server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: TrackedSocket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
@@ -79,7 +95,12 @@ export function createGatewayServer(handler: RequestHandler, limits: ServerLimit
       if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
     }
   };
-  return { server, inFlight: () => inFlight, closeAfterResponses };
+  return {
+    server,
+    secure: tls === undefined ? undefined : (server as unknown as TlsServer),
+    inFlight: () => inFlight,
+    closeAfterResponses,
+  };
 }
 
 /**

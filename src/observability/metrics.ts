@@ -49,6 +49,10 @@ export interface GatewayMetrics extends MetricsSource {
   observeRevocationLag(seconds: number): void;
   /** The revocation subscription stood again after a loss, and the cache was flushed. */
   countRevocationResubscribe(): void;
+  /** The listener serves a certificate expiring at `notAfterSec` (Unix seconds). */
+  setTlsCertificateNotAfter(notAfterSec: number): void;
+  /** A reload of the listener's certificate, by outcome (loaded, refused). */
+  countTlsReload(outcome: 'loaded' | 'refused'): void;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -140,6 +144,19 @@ export function createMetrics(): GatewayMetrics {
     registers: [registry],
   });
 
+  const tlsNotAfter = new Gauge({
+    name: 'gateway_tls_certificate_not_after_seconds',
+    help: "The not-after (Unix seconds) of the API port's TLS certificate; across workers, the earliest: a worker still serving an older certificate is what an expiry alert must see.",
+    registers: [registry],
+    aggregator: 'min',
+  });
+  const tlsReloads = new Counter({
+    name: 'gateway_tls_reloads_total',
+    help: 'Certificates of the API port read again (SIGHUP or a change of the files), by outcome: loaded, or refused (the served one stays).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+
   registerScraped(
     registry,
     'gateway_requests_total',
@@ -227,6 +244,8 @@ export function createMetrics(): GatewayMetrics {
     },
     observeRevocationLag: (seconds) => revocationLag.observe(seconds),
     countRevocationResubscribe: () => revocationResubscribes.inc(),
+    setTlsCertificateNotAfter: (notAfterSec) => tlsNotAfter.set(notAfterSec),
+    countTlsReload: (outcome) => tlsReloads.inc({ outcome }),
   };
 }
 

@@ -1,5 +1,12 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ConnectionOptions } from 'node:tls';
 import type { GatewayError } from '../errors/gateway-error.js';
+
+/**
+ * An https:// upstream's TLS beside Node's defaults: a CA, the name checked and sent in SNI,
+ * a client certificate and key. Verification stays on (rejectUnauthorized is never given).
+ */
+export type UpstreamTls = Pick<ConnectionOptions, 'ca' | 'servername' | 'cert' | 'key'>;
 
 /** A configured upstream, as every forwarding engine needs it. */
 export interface UpstreamTarget {
@@ -14,12 +21,14 @@ export interface UpstreamTarget {
   readonly connectTimeoutMs: number;
   /** The bound on pooled connections to this upstream. */
   readonly maxSockets: number;
+  readonly tls: UpstreamTls;
 }
 
 export function createUpstreamTarget(
   name: string,
   url: URL,
   options: { timeoutMs: number; connectTimeoutMs: number; maxSockets: number },
+  tls: UpstreamTls = {},
 ): UpstreamTarget {
   return {
     name,
@@ -29,6 +38,7 @@ export function createUpstreamTarget(
     timeoutMs: options.timeoutMs,
     connectTimeoutMs: options.connectTimeoutMs,
     maxSockets: options.maxSockets,
+    tls,
   };
 }
 

@@ -26,8 +26,12 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
     scheduling: 'lifo' as const,
   };
   // Keep-alive: http-proxy-3's default (agent: false) sends `Connection: close` upstream.
+  // The agent's TLS options win over the request's (Node merges them in that order), and
+  // http-proxy-3 adds none unless told (its `secure: false` would turn verification off).
   const agent =
-    upstream.origin.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
+    upstream.origin.protocol === 'https:'
+      ? new HttpsAgent({ ...agentOptions, ...upstream.tls })
+      : new Agent(agentOptions);
   // Options fixed per upstream, copied by http-proxy-3 on each call. toProxy: it then takes
   // req.url as it is instead of re-parsing it with new URL(), which would re-encode the
   // query and resolve dot segments.

@@ -97,6 +97,7 @@ export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
     connections: upstream.maxSockets,
     pipelining: 1,
     connectTimeout: upstream.connectTimeoutMs,
+    connect: upstream.tls,
     headersTimeout: upstream.timeoutMs,
     bodyTimeout: upstream.timeoutMs,
   });

@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createTestCa, LOOPBACK } from '../support/certificates.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { gatewayYaml, type GatewayYamlOptions } from '../support/gateway-yaml.js';
@@ -62,6 +64,41 @@ describe('check --connect', () => {
       `ok    upstream billing ${notFoundUrl}: answered HTTP 404 in N ms`,
       'ok    upstream demo: builtin, runs inside the gateway',
     ]);
+  });
+
+  it('reaches an https upstream with its configured CA, and says so when the CA is not the right one', async () => {
+    const ca = createTestCa();
+    const other = createTestCa('Other CA');
+    const served = ca.issue('upstream', { commonName: 'localhost', ...LOOPBACK });
+    const secure = createHttpsServer({ cert: served.cert, key: served.key }, (_req, res) =>
+      res.writeHead(204).end(),
+    );
+    await new Promise<void>((resolve) => secure.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(secure.address() as AddressInfo).port}`;
+    try {
+      const trusted = await checkConnect({
+        config: { upstreams: { accounts: { url, tls: { caFile: ca.certFile } } } },
+      });
+      expect(connectionLines(trusted)).toEqual([
+        'ok    credentials: memory store, inside the gateway',
+        `ok    upstream accounts ${url}: answered HTTP 204 in N ms`,
+      ]);
+      const untrusted = await checkConnect({
+        config: { upstreams: { accounts: { url, tls: { caFile: other.certFile } } } },
+      });
+      expect(untrusted.code).toBe(1);
+      // Node's own words, which newer versions extend with a hint.
+      expect(connectionLines(untrusted)).toContainEqual(
+        expect.stringMatching(
+          `^FAIL  upstream accounts ${url}: unable to verify the first certificate`,
+        ),
+      );
+    } finally {
+      secure.closeAllConnections();
+      await new Promise<void>((resolve) => secure.close(() => resolve()));
+      ca.remove();
+      other.remove();
+    }
   });
 
   it('says what did not answer and why, one line each, and exits 1', async () => {

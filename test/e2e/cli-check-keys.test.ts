@@ -28,4 +28,14 @@ describe('check with key material', () => {
     expect(result.stderr).toMatch(/- auth\.bearer\.issuers\[0\]: .*missing\.pem/);
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
+
+  it('exits 2 naming the upstream when its TLS CA file is missing', async () => {
+    const result = await check({
+      upstreams: {
+        accounts: { url: 'https://127.0.0.1:8443', tls: { caFile: './missing-ca.pem' } },
+      },
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/- upstreams\.accounts\.tls: .*missing-ca\.pem/);
+  });
 });

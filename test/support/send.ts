@@ -1,4 +1,5 @@
 import { request as httpRequest, type Agent } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { headersFromLines, parseJson, type HttpAnswer } from './http-answer.js';
 
 export interface RequestOptions {
@@ -9,6 +10,8 @@ export interface RequestOptions {
   from?: string;
   /** A keep-alive agent whose connection the request goes on (instead of a fresh one). */
   agent?: Agent;
+  /** For an https: URL, the CA (PEM) its certificate must chain to. */
+  ca?: string;
 }
 
 export const JSON_TYPE = { 'content-type': 'application/json' };
@@ -30,8 +33,10 @@ export function send(
   if (options.body !== undefined && headers['content-length'] === undefined)
     headers['content-length'] = String(Buffer.byteLength(options.body));
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
+    const secure = url.protocol === 'https:';
+    const req = (secure ? httpsRequest : httpRequest)(
       {
+        ...(secure && options.ca !== undefined ? { ca: options.ca } : {}),
         host: url.hostname,
         port: url.port,
         path: url.pathname + url.search,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
 import type { StoreHealth } from '../../credentials/credential-store.js';
@@ -17,17 +18,27 @@ export function createRedisClient(config: RedisConfig): RedisClient {
     connectTimeout: 2_000,
     retryStrategy: (times: number) => Math.min(50 * times, 1_000),
   };
+  // A private CA for rediss://: ioredis hands `tls` to tls.connect, verification on.
+  const tls = config.tls === undefined ? undefined : { ca: readFileSync(config.tls.caFile) };
   const nodes = config.nodes.map((node) => {
     const [host = '127.0.0.1', port = '6379'] = node.split(':');
     return { host, port: Number(port) };
   });
   // The Cluster client has an offline queue of its own, with no timer: the runner never
   // hands it a command before it is ready (see run-script.ts).
-  if (config.mode === 'cluster') return new Cluster(nodes, { redisOptions: options });
+  if (config.mode === 'cluster')
+    return new Cluster(nodes, { redisOptions: tls === undefined ? options : { ...options, tls } });
   if (config.mode === 'sentinel') {
-    return new Redis({ ...options, sentinels: nodes, name: config.sentinelName ?? 'mymaster' });
+    return new Redis({
+      ...options,
+      sentinels: nodes,
+      name: config.sentinelName ?? 'mymaster',
+      // The sentinels and the master they name, both over TLS with the same CA.
+      ...(tls === undefined ? {} : { tls, sentinelTLS: tls, enableTLSForSentinelMode: true }),
+    });
   }
-  return new Redis(config.url, options);
+  // Laid over what the rediss:// URL sets (`tls: {}`).
+  return new Redis(config.url, tls === undefined ? options : { ...options, tls });
 }
 
 /** Why Redis cannot be reached, in the terms an operator acts on. */

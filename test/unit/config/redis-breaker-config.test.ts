@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { parseConfig } from '../../../src/config/load-config.js';
+import { configProblems } from '../../support/config-problems.js';
 
 // credentials.redis.breaker: on by default with the timing circuit-breaker.ts suggests,
 // every number bounded, and the cap never below the first wait.
 
-function problemsOf(yaml: string): string[] {
-  try {
-    parseConfig(yaml, 'test.yaml');
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return [...(error as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
-}
+const problemsOf = configProblems;
 
 const breakerOf = (breaker: string) =>
   parseConfig(`credentials:\n  redis:\n    breaker: ${breaker}\n`, 'test.yaml').credentials.redis

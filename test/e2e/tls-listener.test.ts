@@ -1,0 +1,78 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestCa, LOOPBACK } from '../support/certificates.js';
+import { startGateway } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { servedSerial } from '../support/tls-client.js';
+
+const run = promisify(execFile);
+
+describe('serve with server.tls', () => {
+  const ca = createTestCa();
+  const first = ca.issue('first', { commonName: 'localhost', ...LOOPBACK });
+  const second = ca.issue('second', { commonName: 'localhost', ...LOOPBACK });
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-tls-listener-'));
+  const certFile = join(dir, 'cert.pem');
+  const keyFile = join(dir, 'key.pem');
+  afterAll(() => {
+    ca.remove();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints an https curl line that works, and on SIGHUP refuses a mismatched pair and then takes a good one', async () => {
+    copyFileSync(first.certFile, certFile);
+    copyFileSync(first.keyFile, keyFile);
+    const gateway = await startGateway(
+      gatewayYaml({
+        config: {
+          server: { tls: { certFile, keyFile } },
+          credentials: { bootstrap: { enabled: true } },
+        },
+      }),
+    );
+    try {
+      const line = /try:\s+curl -u '([^']+)' (https:\/\/\S+)\n/;
+      // Written to stderr once the port is open, maybe after the log line that said so.
+      const printed = await new Promise<RegExpExecArray>((resolve) => {
+        const check = (): void => {
+          const match = line.exec(gateway.output());
+          if (match === null) return;
+          gateway.child.stderr?.off('data', check);
+          resolve(match);
+        };
+        gateway.child.stderr?.on('data', check);
+        check();
+      });
+      const { stdout } = await run('curl', [
+        '-sS',
+        '--cacert',
+        ca.certFile,
+        '-u',
+        printed[1] ?? '',
+        printed[2] ?? '',
+      ]);
+      expect(JSON.parse(stdout)).toMatchObject({ result: 'success', status: 200 });
+
+      // The watch would see these copies too: both outcomes are awaited by what they log.
+      copyFileSync(second.certFile, certFile);
+      copyFileSync(ca.strayKey('stray'), keyFile);
+      gateway.child.kill('SIGHUP');
+      await gateway.waitForLog('TLS certificate not reloaded; the served one stays', {
+        reason: 'the key does not match the certificate',
+      });
+      await gateway.waitForLog('configuration reloaded');
+      expect(await servedSerial(gateway.port, ca.cert)).toBe(first.serial);
+
+      copyFileSync(second.keyFile, keyFile);
+      gateway.child.kill('SIGHUP');
+      await gateway.waitForLog('TLS certificate loaded', { serial: second.serial });
+      expect(await servedSerial(gateway.port, ca.cert)).toBe(second.serial);
+    } finally {
+      expect(await gateway.stop()).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,175 @@
+import { X509Certificate } from 'node:crypto';
+import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createGateway, type Gateway } from '../../src/app.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { capturedLogger, type CapturedLogger } from '../support/captured-logger.js';
+import { createTestCa, LOOPBACK, type IssuedCertificate } from '../support/certificates.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { sample } from '../support/scrape-metric.js';
+import { send } from '../support/send.js';
+import { handshake, servedSerial } from '../support/tls-client.js';
+
+const ca = createTestCa();
+const first = ca.issue('first', { commonName: 'localhost', ...LOOPBACK });
+const second = ca.issue('second', { commonName: 'localhost', ...LOOPBACK });
+const expired = ca.issue('expired', {
+  commonName: 'localhost',
+  ...LOOPBACK,
+  startDate: '20200101000000Z',
+  endDate: '20200102000000Z',
+});
+afterAll(() => ca.remove());
+
+const notAfterSec = (issued: IssuedCertificate): number =>
+  Date.parse(new X509Certificate(issued.cert).validTo) / 1000;
+
+describe('the API port over TLS', () => {
+  let dir: string;
+  let files: { certFile: string; keyFile: string };
+  let log: CapturedLogger;
+  let gateway: Gateway;
+  let port: number;
+
+  /** Puts a pair in place the way a careful deploy does: each file renamed over the old one. */
+  const install = (cert: string, key: string): void => {
+    copyFileSync(cert, join(dir, 'cert.tmp'));
+    copyFileSync(key, join(dir, 'key.tmp'));
+    renameSync(join(dir, 'cert.tmp'), files.certFile);
+    renameSync(join(dir, 'key.tmp'), files.keyFile);
+  };
+  const config = (tls = files) =>
+    parseConfig(
+      gatewayYaml({
+        config: {
+          server: { host: '127.0.0.1', port: 0, tls },
+          admin: { enabled: false },
+          logging: { level: 'info' },
+        },
+      }),
+      'tls.yaml',
+    );
+
+  afterEach(async () => {
+    await gateway.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const start = async (): Promise<void> => {
+    dir = mkdtempSync(join(tmpdir(), 'gateway-live-tls-'));
+    files = { certFile: join(dir, 'cert.pem'), keyFile: join(dir, 'key.pem') };
+    install(first.certFile, first.keyFile);
+    log = capturedLogger();
+    gateway = await createGateway(config(), { logger: log.logger });
+    port = (await gateway.listen()).port;
+  };
+
+  it('answers over TLS 1.3 and 1.2, and refuses TLS 1.1 and plain HTTP', async () => {
+    await start();
+    const answer = await send(`https://127.0.0.1:${String(port)}`, '/nowhere', { ca: ca.cert });
+    expect(answer.status).toBe(404);
+    expect(await handshake(port, ca.cert)).toMatchObject({ ok: true, protocol: 'TLSv1.3' });
+    expect(await handshake(port, ca.cert, { maxVersion: 'TLSv1.2' })).toMatchObject({
+      ok: true,
+      protocol: 'TLSv1.2',
+    });
+    // The client side allows TLS 1.1 (security level 0), so only the server can refuse it.
+    const old = await handshake(port, ca.cert, {
+      minVersion: 'TLSv1.1',
+      maxVersion: 'TLSv1.1',
+      ciphers: 'DEFAULT@SECLEVEL=0',
+    });
+    // The server's protocol_version alert (RFC 8446 §6.2), not a refusal of the client's own.
+    expect(old).toMatchObject({ ok: false, code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' });
+    await expect(send(`http://127.0.0.1:${String(port)}`, '/nowhere')).rejects.toThrow();
+  });
+
+  it('serves a new pair once its files change, and logs it', async () => {
+    await start();
+    expect(await servedSerial(port, ca.cert)).toBe(first.serial);
+    install(second.certFile, second.keyFile);
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'file change' });
+    expect(await servedSerial(port, ca.cert)).toBe(second.serial);
+    const metrics = await gateway.metrics.scrape();
+    expect(sample(metrics, 'gateway_tls_certificate_not_after_seconds')).toBe(notAfterSec(second));
+    expect(sample(metrics, 'gateway_tls_reloads_total{outcome="loaded"}')).toBe(1);
+  });
+
+  it('keeps serving the old pair when a reload finds a key of another certificate, and says why', async () => {
+    await start();
+    install(second.certFile, ca.strayKey('stray'));
+    await gateway.reload(config());
+    const refused = await log.until('TLS certificate not reloaded; the served one stays');
+    expect(refused).toMatchObject({
+      level: 50,
+      reason: 'the key does not match the certificate',
+      cert_file: files.certFile,
+      key_file: files.keyFile,
+    });
+    expect(await servedSerial(port, ca.cert)).toBe(first.serial);
+    const metrics = await gateway.metrics.scrape();
+    expect(sample(metrics, 'gateway_tls_certificate_not_after_seconds')).toBe(notAfterSec(first));
+    expect(sample(metrics, 'gateway_tls_reloads_total{outcome="refused"}')).toBeGreaterThan(0);
+    // No line carries a byte of key material.
+    const key = second.key.split('\n')[1] ?? '';
+    expect(JSON.stringify(log.lines)).not.toContain(key);
+  });
+
+  it('keeps serving the old pair when the files change to an expired certificate', async () => {
+    await start();
+    install(expired.certFile, expired.keyFile);
+    await log.until('TLS certificate not reloaded; the served one stays', {
+      reason: 'the certificate has expired',
+      trigger: 'file change',
+    });
+    expect(await servedSerial(port, ca.cert)).toBe(first.serial);
+  });
+
+  it('keeps serving through a reload that names files in a folder that does not exist, and takes the next good one', async () => {
+    await start();
+    const missing = join(dir, 'missing');
+    await gateway.reload(
+      config({ certFile: join(missing, 'cert.pem'), keyFile: join(missing, 'key.pem') }),
+    );
+    expect(await log.until('TLS certificate not reloaded; the served one stays')).toMatchObject({
+      reason: 'cannot read the certificate file (ENOENT)',
+    });
+    expect(await log.until('TLS certificate folder not watched')).toMatchObject({
+      folder: missing,
+      reason: 'ENOENT',
+    });
+    expect(await servedSerial(port, ca.cert)).toBe(first.serial);
+    await gateway.reload(config({ certFile: second.certFile, keyFile: second.keyFile }));
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'reload' });
+    expect(await servedSerial(port, ca.cert)).toBe(second.serial);
+  });
+
+  it('reads the files named by a reloaded configuration', async () => {
+    await start();
+    await gateway.reload(config({ certFile: second.certFile, keyFile: second.keyFile }));
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'reload' });
+    expect(await servedSerial(port, ca.cert)).toBe(second.serial);
+  });
+});
+
+describe('the API port TLS at start', () => {
+  it('refuses to start with a key that is not the certificate’s, naming the files', async () => {
+    const config = parseConfig(
+      gatewayYaml({
+        config: {
+          server: {
+            host: '127.0.0.1',
+            port: 0,
+            tls: { certFile: first.certFile, keyFile: second.keyFile },
+          },
+          admin: { enabled: false },
+        },
+      }),
+      'tls.yaml',
+    );
+    await expect(createGateway(config, { logger: capturedLogger().logger })).rejects.toThrow(
+      `server.tls: the key does not match the certificate (certFile ${first.certFile}, keyFile ${second.keyFile})`,
+    );
+  });
+});
