@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -23,9 +24,11 @@ import {
   startCaddy,
   startNginx,
   type ExampleAddresses,
+  type NginxProcess,
   type ProxyProcess,
 } from '../support/proxy-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
 
 // A real nginx (auth_request) and a real Caddy (forward_auth), each run from the config file
@@ -193,5 +196,87 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
   it.runIf(run)('answers 404 for a path no route of the gateway covers', async () => {
     const answer = await send(proxy.url, '/admin', { headers: basic(READER) });
     expectGatewayError(answer, 'not_found');
+  });
+});
+
+describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', () => {
+  const run = proxyTestsRun(NGINX);
+  let service: EchoUpstream;
+  let gateway: GatewayProcess;
+  let nginx: NginxProcess;
+
+  beforeAll(async () => {
+    if (!run) return;
+    service = await startEchoUpstream();
+    gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
+    nginx = await startNginx(
+      { gateway: `127.0.0.1:${gateway.port}`, service: service.url.slice('http://'.length) },
+      'nginx-cache.conf',
+    );
+  });
+
+  afterAll(async () => {
+    await nginx?.stop();
+    await gateway?.stop();
+    await service?.close();
+  });
+
+  /** How many checks the gateway answered for `route` with `status` during `action`. */
+  async function checks(route: string, status: number, action: () => Promise<unknown>) {
+    const series = `gateway_requests_total{route="forward-auth:${route}",status="${status}"}`;
+    const before = await scrapeMetric(gateway, series);
+    await action();
+    return (await scrapeMetric(gateway, series)) - before;
+  }
+
+  it.runIf(run)(
+    'lets the same credentials, method and URI on again without asking the gateway, with the identity',
+    async () => {
+      const asked = await checks('accounts', 200, async () => {
+        for (let i = 0; i < 3; i++) {
+          const answer = await send(nginx.url, '/accounts?cached', { headers: basic(READER) });
+          expect(answer.status).toBe(200);
+        }
+      });
+      expect(asked).toBe(1);
+      expect(service.received.slice(-3).map((request) => request.headers['x-auth-key'])).toEqual([
+        READER.key,
+        READER.key,
+        READER.key,
+      ]);
+    },
+  );
+
+  it.runIf(run)('asks the gateway again for other credentials, method or URI', async () => {
+    await send(nginx.url, '/items/1', { headers: basic(READER) });
+    const asked = await checks('items', 200, async () => {
+      for (const [method, path, pair] of [
+        ['GET', '/items/1', NOBODY],
+        ['POST', '/items/1', READER],
+        ['GET', '/items/2', READER],
+      ] as const)
+        expect((await send(nginx.url, path, { method, headers: basic(pair) })).status).toBe(200);
+    });
+    expect(asked).toBe(3);
+  });
+
+  it.runIf(run)(
+    'never keeps a refusal: a wrong secret after a good one is asked each time',
+    async () => {
+      await send(nginx.url, '/accounts?refused', { headers: basic(READER) });
+      const wrong = basic({ ...READER, secret: `${READER.secret}-wrong` });
+      const asked = await checks('accounts', 401, async () => {
+        for (let i = 0; i < 2; i++)
+          expectGatewayError(
+            await send(nginx.url, '/accounts?refused', { headers: wrong }),
+            'invalid_credentials',
+          );
+      });
+      expect(asked).toBe(2);
+    },
+  );
+
+  it.runIf(run)('keeps its cache, which holds the Authorization, readable by its user only', () => {
+    expect(statSync(nginx.cacheDir).mode & 0o777).toBe(0o700);
   });
 });
