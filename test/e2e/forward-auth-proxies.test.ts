@@ -55,6 +55,30 @@ const basic = (pair: { key: string; secret: string }) => ({
   authorization: basicHeader(pair.key, pair.secret),
 });
 
+/** The protected service and the gateway, with `start`'s proxy in front of both. */
+async function startBehind<P extends ProxyProcess>(
+  start: (addresses: ExampleAddresses) => Promise<P>,
+): Promise<{ service: EchoUpstream; gateway: GatewayProcess; proxy: P }> {
+  const service = await startEchoUpstream();
+  const gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
+  const proxy = await start({
+    gateway: `127.0.0.1:${gateway.port}`,
+    service: service.url.slice('http://'.length),
+  });
+  return { service, gateway, proxy };
+}
+
+/** Stops what startBehind started (each part undefined when the tests did not run). */
+async function stopAll(
+  proxy: ProxyProcess | undefined,
+  gateway: GatewayProcess | undefined,
+  service: EchoUpstream | undefined,
+): Promise<void> {
+  await proxy?.stop();
+  await gateway?.stop();
+  await service?.close();
+}
+
 describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChallenge }) => {
   const run = proxyTestsRun(binary);
   const keepsEveryChallenge = run && everyChallenge();
@@ -63,21 +87,10 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
   let proxy: ProxyProcess;
 
   beforeAll(async () => {
-    if (!run) return;
-    service = await startEchoUpstream();
-    gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
-    const addresses: ExampleAddresses = {
-      gateway: `127.0.0.1:${gateway.port}`,
-      service: service.url.slice('http://'.length),
-    };
-    proxy = await start(addresses);
+    if (run) ({ service, gateway, proxy } = await startBehind(start));
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await gateway?.stop();
-    await service?.close();
-  });
+  afterAll(() => stopAll(proxy, gateway, service));
 
   /** The 401's challenges are the gateway's, in its order (only its first, see above). */
   function expectChallenges(answer: HttpAnswer, gateway: readonly string[]): void {
@@ -206,20 +219,15 @@ describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', ()
   let nginx: NginxProcess;
 
   beforeAll(async () => {
-    if (!run) return;
-    service = await startEchoUpstream();
-    gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
-    nginx = await startNginx(
-      { gateway: `127.0.0.1:${gateway.port}`, service: service.url.slice('http://'.length) },
-      'nginx-cache.conf',
-    );
+    if (run)
+      ({
+        service,
+        gateway,
+        proxy: nginx,
+      } = await startBehind((addresses) => startNginx(addresses, 'nginx-cache.conf')));
   });
 
-  afterAll(async () => {
-    await nginx?.stop();
-    await gateway?.stop();
-    await service?.close();
-  });
+  afterAll(() => stopAll(nginx, gateway, service));
 
   /** How many checks the gateway answered for `route` with `status` during `action`. */
   async function checks(route: string, status: number, action: () => Promise<unknown>) {
