@@ -93,10 +93,10 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
   afterAll(() => stopAll(proxy, gateway, service));
 
   /** The 401's challenges are the gateway's, in its order (only its first, see above). */
-  function expectChallenges(answer: HttpAnswer, gateway: readonly string[]): void {
+  function expectChallenges(answer: HttpAnswer, sent: readonly string[]): void {
     const header = answer.headers['www-authenticate'];
     const challenges = typeof header === 'string' ? [header] : (header ?? []);
-    expect(challenges).toEqual(keepsEveryChallenge ? gateway : gateway.slice(0, 1));
+    expect(challenges).toEqual(keepsEveryChallenge ? sent : sent.slice(0, 1));
   }
 
   /** The requests the service received during `action`. */

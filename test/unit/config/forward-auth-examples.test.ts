@@ -4,9 +4,9 @@ import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
 
 // The README's forward-auth configs are the files in config/forward-auth/ (nginx's, its
-// cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the README shows each
-// file without its comments, and both name the check path and identity headers the gateway
-// uses.
+// cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the
+// README shows each file without its comments, and both name the check path and identity
+// headers the gateway uses.
 
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 
