@@ -108,6 +108,10 @@ export function writeAllowed(
   // Scope tokens hold no space (RFC 6749 §3.3): the list is space-delimited like a token's.
   res.setHeader('x-auth-scopes', identity.scopes.join(' '));
   res.setHeader('x-request-id', requestId);
+  // nginx's proxy_cache keeps nothing marked private, but X-Accel-Expires, its own header,
+  // overrides Cache-Control when it comes first (nginx 1.22 reads them in order): nginx
+  // keeps the answer N seconds, and any other cache still sees a private one.
+  if (cacheMaxAgeSec > 0) res.setHeader('x-accel-expires', String(cacheMaxAgeSec));
   res.setHeader(
     'cache-control',
     cacheMaxAgeSec > 0 ? `private, max-age=${cacheMaxAgeSec}` : 'no-store',

@@ -1,7 +1,14 @@
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
-import { BASIC_CHALLENGE } from '../support/expect-gateway-error.js';
+import {
+  BASIC_CHALLENGE,
+  BEARER_CHALLENGE,
+  BEARER_REJECTED,
+  expectGatewayError,
+} from '../support/expect-gateway-error.js';
 import {
   forwardAuthGatewayYaml,
   LIMITED,
@@ -17,45 +24,80 @@ import {
   startCaddy,
   startNginx,
   type ExampleAddresses,
+  type NginxProcess,
   type ProxyProcess,
 } from '../support/proxy-process.js';
+import type { HttpAnswer } from '../support/http-answer.js';
+import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
 
 // A real nginx (auth_request) and a real Caddy (forward_auth), each run from the config file
 // the README shows (config/forward-auth/), asking the built gateway about every request to a
 // protected service (the echo upstream). What the client sees, and what the service receives.
 
+/**
+ * nginx before 1.23 (Debian 12 has 1.22) passes on only the first WWW-Authenticate of a
+ * check's 401; later ones, and Caddy, pass on each.
+ */
+function nginxKeepsEveryChallenge(): boolean {
+  const version = /nginx\/(\d+)\.(\d+)/.exec(
+    spawnSync(NGINX, ['-v'], { encoding: 'utf8' }).stderr ?? '',
+  );
+  return version !== null && Number(version[1]) * 1000 + Number(version[2]) >= 1023;
+}
+
 const PROXIES = [
-  { name: 'nginx', binary: NGINX, start: startNginx },
-  { name: 'Caddy', binary: CADDY, start: startCaddy },
+  { name: 'nginx', binary: NGINX, start: startNginx, everyChallenge: nginxKeepsEveryChallenge },
+  { name: 'Caddy', binary: CADDY, start: startCaddy, everyChallenge: () => true },
 ] as const;
 
 const basic = (pair: { key: string; secret: string }) => ({
   authorization: basicHeader(pair.key, pair.secret),
 });
 
-describe.each(PROXIES)('forward auth behind $name', ({ binary, start }) => {
+/** The protected service and the gateway, with `start`'s proxy in front of both. */
+async function startBehind<P extends ProxyProcess>(
+  start: (addresses: ExampleAddresses) => Promise<P>,
+): Promise<{ service: EchoUpstream; gateway: GatewayProcess; proxy: P }> {
+  const service = await startEchoUpstream();
+  const gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
+  const proxy = await start({
+    gateway: `127.0.0.1:${gateway.port}`,
+    service: service.url.slice('http://'.length),
+  });
+  return { service, gateway, proxy };
+}
+
+/** Stops what startBehind started (each part undefined when the tests did not run). */
+async function stopAll(
+  proxy: ProxyProcess | undefined,
+  gateway: GatewayProcess | undefined,
+  service: EchoUpstream | undefined,
+): Promise<void> {
+  await proxy?.stop();
+  await gateway?.stop();
+  await service?.close();
+}
+
+describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChallenge }) => {
   const run = proxyTestsRun(binary);
+  const keepsEveryChallenge = run && everyChallenge();
   let service: EchoUpstream;
   let gateway: GatewayProcess;
   let proxy: ProxyProcess;
 
   beforeAll(async () => {
-    if (!run) return;
-    service = await startEchoUpstream();
-    gateway = await startGateway(await forwardAuthGatewayYaml('builtin'));
-    const addresses: ExampleAddresses = {
-      gateway: `127.0.0.1:${gateway.port}`,
-      service: service.url.slice('http://'.length),
-    };
-    proxy = await start(addresses);
+    if (run) ({ service, gateway, proxy } = await startBehind(start));
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await gateway?.stop();
-    await service?.close();
-  });
+  afterAll(() => stopAll(proxy, gateway, service));
+
+  /** The 401's challenges are the gateway's, in its order (only its first, see above). */
+  function expectChallenges(answer: HttpAnswer, sent: readonly string[]): void {
+    const header = answer.headers['www-authenticate'];
+    const challenges = typeof header === 'string' ? [header] : (header ?? []);
+    expect(challenges).toEqual(keepsEveryChallenge ? sent : sent.slice(0, 1));
+  }
 
   /** The requests the service received during `action`. */
   async function reaching(action: () => Promise<unknown>) {
@@ -108,43 +150,141 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start }) => {
   );
 
   it.runIf(run)(
-    'answers 401 with the Basic challenge, for missing and unknown credentials',
+    'answers 401 in the error envelope with the challenges, for missing and unknown credentials',
     async () => {
       const received = await reaching(async () => {
-        for (const headers of [
-          {},
-          basic({ key: 'ak_fwd_unknown', secret: 'x-0123456789abcdef' }),
-        ]) {
+        for (const [headers, code] of [
+          [{}, 'missing_credentials'],
+          [basic({ key: 'ak_fwd_unknown', secret: 'x-0123456789abcdef' }), 'invalid_credentials'],
+        ] as const) {
           const answer = await send(proxy.url, '/accounts', { headers });
-          expect(answer.status).toBe(401);
-          expect(answer.headers['www-authenticate']).toContain(BASIC_CHALLENGE);
+          expectGatewayError(answer, code);
+          expectChallenges(answer, [BASIC_CHALLENGE, BEARER_CHALLENGE]);
         }
       });
       expect(received).toEqual([]);
     },
   );
 
-  it.runIf(run)('answers 403 when the credential lacks the route scope', async () => {
-    const received = await reaching(async () => {
-      expect((await send(proxy.url, '/accounts', { headers: basic(NOBODY) })).status).toBe(403);
-    });
-    expect(received).toEqual([]);
+  it.runIf(run)(
+    'answers 401 invalid_token with the rejected-token challenge for a bad bearer token',
+    async () => {
+      const answer = await send(proxy.url, '/tokens-only', {
+        headers: { authorization: 'Bearer not.a.token' },
+      });
+      expectGatewayError(answer, 'invalid_token');
+      expectChallenges(answer, [BEARER_REJECTED]);
+    },
+  );
+
+  it.runIf(run)(
+    'answers 403 in the error envelope when the credential lacks the route scope',
+    async () => {
+      const received = await reaching(async () => {
+        expectGatewayError(
+          await send(proxy.url, '/accounts', { headers: basic(NOBODY) }),
+          'forbidden',
+        );
+      });
+      expect(received).toEqual([]);
+    },
+  );
+
+  it.runIf(run)('answers 405 with the Allow header of the route', async () => {
+    const answer = await send(proxy.url, '/items/7', { method: 'DELETE', headers: basic(NOBODY) });
+    expectGatewayError(answer, 'method_not_allowed');
+    expect(answer.headers.allow).toBe('GET, POST');
   });
 
   it.runIf(run)('answers 429 with Retry-After once the route rate limit is spent', async () => {
     expect((await send(proxy.url, '/limited', { headers: basic(LIMITED) })).status).toBe(200);
     const received = await reaching(async () => {
       const refused = await send(proxy.url, '/limited', { headers: basic(LIMITED) });
-      expect(refused.status).toBe(429);
+      expectGatewayError(refused, 'rate_limited');
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-      expect(refused.json).toMatchObject({ status: 429, error: { code: 'rate_limited' } });
     });
     expect(received).toEqual([]);
   });
 
   it.runIf(run)('answers 404 for a path no route of the gateway covers', async () => {
     const answer = await send(proxy.url, '/admin', { headers: basic(READER) });
-    expect(answer.status).toBe(404);
-    expect(answer.json).toMatchObject({ status: 404, error: { code: 'not_found' } });
+    expectGatewayError(answer, 'not_found');
+  });
+});
+
+describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', () => {
+  const run = proxyTestsRun(NGINX);
+  let service: EchoUpstream;
+  let gateway: GatewayProcess;
+  let nginx: NginxProcess;
+
+  beforeAll(async () => {
+    if (run)
+      ({
+        service,
+        gateway,
+        proxy: nginx,
+      } = await startBehind((addresses) => startNginx(addresses, 'nginx-cache.conf')));
+  });
+
+  afterAll(() => stopAll(nginx, gateway, service));
+
+  /** How many checks the gateway answered for `route` with `status` during `action`. */
+  async function checks(route: string, status: number, action: () => Promise<unknown>) {
+    const series = `gateway_requests_total{route="forward-auth:${route}",status="${status}"}`;
+    const before = await scrapeMetric(gateway, series);
+    await action();
+    return (await scrapeMetric(gateway, series)) - before;
+  }
+
+  it.runIf(run)(
+    'lets the same credentials, method and URI on again without asking the gateway, with the identity',
+    async () => {
+      const asked = await checks('accounts', 200, async () => {
+        for (let i = 0; i < 3; i++) {
+          const answer = await send(nginx.url, '/accounts?cached', { headers: basic(READER) });
+          expect(answer.status).toBe(200);
+        }
+      });
+      expect(asked).toBe(1);
+      expect(service.received.slice(-3).map((request) => request.headers['x-auth-key'])).toEqual([
+        READER.key,
+        READER.key,
+        READER.key,
+      ]);
+    },
+  );
+
+  it.runIf(run)('asks the gateway again for other credentials, method or URI', async () => {
+    await send(nginx.url, '/items/1', { headers: basic(READER) });
+    const asked = await checks('items', 200, async () => {
+      for (const [method, path, pair] of [
+        ['GET', '/items/1', NOBODY],
+        ['POST', '/items/1', READER],
+        ['GET', '/items/2', READER],
+      ] as const)
+        expect((await send(nginx.url, path, { method, headers: basic(pair) })).status).toBe(200);
+    });
+    expect(asked).toBe(3);
+  });
+
+  it.runIf(run)(
+    'never keeps a refusal: a wrong secret after a good one is asked each time',
+    async () => {
+      await send(nginx.url, '/accounts?refused', { headers: basic(READER) });
+      const wrong = basic({ ...READER, secret: `${READER.secret}-wrong` });
+      const asked = await checks('accounts', 401, async () => {
+        for (let i = 0; i < 2; i++)
+          expectGatewayError(
+            await send(nginx.url, '/accounts?refused', { headers: wrong }),
+            'invalid_credentials',
+          );
+      });
+      expect(asked).toBe(2);
+    },
+  );
+
+  it.runIf(run)('keeps its cache, which holds the Authorization, readable by its user only', () => {
+    expect(statSync(nginx.cacheDir).mode & 0o777).toBe(0o700);
   });
 });

@@ -72,6 +72,7 @@ function expectAllowed(answer: HttpAnswer, key: string, scopes?: string): void {
     'x-auth-subject': SUBJECT,
     'x-auth-method': 'basic',
     'x-auth-key': key,
+    'x-accel-expires': String(CACHE_MAX_AGE_SEC),
     'cache-control': `private, max-age=${CACHE_MAX_AGE_SEC}`,
     'content-length': '0',
   });

@@ -21,8 +21,8 @@ export const CACHE_MAX_AGE_SEC = 30;
 
 /**
  * The routes the checks are decided by: the listing (scoped), a prefix route taking writes,
- * and a route limited to one request an hour per credential. `upstreamUrl` is the gateway's
- * own upstream, which a check must never reach.
+ * a route taking bearer tokens only, and a route limited to one request an hour per
+ * credential. `upstreamUrl` is the gateway's own upstream, which a check must never reach.
  */
 export async function forwardAuthGatewayYaml(upstreamUrl: string): Promise<string> {
   const hash = (secret: string) => bcrypt.hash(secret, TEST_BCRYPT_COST);
@@ -42,6 +42,7 @@ export async function forwardAuthGatewayYaml(upstreamUrl: string): Promise<strin
           scopes: ['accounts:read'],
         },
         { ...route, name: 'items', prefixes: ['/items/'], methods: ['GET', 'POST'] },
+        { ...route, name: 'tokens', paths: ['/tokens-only'], auth: ['bearer'] },
         {
           ...route,
           name: 'limited',

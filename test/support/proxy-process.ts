@@ -30,21 +30,27 @@ export interface ExampleAddresses {
   readonly service: string;
 }
 
-/** A file of config/forward-auth/ with the test's addresses for the example's. */
+/** A file of config/forward-auth/ with the test's addresses (and paths) for the example's. */
 export function exampleConfig(
   name: string,
   addresses: ExampleAddresses,
-  listen: { from: string; to: string },
+  ...own: readonly { from: string; to: string }[]
 ): string {
   const file = fileURLToPath(new URL(`../../config/forward-auth/${name}`, import.meta.url));
-  const text = readFileSync(file, 'utf8');
-  for (const example of ['127.0.0.1:8080', '127.0.0.1:3000', listen.from])
-    if (!text.includes(example)) throw new Error(`${name} no longer holds ${example}`);
-  return text
-    .replaceAll('127.0.0.1:8080', addresses.gateway)
-    .replaceAll('127.0.0.1:3000', addresses.service)
-    .replaceAll(listen.from, listen.to);
+  let text = readFileSync(file, 'utf8');
+  for (const { from, to } of [
+    { from: '127.0.0.1:8080', to: addresses.gateway },
+    { from: '127.0.0.1:3000', to: addresses.service },
+    ...own,
+  ]) {
+    if (!text.includes(from)) throw new Error(`${name} no longer holds ${from}`);
+    text = text.replaceAll(from, to);
+  }
+  return text;
 }
+
+/** Where config/forward-auth/nginx-cache.conf keeps its cache. */
+const NGINX_CACHE_PATH = '/run/nginx-accounts-gateway';
 
 export interface ProxyProcess {
   readonly url: string;
@@ -53,14 +59,27 @@ export interface ProxyProcess {
   stop(): Promise<void>;
 }
 
-/** nginx in the foreground, one process, its site config inside a minimal `http { }`. */
-export async function startNginx(addresses: ExampleAddresses): Promise<ProxyProcess> {
+export interface NginxProcess extends ProxyProcess {
+  /** The cache directory of nginx-cache.conf (under the test's own directory). */
+  readonly cacheDir: string;
+}
+
+/**
+ * nginx in the foreground, one process, a site config of config/forward-auth/ (nginx.conf,
+ * or nginx-cache.conf) inside a minimal `http { }`.
+ */
+export async function startNginx(
+  addresses: ExampleAddresses,
+  file = 'nginx.conf',
+): Promise<NginxProcess> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'forward-auth-nginx-'));
-  writeFileSync(
-    join(dir, 'site.conf'),
-    exampleConfig('nginx.conf', addresses, { from: '127.0.0.1:8081', to: `127.0.0.1:${port}` }),
-  );
+  const cacheDir = join(dir, 'accounts-gateway-cache');
+  const own = [
+    { from: '127.0.0.1:8081', to: `127.0.0.1:${port}` },
+    ...(file === 'nginx-cache.conf' ? [{ from: NGINX_CACHE_PATH, to: cacheDir }] : []),
+  ];
+  writeFileSync(join(dir, 'site.conf'), exampleConfig(file, addresses, ...own));
   const errorLog = join(dir, 'error.log');
   writeFileSync(
     join(dir, 'nginx.conf'),
@@ -83,7 +102,10 @@ export async function startNginx(addresses: ExampleAddresses): Promise<ProxyProc
     ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off; master_process off;'],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  return started(child, port, () => (existsSync(errorLog) ? readFileSync(errorLog, 'utf8') : ''));
+  const proxy = await started(child, port, () =>
+    existsSync(errorLog) ? readFileSync(errorLog, 'utf8') : '',
+  );
+  return { ...proxy, cacheDir };
 }
 
 /** Caddy with its admin endpoint off, from the example Caddyfile. */

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
 
-// The README's forward-auth configs are the files in config/forward-auth/ (nginx's and
-// Caddy's run in the e2e tests; Traefik and Envoy are not run there): the README shows each
-// file without its comments, and both name the check path and identity headers the gateway
-// uses.
+// The README's forward-auth configs are the files in config/forward-auth/ (nginx's, its
+// cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the
+// README shows each file without its comments, and both name the check path and identity
+// headers the gateway uses.
 
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 
@@ -37,11 +37,25 @@ describe('the README forward-auth configs', () => {
   });
 
   it.each([
-    ['nginx', 'nginx.conf'],
-    ['caddyfile', 'Caddyfile'],
-  ])('shows only lines of config/forward-auth (%s)', (lang, file) => {
+    ['nginx', 'nginx.conf', 'map '],
+    ['nginx', 'nginx-cache.conf', 'proxy_cache_path '],
+    ['caddyfile', 'Caddyfile', ''],
+  ])('shows only lines of config/forward-auth (%s, %s)', (lang, file, start) => {
     const lines = new Set(meaningful(read(`config/forward-auth/${file}`)));
-    expect(meaningful(readmeBlock(lang)).filter((line) => !lines.has(line))).toEqual([]);
+    expect(meaningful(readmeBlock(lang, start)).filter((line) => !lines.has(line))).toEqual([]);
+  });
+
+  it('has an nginx cache config that is nginx.conf with the cache lines added', () => {
+    const cached = meaningful(read('config/forward-auth/nginx-cache.conf'));
+    const isCache = (line: string) => line.startsWith('proxy_cache');
+    expect(cached.filter((line) => !isCache(line))).toEqual(
+      meaningful(read('config/forward-auth/nginx.conf')),
+    );
+    expect(cached.filter(isCache).map((line) => line.split(' ')[0])).toEqual([
+      'proxy_cache_path',
+      'proxy_cache',
+      'proxy_cache_key',
+    ]);
   });
 
   it('shows the Traefik file, which asks the check path and copies every identity header', () => {
