@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { RedisConfig } from '../../src/config/config-schema.js';
+import type { Backend } from '../../src/backends/backend.js';
+import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
+import type { Revocation } from '../../src/credentials/credential-store.js';
+import type { TestCa } from './certificates.js';
+import { keyRecord } from './credential-store-contract.js';
+import { deferred } from './deferred.js';
+import { recordingLog } from './recording-log.js';
+import { uniquePrefix } from './seed-redis.js';
+
+export interface TlsTopology {
+  /** What the topology's certificates chain to. */
+  readonly ca: () => TestCa;
+  /** A CA that signed none of them. */
+  readonly otherCa: () => TestCa;
+  /** `credentials.redis` for the topology under `keyPrefix`, trusting `caFile` (tls.caFile). */
+  readonly config: (keyPrefix: string, caFile: string) => RedisConfig;
+}
+
+/**
+ * The Redis backend on a topology whose every process speaks TLS only (Cluster or Sentinel),
+ * with `credentials.redis.tls.caFile`: what a gateway needs of it works (a pair written,
+ * read back by another gateway's store, revoked and the revocation heard), and a CA that does
+ * not match is named as a TLS failure.
+ */
+export function describeRedisOverTls(label: string, topology: TlsTopology): void {
+  describe(`${label} on TLS only, with tls.caFile`, () => {
+    const open = (config: RedisConfig, log = recordingLog()): Backend =>
+      createRedisBackend(config, { log });
+
+    it("stores a pair that another gateway's store reads, and revokes it there through the announcement", async () => {
+      const config = topology.config(uniquePrefix('tls'), topology.ca().certFile);
+      const [writer, reader] = [open(config), open(config)];
+      try {
+        const pair = keyRecord('ak_tls1', 'tess');
+        await expect(writer.credentials.createKey(pair, 10)).resolves.toBe(true);
+        await expect(reader.credentials.getKey(pair.key)).resolves.toEqual(pair);
+
+        const subscribed = deferred<void>();
+        const heard = deferred<Revocation>();
+        reader.credentials.subscribe(heard.resolve, () => subscribed.resolve());
+        await subscribed.promise;
+        const at = new Date().toISOString();
+        await expect(writer.credentials.revokeKey(pair.key, at)).resolves.toMatchObject({
+          status: 'revoked',
+        });
+        await expect(heard.promise).resolves.toEqual({ kind: 'key', key: pair.key });
+        await expect(reader.credentials.getKey(pair.key)).resolves.toMatchObject({
+          status: 'revoked',
+          revokedAt: at,
+        });
+      } finally {
+        await Promise.all([writer.credentials.close(), reader.credentials.close()]);
+      }
+    });
+
+    it('reports servers whose certificates chain to another CA as a TLS failure, and answers nothing', async () => {
+      const log = recordingLog();
+      const backend = open(topology.config(uniquePrefix('tlsca'), topology.otherCa().certFile), log);
+      try {
+        expect(await log.until('redis unreachable')).toMatchObject({ reason: 'tls' });
+        await expect(backend.credentials.getKey('ak_tls1')).rejects.toThrow();
+        expect(backend.credentials.health.ready()).toBe(false);
+      } finally {
+        await backend.credentials.close();
+      }
+    });
+  });
+}
