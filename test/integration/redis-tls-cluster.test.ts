@@ -25,8 +25,8 @@ afterAll(async () => {
 });
 
 describeRedisOverTls('a Redis Cluster', {
-  ca: () => ca,
-  otherCa: () => otherCa,
+  caFile: ca.certFile,
+  otherCaFile: otherCa.certFile,
   config: (keyPrefix, caFile) => ({
     ...redisClusterConfig(cluster.seeds, keyPrefix),
     tls: { caFile },

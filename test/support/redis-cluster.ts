@@ -68,9 +68,7 @@ export interface RedisClusterOptions {
   readonly tls?: RedisTlsFiles;
 }
 
-export async function startRedisCluster(
-  options: RedisClusterOptions = {},
-): Promise<RedisCluster> {
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   const { parentDir = tmpdir(), tls } = options;
   const root = mkdtempSync(join(parentDir, 'gw-redis-cluster-'));
   let nodes: RedisProcess[] = [];

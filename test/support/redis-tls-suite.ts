@@ -3,17 +3,16 @@ import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { Backend } from '../../src/backends/backend.js';
 import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import type { Revocation } from '../../src/credentials/credential-store.js';
-import type { TestCa } from './certificates.js';
 import { keyRecord } from './credential-store-contract.js';
 import { deferred } from './deferred.js';
 import { recordingLog } from './recording-log.js';
 import { uniquePrefix } from './seed-redis.js';
 
 export interface TlsTopology {
-  /** What the topology's certificates chain to. */
-  readonly ca: () => TestCa;
+  /** The CA the topology's certificates chain to (its file). */
+  readonly caFile: string;
   /** A CA that signed none of them. */
-  readonly otherCa: () => TestCa;
+  readonly otherCaFile: string;
   /** `credentials.redis` for the topology under `keyPrefix`, trusting `caFile` (tls.caFile). */
   readonly config: (keyPrefix: string, caFile: string) => RedisConfig;
 }
@@ -30,7 +29,7 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
       createRedisBackend(config, { log });
 
     it("stores a pair that another gateway's store reads, and revokes it there through the announcement", async () => {
-      const config = topology.config(uniquePrefix('tls'), topology.ca().certFile);
+      const config = topology.config(uniquePrefix('tls'), topology.caFile);
       const [writer, reader] = [open(config), open(config)];
       try {
         const pair = keyRecord('ak_tls1', 'tess');
@@ -55,13 +54,21 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
       }
     });
 
-    it('reports servers whose certificates chain to another CA as a TLS failure, and answers nothing', async () => {
+    it('names servers whose certificates chain to another CA as a TLS failure, in its log line and in the cause of every refused operation', async () => {
       const log = recordingLog();
-      const backend = open(topology.config(uniquePrefix('tlsca'), topology.otherCa().certFile), log);
+      const config = topology.config(uniquePrefix('tlsca'), topology.otherCaFile);
+      const backend = open({ ...config, commandTimeoutMs: 300 }, log);
       try {
-        expect(await log.until('redis unreachable')).toMatchObject({ reason: 'tls' });
-        await expect(backend.credentials.getKey('ak_tls1')).rejects.toThrow();
+        expect(await log.until('redis unreachable')).toMatchObject({
+          reason: 'tls',
+          cause: expect.stringMatching(/certificate/) as unknown,
+        });
         expect(backend.credentials.health.ready()).toBe(false);
+        // What the 503's warning and `check --connect` name.
+        await expect(backend.credentials.getKey('ak_tls1')).rejects.toMatchObject({
+          code: 'credential_store_unavailable',
+          cause: { why: expect.stringMatching(/^unreachable, TLS failed \(/) as unknown },
+        });
       } finally {
         await backend.credentials.close();
       }
