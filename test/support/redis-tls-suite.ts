@@ -1,12 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { Backend } from '../../src/backends/backend.js';
 import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import type { Revocation } from '../../src/credentials/credential-store.js';
 import { keyRecord } from './credential-store-contract.js';
 import { deferred } from './deferred.js';
+import { writeConfig } from './gateway-process.js';
 import { recordingLog } from './recording-log.js';
+import { runCli } from './run-cli.js';
 import { uniquePrefix } from './seed-redis.js';
+import {
+  startTopologyGateways,
+  type TopologyGateways,
+  type TopologyRedis,
+} from './topology-gateways.js';
 
 export interface TlsTopology {
   /** The CA the topology's certificates chain to (its file). */
@@ -15,13 +23,17 @@ export interface TlsTopology {
   readonly otherCaFile: string;
   /** `credentials.redis` for the topology under `keyPrefix`, trusting `caFile` (tls.caFile). */
   readonly config: (keyPrefix: string, caFile: string) => RedisConfig;
+  /** The same for the gateways' YAML, trusting `caFile`. */
+  readonly gatewayRedis: () => TopologyRedis;
+  /** The data servers' addresses, where the revocation channel's subscribers are counted. */
+  readonly servers: () => readonly string[];
 }
 
 /**
- * The Redis backend on a topology whose every process speaks TLS only (Cluster or Sentinel),
- * with `credentials.redis.tls.caFile`: what a gateway needs of it works (a pair written,
- * read back by another gateway's store, revoked and the revocation heard), and a CA that does
- * not match is named as a TLS failure.
+ * The gateway and its Redis backend on a topology whose every process speaks TLS only
+ * (Cluster or Sentinel), with `credentials.redis.tls.caFile`: a pair written, read back by
+ * another gateway, revoked and the revocation heard; and a CA that does not match is named as
+ * a TLS failure. Call in a file that starts the topology in its own beforeAll.
  */
 export function describeRedisOverTls(label: string, topology: TlsTopology): void {
   describe(`${label} on TLS only, with tls.caFile`, () => {
@@ -72,6 +84,32 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
       } finally {
         await backend.credentials.close();
       }
+    });
+
+    describe('two gateways', () => {
+      let gateways: TopologyGateways;
+      beforeAll(async () => {
+        gateways = await startTopologyGateways('tls', topology.gatewayRedis());
+      }, 60_000);
+      afterAll(() => gateways?.close());
+
+      it('let a pair made by `keys create` in, and refuse it on B once revoked through A', async () => {
+        const pair = await gateways.createPair('tess');
+        expect(await gateways.accounts(gateways.a, pair)).toBe(200);
+        expect(await gateways.accounts(gateways.b, pair)).toBe(200);
+        await gateways.revokeThroughA(pair, topology.servers());
+      });
+
+      it('are told by `check --connect` that a CA the servers do not chain to fails TLS', async () => {
+        const yaml = readFileSync(gateways.configFile, 'utf8');
+        const result = await runCli([
+          'check',
+          '--connect',
+          '--config',
+          writeConfig(yaml.replaceAll(topology.caFile, topology.otherCaFile)),
+        ]);
+        expect(result.stdout).toMatch(/^FAIL {2}Redis .*: unreachable, TLS failed \(/m);
+      });
     });
   });
 }

@@ -27,6 +27,13 @@ afterAll(async () => {
 describeRedisOverTls('a Sentinel set', {
   caFile: ca.certFile,
   otherCaFile: otherCa.certFile,
+  gatewayRedis: () => ({
+    mode: 'sentinel',
+    nodes: set.sentinelAddresses,
+    sentinelName: set.name,
+    tls: { caFile: ca.certFile },
+  }),
+  servers: () => set.servers.map((server) => server.address),
   config: (keyPrefix, caFile) => ({
     ...redisConfig('redis://127.0.0.1:6379', keyPrefix),
     mode: 'sentinel',

@@ -27,6 +27,8 @@ afterAll(async () => {
 describeRedisOverTls('a Redis Cluster', {
   caFile: ca.certFile,
   otherCaFile: otherCa.certFile,
+  gatewayRedis: () => ({ mode: 'cluster', nodes: cluster.seeds, tls: { caFile: ca.certFile } }),
+  servers: () => cluster.seeds,
   config: (keyPrefix, caFile) => ({
     ...redisClusterConfig(cluster.seeds, keyPrefix),
     tls: { caFile },
