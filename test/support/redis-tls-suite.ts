@@ -4,10 +4,13 @@ import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { Backend } from '../../src/backends/backend.js';
 import { createRedisBackend } from '../../src/backends/redis/redis-backend.js';
 import type { Revocation } from '../../src/credentials/credential-store.js';
+import { createTestCa, LOOPBACK } from './certificates.js';
 import { keyRecord } from './credential-store-contract.js';
 import { deferred } from './deferred.js';
 import { writeConfig } from './gateway-process.js';
 import { recordingLog } from './recording-log.js';
+import { redisConfig } from './redis-config.js';
+import type { RedisTlsFiles } from './redis-process.js';
 import { runCli } from './run-cli.js';
 import { uniquePrefix } from './seed-redis.js';
 import {
@@ -16,33 +19,62 @@ import {
   type TopologyRedis,
 } from './topology-gateways.js';
 
+/** A topology a file started on TLS only. */
 export interface TlsTopology {
-  /** The CA the topology's certificates chain to (its file). */
-  readonly caFile: string;
-  /** A CA that signed none of them. */
-  readonly otherCaFile: string;
-  /** `credentials.redis` for the topology under `keyPrefix`, trusting `caFile` (tls.caFile). */
-  readonly config: (keyPrefix: string, caFile: string) => RedisConfig;
-  /** The same for the gateways' YAML, trusting `caFile`. */
-  readonly gatewayRedis: () => TopologyRedis;
+  /** `credentials.redis` without its TLS: the mode and the nodes to name. */
+  readonly redis: TopologyRedis;
   /** The data servers' addresses, where the revocation channel's subscribers are counted. */
-  readonly servers: () => readonly string[];
+  readonly servers: readonly string[];
+  stop(): Promise<void>;
 }
 
 /**
  * The gateway and its Redis backend on a topology whose every process speaks TLS only
  * (Cluster or Sentinel), with `credentials.redis.tls.caFile`: a pair written, read back by
  * another gateway, revoked and the revocation heard; and a CA that does not match is named as
- * a TLS failure. Call in a file that starts the topology in its own beforeAll.
+ * a TLS failure. `start` starts the topology once, with the files each process presents.
  */
-export function describeRedisOverTls(label: string, topology: TlsTopology): void {
+export function describeRedisOverTls(
+  label: string,
+  start: (tls: RedisTlsFiles) => Promise<TlsTopology>,
+): void {
   describe(`${label} on TLS only, with tls.caFile`, () => {
-    const open = (config: RedisConfig, log = recordingLog()): Backend =>
-      createRedisBackend(config, { log });
+    const ca = createTestCa(`${label} CA`);
+    const otherCa = createTestCa('Other CA');
+    let topology: TlsTopology;
+    beforeAll(async () => {
+      // A node presents it to its peers too (the Cluster bus asks for a client certificate).
+      const node = ca.issue('redis-node', { commonName: 'localhost', peer: true, ...LOOPBACK });
+      topology = await start({
+        caFile: ca.certFile,
+        certFile: node.certFile,
+        keyFile: node.keyFile,
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await topology?.stop();
+      ca.remove();
+      otherCa.remove();
+    });
+
+    /** `credentials.redis` under `keyPrefix`, trusting `caFile`. */
+    const gatewayRedis = (caFile = ca.certFile): TopologyRedis => ({
+      ...topology.redis,
+      tls: { caFile },
+    });
+    const config = (keyPrefix: string, caFile: string): RedisConfig => ({
+      ...redisConfig('redis://127.0.0.1:6379', keyPrefix),
+      ...gatewayRedis(caFile),
+      nodes: [...topology.redis.nodes],
+      // A Cluster client finds its slots on its first command: a test's time, not a request's.
+      commandTimeoutMs: 5_000,
+    });
+    const open = (settings: RedisConfig, log = recordingLog()): Backend =>
+      createRedisBackend(settings, { log });
 
     it("stores a pair that another gateway's store reads, and revokes it there through the announcement", async () => {
-      const config = topology.config(uniquePrefix('tls'), topology.caFile);
-      const [writer, reader] = [open(config), open(config)];
+      const settings = config(uniquePrefix('tls'), ca.certFile);
+      const [writer, reader] = [open(settings), open(settings)];
       try {
         const pair = keyRecord('ak_tls1', 'tess');
         await expect(writer.credentials.createKey(pair, 10)).resolves.toBe(true);
@@ -68,8 +100,8 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
 
     it('names servers whose certificates chain to another CA as a TLS failure, in its log line and in the cause of every refused operation', async () => {
       const log = recordingLog();
-      const config = topology.config(uniquePrefix('tlsca'), topology.otherCaFile);
-      const backend = open({ ...config, commandTimeoutMs: 300 }, log);
+      const settings = config(uniquePrefix('tlsca'), otherCa.certFile);
+      const backend = open({ ...settings, commandTimeoutMs: 300 }, log);
       try {
         expect(await log.until('redis unreachable')).toMatchObject({
           reason: 'tls',
@@ -89,7 +121,7 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
     describe('two gateways', () => {
       let gateways: TopologyGateways;
       beforeAll(async () => {
-        gateways = await startTopologyGateways('tls', topology.gatewayRedis());
+        gateways = await startTopologyGateways('tls', gatewayRedis());
       }, 60_000);
       afterAll(() => gateways?.close());
 
@@ -97,7 +129,7 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
         const pair = await gateways.createPair('tess');
         expect(await gateways.accounts(gateways.a, pair)).toBe(200);
         expect(await gateways.accounts(gateways.b, pair)).toBe(200);
-        await gateways.revokeThroughA(pair, topology.servers());
+        await gateways.revokeThroughA(pair, topology.servers);
       });
 
       it('are told by `check --connect` that a CA the servers do not chain to fails TLS', async () => {
@@ -106,7 +138,7 @@ export function describeRedisOverTls(label: string, topology: TlsTopology): void
           'check',
           '--connect',
           '--config',
-          writeConfig(yaml.replaceAll(topology.caFile, topology.otherCaFile)),
+          writeConfig(yaml.replaceAll(ca.certFile, otherCa.certFile)),
         ]);
         expect(result.stdout).toMatch(/^FAIL {2}Redis .*: unreachable, TLS failed \(/m);
       });
