@@ -25,6 +25,8 @@ function tlsOptions(config: RedisConfig): ConnectionOptions | undefined {
   return config.tls === undefined ? undefined : { ca: readFileSync(config.tls.caFile) };
 }
 
+const CONNECT_TIMEOUT_MS = 2_000;
+
 /** The client `config` names: standalone, Sentinel or Cluster, each failing fast. */
 export function createRedisClient(config: RedisConfig): RedisClient {
   const options = {
@@ -40,9 +42,9 @@ export function createRedisClient(config: RedisConfig): RedisClient {
   const tls = tlsOptions(config);
   const nodes = seedNodes(config);
   // The Cluster client has an offline queue of its own, with no timer: the runner never
-  // hands it a command before it is ready (see run-script.ts). Each node is reached by the
-  // address CLUSTER SLOTS gives (with tls-cluster, its TLS port), checked against the
-  // certificate's IP or DNS names as tls.connect does for any host.
+  // hands it a command before it is ready (see run-script.ts). It reaches each node at the
+  // address CLUSTER SLOTS gives (with tls-cluster, the TLS port): no servername is needed,
+  // tls.connect checks an IP address against the certificate's IP names (RFC 6125 §6.2.1).
   if (config.mode === 'cluster')
     return new Cluster(nodes, { redisOptions: tls === undefined ? options : { ...options, tls } });
   if (config.mode === 'sentinel') {
@@ -57,8 +59,6 @@ export function createRedisClient(config: RedisConfig): RedisClient {
   // Laid over what the rediss:// URL sets (`tls: {}`).
   return new Redis(config.url, tls === undefined ? options : { ...options, tls });
 }
-
-const CONNECT_TIMEOUT_MS = 2_000;
 
 /**
  * Why the seed nodes of a Cluster or Sentinel configuration refuse TLS, found by one
