@@ -82,7 +82,7 @@ export async function revocationSection(
   const { group, options } = ctx;
   const trials = options.rounds * TRIALS_PER_ROUND;
   ctx.onNote('revocation: starting a Redis Cluster (3 masters, 3 replicas)');
-  const cluster = await startRedisCluster(group.dir);
+  const cluster = await startRedisCluster({ parentDir: group.dir });
   try {
     const pairs = await seedPairs(cluster, trials * 2 + 1);
     const gateways = await Promise.all(

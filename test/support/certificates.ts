@@ -20,6 +20,12 @@ export interface IssueOptions {
   readonly ipAddresses?: readonly string[];
   /** A client certificate (extendedKeyUsage clientAuth) instead of a server one. */
   readonly client?: boolean;
+  /**
+   * A server certificate that is also a client one (serverAuth and clientAuth): a Redis
+   * node's, which it presents to its peers too; the Cluster bus asks for one whatever
+   * tls-auth-clients says.
+   */
+  readonly peer?: boolean;
   /** Validity as openssl's YYYYMMDDHHMMSSZ; by default from an hour ago for a year. */
   readonly startDate?: string;
   readonly endDate?: string;
@@ -127,7 +133,7 @@ export function createTestCa(name = 'Test CA'): TestCa {
         [
           '[leaf]',
           'basicConstraints = CA:FALSE',
-          `extendedKeyUsage = ${options.client === true ? 'clientAuth' : 'serverAuth'}`,
+          `extendedKeyUsage = ${extendedKeyUsage(options)}`,
           ...(names.length > 0 ? [`subjectAltName = ${names.join(',')}`] : []),
           '',
         ].join('\n'),
@@ -174,6 +180,11 @@ export function createTestCa(name = 'Test CA'): TestCa {
     },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+function extendedKeyUsage(options: IssueOptions): string {
+  if (options.client === true) return 'clientAuth';
+  return options.peer === true ? 'serverAuth,clientAuth' : 'serverAuth';
 }
 
 /** A server certificate for the loopback names the tests connect to. */

@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import {
   infoFields,
   redisCli,
+  redisCliTls,
   serverConfig,
   startRedisProcesses,
   untilReplicated,
   type RedisProcess,
+  type RedisTlsFiles,
 } from './redis-process.js';
 import { untilState } from './until-state.js';
 
@@ -59,8 +61,15 @@ interface NodeView {
   readonly slots: readonly string[];
 }
 
-/** `parentDir`: where its directory goes (by default the temp directory). */
-export async function startRedisCluster(parentDir = tmpdir()): Promise<RedisCluster> {
+export interface RedisClusterOptions {
+  /** Where its directory goes (by default the temp directory). */
+  readonly parentDir?: string;
+  /** Every node on TLS only: clients, the Cluster bus and replication. */
+  readonly tls?: RedisTlsFiles;
+}
+
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
+  const { parentDir = tmpdir(), tls } = options;
   const root = mkdtempSync(join(parentDir, 'gw-redis-cluster-'));
   let nodes: RedisProcess[] = [];
   const stop = async (): Promise<void> => {
@@ -72,12 +81,15 @@ export async function startRedisCluster(parentDir = tmpdir()): Promise<RedisClus
       Array.from({ length: MASTERS * 2 }, (_, i) => ({
         command: 'redis-server' as const,
         dir: join(root, `node-${i}`),
+        tls,
         // The client port and the bus port: the bus is set apart from port + 10000, which
         // another test file's free port may be.
         portCount: 2,
         config: ([port = 0, busPort = 0]: readonly number[]) =>
           [
-            ...serverConfig(port, join(root, `node-${i}`)),
+            ...serverConfig(port, join(root, `node-${i}`), tls),
+            // The bus over TLS; each node then announces its TLS port in CLUSTER SLOTS.
+            ...(tls === undefined ? [] : ['tls-cluster yes']),
             'cluster-enabled yes',
             'cluster-config-file nodes.conf',
             `cluster-port ${busPort}`,
@@ -86,6 +98,7 @@ export async function startRedisCluster(parentDir = tmpdir()): Promise<RedisClus
       })),
     );
     await redisCli([
+      ...redisCliTls(tls),
       '--cluster',
       'create',
       ...nodes.map((node) => node.address),

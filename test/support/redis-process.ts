@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './redis-server.js';
@@ -47,8 +47,20 @@ export interface RedisProcess {
   restart(extraArgs?: readonly string[]): Promise<void>;
 }
 
+/**
+ * A topology on TLS only: the certificate and key every process presents (to clients and to
+ * its peers), and the CA they and the test's own connections trust.
+ */
+export interface RedisTlsFiles {
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
 export interface RedisProcessOptions {
   readonly command: RedisCommand;
+  /** Its client port speaks TLS only: the test's own connection (call) then does too. */
+  readonly tls?: RedisTlsFiles | undefined;
   /** Made afresh (emptied if it exists); the caller removes it (with the topology's root). */
   readonly dir: string;
   /** Free ports it needs, its client port first (a Cluster node also needs its bus port). */
@@ -78,7 +90,7 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
     mkdirSync(options.dir, { recursive: true });
     const ports = await distinctFreePorts(options.portCount ?? 1);
     writeFileSync(configFile, options.config(ports));
-    const proc = redisProcess(options.command, options.dir, configFile, ports);
+    const proc = redisProcess(options, configFile, ports);
     try {
       await proc.restart();
       return proc;
@@ -95,12 +107,12 @@ async function distinctFreePorts(count: number): Promise<number[]> {
 }
 
 function redisProcess(
-  command: RedisCommand,
-  dir: string,
+  { command, dir, tls }: RedisProcessOptions,
   configFile: string,
   ports: readonly number[],
 ): RedisProcess {
   const port = ports[0] ?? 0;
+  const clientTls = tls === undefined ? {} : { tls: { ca: readFileSync(tls.caFile) } };
   let child: ChildProcess | undefined;
   let output = '';
   let client: Promise<Redis> | undefined;
@@ -114,6 +126,7 @@ function redisProcess(
       enableReadyCheck: false,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
+      ...clientTls,
     });
     redis.on('error', () => undefined);
     const connecting = redis.connect().then(() => redis);
@@ -275,13 +288,36 @@ export async function startRedisProcesses(
  * synced at once (Redis 7 waits 5 s by default to batch diskless syncs: every test with a
  * replica would wait it).
  */
-export function serverConfig(port: number, dir: string): string[] {
+export function serverConfig(port: number, dir: string, tls?: RedisTlsFiles): string[] {
   return [
-    `port ${port}`,
+    ...listenConfig(port, tls),
     'bind 127.0.0.1',
     'save ""',
     'appendonly no',
     'repl-diskless-sync-delay 0',
     `dir "${dir}"`,
   ];
+}
+
+/**
+ * Where a redis-server or redis-sentinel listens: `port`, or with `tls` that port for TLS
+ * only (the plain port off), no client certificate asked for, and TLS to its peers too
+ * (a replica to its master, a sentinel to the servers and the other sentinels).
+ */
+export function listenConfig(port: number, tls?: RedisTlsFiles): string[] {
+  if (tls === undefined) return [`port ${port}`];
+  return [
+    'port 0',
+    `tls-port ${port}`,
+    `tls-cert-file "${tls.certFile}"`,
+    `tls-key-file "${tls.keyFile}"`,
+    `tls-ca-cert-file "${tls.caFile}"`,
+    'tls-auth-clients no',
+    'tls-replication yes',
+  ];
+}
+
+/** redis-cli's arguments to reach a process of `tls`'s topology (none for a plain one). */
+export function redisCliTls(tls?: RedisTlsFiles): string[] {
+  return tls === undefined ? [] : ['--tls', '--cacert', tls.caFile];
 }

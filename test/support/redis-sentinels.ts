@@ -1,13 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
+  listenConfig,
   pairsToRecord,
   serverConfig,
   startRedisProcesses,
   untilReplicated,
   type RedisProcess,
+  type RedisTlsFiles,
 } from './redis-process.js';
 import { untilState } from './until-state.js';
 
@@ -58,7 +60,17 @@ interface SwitchMaster {
   readonly from: number;
 }
 
-export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSentinels> {
+export interface RedisSentinelsOptions {
+  /** The master group's name; `mymaster` by default. */
+  readonly name?: string;
+  /** Every server and sentinel on TLS only, to clients and to each other. */
+  readonly tls?: RedisTlsFiles;
+}
+
+export async function startRedisSentinels(
+  options: RedisSentinelsOptions = {},
+): Promise<RedisSentinels> {
+  const { name = 'mymaster', tls } = options;
   const root = mkdtempSync(join(tmpdir(), 'gw-redis-sentinel-'));
   const processes: RedisProcess[] = [];
   const subscribers: Redis[] = [];
@@ -72,11 +84,11 @@ export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSenti
   let servers: RedisProcess[];
   let sentinels: RedisProcess[];
   try {
-    const [master] = await startRedisProcesses([serverOptions(root, 'master')]);
+    const [master] = await startRedisProcesses([serverOptions(root, tls, 'master')]);
     if (master === undefined) throw new Error('no master');
     processes.push(master);
     const [replica] = await startRedisProcesses([
-      serverOptions(root, 'replica', `replicaof 127.0.0.1 ${master.port}`),
+      serverOptions(root, tls, 'replica', `replicaof 127.0.0.1 ${master.port}`),
     ]);
     if (replica === undefined) throw new Error('no replica');
     processes.push(replica);
@@ -85,11 +97,15 @@ export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSenti
     // 10 s, so one first seen syncing would stay unhealthy to it for that long.
     await untilAttached(replica, master);
     sentinels = await startRedisProcesses(
-      Array.from({ length: SENTINELS }, (_, i) => sentinelOptions(root, i, name, master.port)),
+      Array.from({ length: SENTINELS }, (_, i) => sentinelOptions(root, tls, i, name, master.port)),
     );
     processes.push(...sentinels);
     for (const [index, sentinel] of sentinels.entries()) {
-      const subscriber = new Redis({ host: '127.0.0.1', port: sentinel.port });
+      const subscriber = new Redis({
+        host: '127.0.0.1',
+        port: sentinel.port,
+        ...(tls === undefined ? {} : { tls: { ca: readFileSync(tls.caFile) } }),
+      });
       subscriber.on('error', () => undefined);
       subscribers.push(subscriber);
       subscriber.on('message', (_channel: string, message: string) => {
@@ -190,24 +206,38 @@ export async function startRedisSentinels(name = 'mymaster'): Promise<RedisSenti
   };
 }
 
-function serverOptions(root: string, role: string, ...extra: string[]) {
+function serverOptions(
+  root: string,
+  tls: RedisTlsFiles | undefined,
+  role: string,
+  ...extra: string[]
+) {
   const dir = join(root, role);
   return {
     command: 'redis-server' as const,
     dir,
-    config: ([port = 0]: readonly number[]) => [...serverConfig(port, dir), ...extra].join('\n'),
+    tls,
+    config: ([port = 0]: readonly number[]) =>
+      [...serverConfig(port, dir, tls), ...extra].join('\n'),
   };
 }
 
-function sentinelOptions(root: string, index: number, name: string, masterPort: number) {
+function sentinelOptions(
+  root: string,
+  tls: RedisTlsFiles | undefined,
+  index: number,
+  name: string,
+  masterPort: number,
+) {
   const dir = join(root, `sentinel-${index}`);
   return {
     command: 'redis-sentinel' as const,
     dir,
+    tls,
     // A sentinel rewrites its config file (what it learns of replicas and other sentinels).
     config: ([port = 0]: readonly number[]) =>
       [
-        `port ${port}`,
+        ...listenConfig(port, tls),
         'bind 127.0.0.1',
         `dir "${dir}"`,
         `sentinel monitor ${name} 127.0.0.1 ${masterPort} ${QUORUM}`,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { basicHeader } from './basic-header.js';
 import type { LoadClient } from './failover-under-load.js';
@@ -10,10 +11,14 @@ import { uniquePrefix } from './seed-redis.js';
 import { send } from './send.js';
 import { untilSubscribers } from './until-subscribers.js';
 
-/** `credentials.redis` for a topology: a Cluster's seed nodes, or the sentinels and the master's name. */
-export type TopologyRedis =
+/**
+ * `credentials.redis` for a topology: a Cluster's seed nodes, or the sentinels and the
+ * master's name; with `tls`, a topology on TLS only and the CA it chains to.
+ */
+export type TopologyRedis = (
   | { readonly mode: 'cluster'; readonly nodes: readonly string[] }
-  | { readonly mode: 'sentinel'; readonly nodes: readonly string[]; readonly sentinelName: string };
+  | { readonly mode: 'sentinel'; readonly nodes: readonly string[]; readonly sentinelName: string }
+) & { readonly tls?: { readonly caFile: string } };
 
 const CACHE_TTL_SEC = 300;
 const SUBSCRIBED_GUARD_MS = 30_000;
@@ -166,10 +171,11 @@ export async function startTopologyGateways(
       // A guard, not a bound: after a failover a client resubscribes once it has found the
       // new topology, which takes longer than the 5 s default allows under load.
       await untilSubscribers(
-        nodes.map((address) => `redis://${address}`),
+        nodes.map((address) => `${redis.tls === undefined ? 'redis' : 'rediss'}://${address}`),
         keyPrefix,
         2,
         SUBSCRIBED_GUARD_MS,
+        redis.tls === undefined ? {} : { tls: { ca: readFileSync(redis.tls.caFile) } },
       );
       await deleteOnA(pair);
       for (;;) {

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import { redisLayout } from '../../src/backends/redis/layout.js';
 
@@ -12,10 +13,12 @@ export async function untilSubscribers(
   keyPrefix: string,
   count: number,
   deadlineMs = 5_000,
+  /** A CA for rediss:// URLs. */
+  options: { tls?: ConnectionOptions } = {},
 ): Promise<void> {
   const channel = redisLayout(keyPrefix).channel;
   const clients = (typeof redisUrls === 'string' ? [redisUrls] : redisUrls).map(
-    (url) => new Redis(url),
+    (url) => new Redis(url, options),
   );
   try {
     const deadline = Date.now() + deadlineMs;

@@ -1,10 +1,31 @@
 import { readFileSync } from 'node:fs';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
 import type { StoreHealth } from '../../credentials/credential-store.js';
 
 /** A client of any mode: standalone and Sentinel are a Redis, a Cluster its own kind. */
 export type RedisClient = Redis | Cluster;
+
+/** A seed node: a Sentinel's sentinel or a Cluster's node, as `credentials.redis.nodes` lists it. */
+interface RedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+function seedNodes(config: RedisConfig): RedisNode[] {
+  return config.nodes.map((node) => {
+    const [host = '127.0.0.1', port = '6379'] = node.split(':');
+    return { host, port: Number(port) };
+  });
+}
+
+/** A private CA for rediss://: ioredis hands `tls` to tls.connect, verification on. */
+function tlsOptions(config: RedisConfig): ConnectionOptions | undefined {
+  return config.tls === undefined ? undefined : { ca: readFileSync(config.tls.caFile) };
+}
+
+const CONNECT_TIMEOUT_MS = 2_000;
 
 /** The client `config` names: standalone, Sentinel or Cluster, each failing fast. */
 export function createRedisClient(config: RedisConfig): RedisClient {
@@ -15,17 +36,15 @@ export function createRedisClient(config: RedisConfig): RedisClient {
     // each Cluster node), so it also frees the command, not only the caller.
     commandTimeout: config.commandTimeoutMs,
     maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
+    connectTimeout: CONNECT_TIMEOUT_MS,
     retryStrategy: (times: number) => Math.min(50 * times, 1_000),
   };
-  // A private CA for rediss://: ioredis hands `tls` to tls.connect, verification on.
-  const tls = config.tls === undefined ? undefined : { ca: readFileSync(config.tls.caFile) };
-  const nodes = config.nodes.map((node) => {
-    const [host = '127.0.0.1', port = '6379'] = node.split(':');
-    return { host, port: Number(port) };
-  });
+  const tls = tlsOptions(config);
+  const nodes = seedNodes(config);
   // The Cluster client has an offline queue of its own, with no timer: the runner never
-  // hands it a command before it is ready (see run-script.ts).
+  // hands it a command before it is ready (see run-script.ts). It reaches each node at the
+  // address CLUSTER SLOTS gives (with tls-cluster, the TLS port): no servername is needed,
+  // tls.connect checks an IP address against the certificate's IP names (RFC 6125 §6.2.1).
   if (config.mode === 'cluster')
     return new Cluster(nodes, { redisOptions: tls === undefined ? options : { ...options, tls } });
   if (config.mode === 'sentinel') {
@@ -39,6 +58,38 @@ export function createRedisClient(config: RedisConfig): RedisClient {
   }
   // Laid over what the rediss:// URL sets (`tls: {}`).
   return new Redis(config.url, tls === undefined ? options : { ...options, tls });
+}
+
+/**
+ * Why the seed nodes of a Cluster or Sentinel configuration refuse TLS, found by one
+ * handshake with each; undefined when they all complete one (or for other configurations).
+ * ioredis's Cluster and Sentinel clients reach their nodes first through connections whose
+ * errors they ignore (the Cluster's slot refresher, the Sentinel connector's probe) and
+ * report only "Connection is closed.": a CA that does not match would read as a closed
+ * connection. A standalone client reports its socket's own error, so needs none.
+ */
+export function tlsDiagnosis(config: RedisConfig): (() => Promise<Error | undefined>) | undefined {
+  const tls = tlsOptions(config);
+  if (tls === undefined || config.mode === 'standalone') return undefined;
+  const nodes = seedNodes(config);
+  return async () => {
+    const errors = await Promise.all(nodes.map((node) => tlsHandshakeError(node, tls)));
+    return errors.find((error) => error !== undefined);
+  };
+}
+
+/** The error a TLS handshake with `node` ends in; undefined once it completes, or takes too long. */
+function tlsHandshakeError(node: RedisNode, tls: ConnectionOptions): Promise<Error | undefined> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ ...tls, host: node.host, port: node.port });
+    const done = (error?: Error): void => {
+      socket.destroy();
+      resolve(error);
+    };
+    socket.setTimeout(CONNECT_TIMEOUT_MS, () => done());
+    socket.once('secureConnect', () => done());
+    socket.once('error', done);
+  });
 }
 
 /** Why Redis cannot be reached, in the terms an operator acts on. */
@@ -162,6 +213,11 @@ export interface WatchOptions {
   /** `settled` resolves by then at the latest, whatever the client still tries. */
   readonly settleWithinMs: number;
   readonly now?: () => number;
+  /**
+   * Asked when the client goes down saying no more than that its connection closed: the
+   * cause it finds, if any, is logged and described instead (see tlsDiagnosis).
+   */
+  readonly diagnose?: (() => Promise<Error | undefined>) | undefined;
 }
 
 /**
@@ -181,24 +237,46 @@ export function watchRedisConnection(
   let closed = false;
   let downSince = 0;
   let lastError: Error | undefined;
+  /** What `diagnose` found while the client said only "closed": kept until it is ready again. */
+  let diagnosed: Error | undefined;
   const listeners: ((ready: boolean) => void)[] = [];
 
   let settle: () => void = () => undefined;
   const settled = new Promise<void>((resolve) => (settle = resolve));
   setTimeout(settle, options.settleWithinMs).unref();
 
-  const problem = (error: Error | undefined): ConnectionProblem =>
-    error === undefined
+  const saysOnlyClosed = (error: Error | undefined): boolean =>
+    error === undefined || classifyRedisError(error) === 'closed';
+  const problem = (): ConnectionProblem => {
+    const error = saysOnlyClosed(lastError) ? (diagnosed ?? lastError) : lastError;
+    return error === undefined
       ? { reason: 'closed', detail: 'connection closed by the server' }
       : { reason: classifyRedisError(error), detail: scrub(detailOf(error), options.secrets) };
+  };
 
+  const report = (message: string): void => {
+    if (closed) return;
+    const { reason, detail } = problem();
+    log?.warn({ store: 'redis', address, reason, cause: detail }, message);
+    settle();
+  };
   const goDown = (message: string): void => {
     state = 'down';
     downSince = now();
-    const { reason, detail } = problem(lastError);
-    log?.warn({ store: 'redis', address, reason, cause: detail }, message);
-    settle();
+    const { diagnose } = options;
+    const diagnosing = diagnose !== undefined && saysOnlyClosed(lastError);
+    if (!diagnosing) report(message);
     for (const listener of listeners) listener(false);
+    if (!diagnosing) return;
+    // The line waits for the diagnosis (a handshake, bounded by the connect timeout) so
+    // that it names the cause; `settled` is still bounded by settleWithinMs.
+    void diagnose().then(
+      (found) => {
+        if (state === 'down') diagnosed = found;
+        report(message);
+      },
+      () => report(message),
+    );
   };
 
   client.on('error', (error) => {
@@ -218,6 +296,7 @@ export function watchRedisConnection(
     if (closed || state === 'ready') return;
     state = 'ready';
     lastError = undefined;
+    diagnosed = undefined;
     if (everReady)
       log?.info(
         { store: 'redis', address, down_ms: now() - downSince },
@@ -243,7 +322,7 @@ export function watchRedisConnection(
       // Nothing failed yet, nothing answered either (a peer that accepts and stays silent).
       else if (state === 'connecting') why = `not connected, no answer yet (${own()})`;
       else {
-        const { reason, detail } = problem(lastError);
+        const { reason, detail } = problem();
         why = `unreachable, ${FAILURE_TEXT[reason]} (${detail})`;
       }
       return new RedisUnavailableError(address, why, error);

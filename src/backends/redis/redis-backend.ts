@@ -11,6 +11,7 @@ import {
   createRedisClient,
   redisAddress,
   redisSecrets,
+  tlsDiagnosis,
   watchRedisConnection,
   type RedisClient,
   type RedisConnection,
@@ -58,6 +59,7 @@ export function createRedisBackend(
     secrets: redisSecrets(config),
     log: options.log,
     settleWithinMs: SETTLE_WITHIN_MS,
+    diagnose: tlsDiagnosis(config),
   });
   const breakers = createRedisBreakers(client, {
     settings: config.breaker,

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { RedisConfig } from '../../../../src/config/config-schema.js';
+import { deferred } from '../../../support/deferred.js';
 import { recordingLog } from '../../../support/recording-log.js';
 import { redisConfig } from '../../../support/redis-config.js';
 import {
@@ -15,7 +16,9 @@ const BASE: RedisConfig = redisConfig('redis://127.0.0.1:6379', 'ag:');
 const errno = (code: string, message: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
 
-function watched(options: { secrets?: string[] } = {}) {
+function watched(
+  options: { secrets?: string[]; diagnose?: () => Promise<Error | undefined> } = {},
+) {
   const client = new EventEmitter();
   const log = recordingLog();
   let clock = 1_000;
@@ -25,6 +28,7 @@ function watched(options: { secrets?: string[] } = {}) {
     log,
     settleWithinMs: 60_000,
     now: () => clock,
+    diagnose: options.diagnose,
   });
   const changes: boolean[] = [];
   connection.onChange((ready) => changes.push(ready));
@@ -167,6 +171,50 @@ describe('watchRedisConnection', () => {
     expect(log.lines.map((line) => [line.msg, line.reason])).toEqual([
       ['redis unreachable', 'closed'],
     ]);
+  });
+
+  it('names the cause a diagnosis finds when the client says only that its connection closed (ioredis Cluster and Sentinel over TLS)', async () => {
+    const found = deferred<Error | undefined>();
+    const { client, log, connection, changes } = watched({ diagnose: () => found.promise });
+    const slotsFailed = Object.assign(new Error('Failed to refresh slots cache.'), {
+      lastNodeError: new Error('Connection is closed.'),
+    });
+    client.emit('error', slotsFailed);
+    expect(changes).toEqual([false]);
+    expect(log.lines).toEqual([]);
+    found.resolve(
+      errno('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'),
+    );
+    await connection.settled;
+    // Later retries that say no more do not hide it.
+    client.emit('error', slotsFailed);
+    expect(log.lines.map(({ msg, reason, cause }) => ({ msg, reason, cause }))).toEqual([
+      {
+        msg: 'redis unreachable',
+        reason: 'tls',
+        cause: 'self-signed certificate in certificate chain',
+      },
+    ]);
+    expect(connection.describe(new Error('Connection is closed.')).why).toBe(
+      'unreachable, TLS failed (self-signed certificate in certificate chain)',
+    );
+  });
+
+  it('asks no diagnosis when the client names its own cause, and keeps "closed" when the diagnosis finds none', async () => {
+    let asked = 0;
+    const diagnose = (): Promise<undefined> => {
+      asked += 1;
+      return Promise.resolve(undefined);
+    };
+    const refused = watched({ diagnose });
+    refused.client.emit('error', errno('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:6379'));
+    expect(refused.log.lines.map((line) => line.reason)).toEqual(['refused']);
+    expect(asked).toBe(0);
+    const closed = watched({ diagnose });
+    closed.client.emit('ready');
+    closed.client.emit('close');
+    expect(await closed.log.until('redis connection lost')).toMatchObject({ reason: 'closed' });
+    expect(asked).toBe(1);
   });
 
   it('logs nothing once the store closes on purpose', () => {
