@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -23,6 +24,7 @@ import {
   proxyTestsRun,
   startCaddy,
   startNginx,
+  type CaddyProcess,
   type ExampleAddresses,
   type NginxProcess,
   type ProxyProcess,
@@ -287,4 +289,27 @@ describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', ()
   it.runIf(run)('keeps its cache, which holds the Authorization, readable by its user only', () => {
     expect(statSync(nginx.cacheDir).mode & 0o777).toBe(0o700);
   });
+});
+
+describe('Caddy run from the example Caddyfile', () => {
+  const run = proxyTestsRun(CADDY);
+  let service: EchoUpstream;
+  let gateway: GatewayProcess;
+  let caddy: CaddyProcess;
+
+  beforeAll(async () => {
+    if (run) ({ service, gateway, proxy: caddy } = await startBehind(startCaddy));
+  });
+
+  afterAll(() => stopAll(caddy, gateway, service));
+
+  // The README says so beside the Caddyfile: Caddy 2.6 (Debian 12's) has no
+  // `persist_config off`, so the copy is told rather than avoided.
+  it.runIf(run)(
+    'saves the config it loaded where the README says: caddy/autosave.json under XDG_CONFIG_HOME',
+    async () => {
+      await caddy.untilOutput('serving initial configuration');
+      expect(existsSync(join(caddy.home, 'caddy', 'autosave.json'))).toBe(true);
+    },
+  );
 });
