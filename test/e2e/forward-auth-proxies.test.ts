@@ -89,7 +89,7 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
   let proxy: ProxyProcess;
 
   beforeAll(async () => {
-    if (run) ({ service, gateway, proxy } = await startBehind(start));
+    if (run) ({ service, gateway, proxy } = await startBehind<ProxyProcess>(start));
   });
 
   afterAll(() => stopAll(proxy, gateway, service));
