@@ -142,11 +142,8 @@ async function started(
   logFile: () => string,
 ): Promise<ProxyProcess> {
   let output = '';
-  const onOutput = (chunk: Buffer): void => {
-    output += chunk.toString();
-  };
-  child.stdout?.on('data', onOutput);
-  child.stderr?.on('data', onOutput);
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<never>((_resolve, reject) =>
     child.once('exit', (code) =>
       reject(new Error(`exited (${String(code)}) before listening:\n${output}${logFile()}`)),
@@ -165,7 +162,7 @@ async function started(
           child.stderr?.off('data', check);
           resolve();
         };
-        // Registered after onOutput, so `output` already holds each chunk when this runs.
+        // Registered after the listeners above, so `output` already holds each chunk here.
         child.stdout?.on('data', check);
         child.stderr?.on('data', check);
         check();
