@@ -131,9 +131,17 @@ export const routeSchema = z.strictObject({
   paths: z.array(plainPath).default([]),
   /**
    * Raw path prefixes, each ending in `/`: a request path under one is forwarded with its
-   * rest appended to `upstreamPath` (exact paths win; among prefixes, the longest).
+   * rest appended to `upstreamPath` (exact paths win; among prefixes, the longest). No empty
+   * segment: upstreams that merge slashes (nginx's merge_slashes, many frameworks) read
+   * `/a//` as `/a/`, another route's path.
    */
-  prefixes: z.array(plainPath.refine((path) => path.endsWith('/'), 'must end with /')).default([]),
+  prefixes: z
+    .array(
+      plainPath
+        .refine((path) => path.endsWith('/'), 'must end with /')
+        .refine((path) => !path.includes('//'), 'must hold no empty segment (//)'),
+    )
+    .default([]),
   methods: z
     .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
     .min(1)

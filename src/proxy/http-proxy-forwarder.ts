@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer } from 'http-proxy-3';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Exchange, Forwarder, UpstreamTarget } from './forwarder.js';
-import { cleanResponseHeaders } from './response-headers.js';
+import { writeProxiedHead } from './response-headers.js';
 
 interface ExchangeState {
   readonly exchange: Exchange;
@@ -42,6 +42,10 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
     agent,
     toProxy: true,
     connectTimeout: upstream.connectTimeoutMs,
+    // The response head is written here, as the undici engine does: http-proxy-3's own
+    // passes put back a Connection header (so Node would write no Keep-Alive timeout) and
+    // copy the headers one setHeader at a time.
+    selfHandleResponse: true,
   });
 
   proxy.on('proxyReq', (proxyReq, req: CarryingRequest) => {
@@ -59,13 +63,26 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
   });
 
   proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
+    // Already answered (a timeout's 504): read the rest off so the upstream socket is freed.
+    if (res.writableEnded) {
+      proxyRes.resume();
+      return;
+    }
     const state = req[STATE];
-    cleanResponseHeaders(proxyRes.headers, res.shouldKeepAlive, state?.exchange.requestId ?? '');
+    if (!res.headersSent)
+      writeProxiedHead(
+        res,
+        proxyRes.statusCode ?? 502,
+        proxyRes.statusMessage,
+        proxyRes.headers,
+        state?.exchange.requestId ?? '',
+      );
     // A reset after the headers went out must reach the client as a cut connection, never
     // as a response that ends cleanly and looks complete.
     proxyRes.once('close', () => {
       if (!proxyRes.complete) res.destroy();
     });
+    proxyRes.pipe(res);
   });
 
   const onProxyError = (error: Error, req: CarryingRequest): void => {

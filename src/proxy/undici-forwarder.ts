@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Exchange, Forwarder, UpstreamTarget } from './forwarder.js';
-import { cleanResponseHeaders } from './response-headers.js';
+import { writeProxiedHead } from './response-headers.js';
 
 /** undici's own timers: no data from the upstream within the timeout, or no connection. */
 const TIMEOUT_CODES = new Set([
@@ -42,12 +42,7 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
-    const { res } = this;
-    // Node frames the body itself (chunked or by length) for this client.
-    delete headers['transfer-encoding'];
-    cleanResponseHeaders(headers, res.shouldKeepAlive, this.exchange.requestId);
-    if (statusMessage === undefined || statusMessage === '') res.writeHead(statusCode, headers);
-    else res.writeHead(statusCode, statusMessage, headers);
+    writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange.requestId);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

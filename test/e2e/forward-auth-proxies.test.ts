@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -23,6 +24,7 @@ import {
   proxyTestsRun,
   startCaddy,
   startNginx,
+  type CaddyProcess,
   type ExampleAddresses,
   type NginxProcess,
   type ProxyProcess,
@@ -79,7 +81,7 @@ async function stopAll(
   await service?.close();
 }
 
-describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChallenge }) => {
+describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, everyChallenge }) => {
   const run = proxyTestsRun(binary);
   const keepsEveryChallenge = run && everyChallenge();
   let service: EchoUpstream;
@@ -87,10 +89,20 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
   let proxy: ProxyProcess;
 
   beforeAll(async () => {
-    if (run) ({ service, gateway, proxy } = await startBehind(start));
+    if (run) ({ service, gateway, proxy } = await startBehind<ProxyProcess>(start));
   });
 
   afterAll(() => stopAll(proxy, gateway, service));
+
+  // The README says so beside the Caddyfile: Caddy 2.6 (Debian 12's) has no
+  // `persist_config off`, so the copy is told rather than avoided.
+  it.runIf(run && name === 'Caddy')(
+    'saves the config it loaded where the README says: caddy/autosave.json under XDG_CONFIG_HOME',
+    async () => {
+      await proxy.untilOutput('serving initial configuration');
+      expect(existsSync(join((proxy as CaddyProcess).home, 'caddy', 'autosave.json'))).toBe(true);
+    },
+  );
 
   /** The 401's challenges are the gateway's, in its order (only its first, see above). */
   function expectChallenges(answer: HttpAnswer, sent: readonly string[]): void {

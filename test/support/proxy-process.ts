@@ -56,6 +56,8 @@ export interface ProxyProcess {
   readonly url: string;
   /** What the process wrote to its error log, stdout and stderr so far. */
   output(): string;
+  /** Resolves once the process has written `text` to its stdout or stderr. */
+  untilOutput(text: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -108,8 +110,13 @@ export async function startNginx(
   return { ...proxy, cacheDir };
 }
 
+export interface CaddyProcess extends ProxyProcess {
+  /** Its HOME, XDG_DATA_HOME and XDG_CONFIG_HOME. */
+  readonly home: string;
+}
+
 /** Caddy with its admin endpoint off, from the example Caddyfile. */
-export async function startCaddy(addresses: ExampleAddresses): Promise<ProxyProcess> {
+export async function startCaddy(addresses: ExampleAddresses): Promise<CaddyProcess> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'forward-auth-caddy-'));
   const file = join(dir, 'Caddyfile');
@@ -125,7 +132,7 @@ export async function startCaddy(addresses: ExampleAddresses): Promise<ProxyProc
     // Caddy keeps its state under HOME/XDG dirs: the test's own.
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
   });
-  return started(child, port, () => '');
+  return { ...(await started(child, port, () => '')), home: dir };
 }
 
 /** Resolves once the port accepts a connection; rejects if the process exits first. */
@@ -147,6 +154,19 @@ async function started(
   return {
     url: `http://127.0.0.1:${port}`,
     output: () => output + logFile(),
+    untilOutput: (text) =>
+      new Promise((resolve) => {
+        const check = (): void => {
+          if (!output.includes(text)) return;
+          child.stdout?.off('data', check);
+          child.stderr?.off('data', check);
+          resolve();
+        };
+        // Registered after the listeners above, so `output` already holds each chunk here.
+        child.stdout?.on('data', check);
+        child.stderr?.on('data', check);
+        check();
+      }),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

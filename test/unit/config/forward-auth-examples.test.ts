@@ -45,6 +45,12 @@ describe('the README forward-auth configs', () => {
     expect(meaningful(readmeBlock(lang, start)).filter((line) => !lines.has(line))).toEqual([]);
   });
 
+  it('tells where `caddy run` saves the config it loaded, and how to skip that', () => {
+    const caddy = SECTION.slice(SECTION.indexOf('### Caddy'), SECTION.indexOf('### Traefik'));
+    for (const told of ['~/.config/caddy/autosave.json', 'persist_config off'])
+      expect(caddy).toContain(told);
+  });
+
   it('has an nginx cache config that is nginx.conf with the cache lines added', () => {
     const cached = meaningful(read('config/forward-auth/nginx-cache.conf'));
     const isCache = (line: string) => line.startsWith('proxy_cache');

@@ -913,6 +913,14 @@ describe('parseConfig: cross checks', () => {
     ]);
   });
 
+  it('reports a prefix with an empty segment, which upstreams that merge slashes read as another path', () => {
+    expect(problemsOf(`routes:${prefixRoute('a', '["//", /a//, /a//b/]')}\n`)).toEqual([
+      'routes[0].prefixes[0]: must hold no empty segment (//)',
+      'routes[0].prefixes[1]: must hold no empty segment (//)',
+      'routes[0].prefixes[2]: must hold no empty segment (//)',
+    ]);
+  });
+
   it('reports a prefix claimed by two routes', () => {
     expect(problemsOf(`routes:${prefixRoute('a', '[/x/]')}${prefixRoute('b', '[/x/]')}\n`)).toEqual(
       ['routes[1].prefixes[0]: /x/ is already a prefix of route a'],

@@ -77,7 +77,38 @@ describe('the reference accounts upstream', () => {
     expect(await res.text()).toBe('');
   });
 
-  it.each(['/', '/account', '/accounts/', '/accounts/7', '/admin'])(
+  it('answers GET /accounts/{id} with that account of the subject’s, as a list of one', async () => {
+    const res = await get('/accounts/7?fields=all', asSubject('alice'));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      result: 'success',
+      status: 200,
+      meta: { count: 1, limit: 1000, order: 'desc', last_id: 7 },
+      data: [{ id: 7, name: 'Options desk', currency: 'USD' }],
+    });
+  });
+
+  it.each([
+    ['/accounts/7', 'bob'],
+    ['/accounts/3', 'alice'],
+    ['/accounts/07', 'alice'],
+    ['/accounts/7/', 'alice'],
+    ['/accounts/', 'alice'],
+  ])(
+    'answers %s as %s, no such account of the subject’s, with 404 not_found',
+    async (path, subject) => {
+      const res = await get(path, asSubject(subject));
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    },
+  );
+
+  it('answers PUT /accounts/{id} with 405 and Allow: GET, HEAD', async () => {
+    const res = await get('/accounts/7', asSubject('alice', { method: 'PUT' }));
+    expect([res.status, res.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+  });
+
+  it.each(['/', '/account', '/admin', '/accountsx/7'])(
     'answers %s with 404 not_found',
     async (path) => {
       const res = await get(path, asSubject('alice'));
