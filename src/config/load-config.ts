@@ -1,3 +1,4 @@
+import { findSlashTwins } from '../routing/find-slash-twins.js';
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import {
@@ -301,6 +302,11 @@ function crossCheck(
     if (route.targetless)
       problems.push(`routes[${i}].paths: a route needs paths, prefixes or both`);
   });
+  for (const { path, twin } of findSlashTwins({
+    exact: paths,
+    prefixes: [...prefixes].map(([prefix, entry]) => ({ prefix, entry })),
+  }))
+    problems.push(`routes: ${twin} falls under another route than ${path}; ${SLASH_TWIN_HINT}`);
   problems.push(...forwardAuthProblems(settings));
   const issuerNames = new Set<string>();
   settings.issuerNames.forEach((name, i) => {
@@ -357,6 +363,9 @@ function crossCheck(
 }
 
 /** Paths of the gateway's own endpoints, which a configured route may not shadow. */
+/** Why a path and its trailing-slash twin must share a route, and the fix. */
+export const SLASH_TWIN_HINT = 'an upstream may serve both alike, so list both on one route';
+
 export const RESERVED_PATHS: ReadonlySet<string> = new Set([
   '/keys',
   '/auth/token',

@@ -159,6 +159,15 @@ describe('forward-auth by request shape', () => {
     );
   });
 
+  it.each(['/items//7', '/items/%37', '/items/7;x', '/items/7%3B'])(
+    'answers 400 invalid_path for the original URI %s, in every shape, as a request to it would get',
+    async (uri) => {
+      const headers = { authorization: basic(READER) };
+      expectGatewayError(await traefik('GET', uri, headers), 'invalid_path');
+      expectGatewayError(await envoy('GET', uri, headers), 'invalid_path');
+    },
+  );
+
   it('refuses every shape with 403 from a peer that is not a trusted proxy', async () => {
     const message = FORWARD_AUTH_MESSAGES.untrusted;
     const from = '127.0.0.2';

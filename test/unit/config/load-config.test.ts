@@ -453,7 +453,7 @@ routes:
   - name: accounts
     paths: [/accounts/.well-known, /v1.2/accounts..., /caf%C3%A9]
     upstream: accounts
-    upstreamPath: /api/v1.2/acc%41unts
+    upstreamPath: /api/v1.2/acc%C3%BCnts
 `,
       'test.yaml',
     );
@@ -462,7 +462,7 @@ routes:
       '/v1.2/accounts...',
       '/caf%C3%A9',
     ]);
-    expect(config.routes[0]?.upstreamPath).toBe('/api/v1.2/acc%41unts');
+    expect(config.routes[0]?.upstreamPath).toBe('/api/v1.2/acc%C3%BCnts');
   });
 
   it('rejects an upstream URL that is not http or https', () => {
