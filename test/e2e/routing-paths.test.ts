@@ -228,15 +228,7 @@ describe('request targets that could normalize into another path', () => {
 });
 
 describe('unknown paths', () => {
-  const paths = [
-    '/admin',
-    '/Accounts',
-    '/ACCOUNT',
-    '/account/',
-    '/accountsx',
-    '/accounts%20',
-    '/',
-  ];
+  const paths = ['/admin', '/Accounts', '/ACCOUNT', '/account/', '/accountsx', '/accounts%20', '/'];
 
   it.each(paths)('answers 404 not_found for %s before asking for credentials', async (path) => {
     const mark = upstreamMark(upstream);
