@@ -149,6 +149,35 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
     },
   );
 
+  // PHP (HTTP_X_AUTH_SUBJECT), WSGI and Django read `_` and `-` as one: an underscore
+  // spelling beside the real header would win or be read instead of it.
+  it.runIf(run)(
+    "never lets a client's underscore spellings of X-Auth-* (X_Auth_Subject) reach the service",
+    async () => {
+      const received = await reaching(() =>
+        send(proxy.url, '/accounts', {
+          headers: {
+            ...basic(READER),
+            X_Auth_Subject: 'root',
+            'X-Auth_Scopes': 'admin',
+            x_auth_key: 'ak_someone_else',
+            X_AUTH_METHOD: 'bearer',
+          },
+        }),
+      );
+      expect(received).toHaveLength(1);
+      const names = Object.keys(received[0]?.headers ?? {});
+      const identityNames = names.filter((name) => name.replaceAll('_', '-').startsWith('x-auth-'));
+      expect(identityNames.sort()).toEqual([
+        'x-auth-key',
+        'x-auth-method',
+        'x-auth-scopes',
+        'x-auth-subject',
+      ]);
+      expect(received[0]?.headers['x-auth-subject']).toBe(SUBJECT);
+    },
+  );
+
   it.runIf(run)(
     'answers 401 in the error envelope with the challenges, for missing and unknown credentials',
     async () => {

@@ -71,6 +71,42 @@ describe('the README forward-auth configs', () => {
     );
   });
 
+  it('has Traefik delete every underscore spelling of the identity headers before the check', () => {
+    const file = parse(read('config/forward-auth/traefik.yml')) as {
+      http: {
+        middlewares: Record<string, { headers?: { customRequestHeaders: Record<string, string> } }>;
+        routers: Record<string, { middlewares: string[] }>;
+      };
+    };
+    const strip = file.http.middlewares['strip-identity-spellings']?.headers?.customRequestHeaders;
+    const spellings = IDENTITY_HEADERS.flatMap((name) => {
+      const [first = '', ...rest] = name.split('-');
+      // Every choice of `-` or `_` at each separator but the all-`-` one.
+      return rest
+        .reduce<string[]>(
+          (acc, part) => acc.flatMap((s) => [`${s}-${part}`, `${s}_${part}`]),
+          [first],
+        )
+        .filter((spelling) => spelling !== name);
+    });
+    expect(
+      Object.keys(strip ?? {})
+        .map((h) => h.toLowerCase())
+        .sort(),
+    ).toEqual(spellings.sort());
+    expect(Object.values(strip ?? {}).every((value) => value === '')).toBe(true);
+    expect(file.http.routers['accounts']?.middlewares).toEqual([
+      'strip-identity-spellings',
+      'accounts-gateway',
+    ]);
+  });
+
+  it('has Envoy drop every header whose name holds "_" (X_Auth_Subject)', () => {
+    expect(read('config/forward-auth/envoy.yaml')).toMatch(
+      /common_http_protocol_options:\n\s+headers_with_underscores_action: DROP_HEADER\n/,
+    );
+  });
+
   it('shows the ext_authz filter of the Envoy file, which asks under the check path', () => {
     const file = read('config/forward-auth/envoy.yaml');
     const filters = (
