@@ -28,6 +28,7 @@ import {
   type ProxyProcess,
 } from '../support/proxy-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { freePort } from '../support/redis-server.js';
 import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
 
@@ -231,9 +232,26 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
       const refused = await send(proxy.url, '/limited', { headers: basic(LIMITED) });
       expectGatewayError(refused, 'rate_limited');
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      // The IETF headers the gateway set on its 429 (draft-ietf-httpapi-ratelimit-headers).
+      expect(refused.headers['ratelimit-policy']).toMatch(/^"[^"]+";q=\d+;w=\d+/);
+      expect(refused.headers.ratelimit).toMatch(/^"[^"]+";r=0;t=\d+$/);
     });
     expect(received).toEqual([]);
   });
+
+  it.runIf(run)(
+    'answers 400 invalid_path for a spelling of the path an upstream would normalize',
+    async () => {
+      const received = await reaching(async () => {
+        for (const uri of ['/items//7', '/items/%37', '/items/7;x'])
+          expectGatewayError(
+            await send(proxy.url, uri, { headers: basic(READER) }),
+            'invalid_path',
+          );
+      });
+      expect(received).toEqual([]);
+    },
+  );
 
   it.runIf(run)('answers 404 for a path no route of the gateway covers', async () => {
     const answer = await send(proxy.url, '/admin', { headers: basic(READER) });
@@ -316,4 +334,34 @@ describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', ()
   it.runIf(run)('keeps its cache, which holds the Authorization, readable by its user only', () => {
     expect(statSync(nginx.cacheDir).mode & 0o777).toBe(0o700);
   });
+});
+
+describe('forward auth behind nginx with the gateway down', () => {
+  const run = proxyTestsRun(NGINX);
+  let service: EchoUpstream | undefined;
+  let nginx: NginxProcess | undefined;
+
+  beforeAll(async () => {
+    if (!run) return;
+    service = await startEchoUpstream();
+    // A port nothing listens on: the check's connection is refused.
+    nginx = await startNginx({
+      gateway: `127.0.0.1:${await freePort()}`,
+      service: service.url.slice('http://'.length),
+    });
+  });
+
+  afterAll(() => stopAll(nginx, undefined, service));
+
+  it.runIf(run)(
+    "answers 503 credential_store_unavailable with nginx's own request id in header and body",
+    async () => {
+      const answer = await send(nginx?.url ?? '', '/accounts', { headers: basic(READER) });
+      const requestId = answer.headers['x-request-id'];
+      // nginx's $request_id: 16 random bytes in hex.
+      expect(requestId).toMatch(/^[0-9a-f]{32}$/);
+      expectGatewayError(answer, 'credential_store_unavailable', { requestId: String(requestId) });
+      expect(service?.received).toEqual([]);
+    },
+  );
 });

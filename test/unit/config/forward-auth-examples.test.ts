@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
+import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
 
 // The README's forward-auth configs are the files in config/forward-auth/ (nginx's, its
 // cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the
@@ -43,6 +44,31 @@ describe('the README forward-auth configs', () => {
   ])('shows only lines of config/forward-auth (%s, %s)', (lang, file, start) => {
     const lines = new Set(meaningful(read(`config/forward-auth/${file}`)));
     expect(meaningful(readmeBlock(lang, start)).filter((line) => !lines.has(line))).toEqual([]);
+  });
+
+  it("has nginx answer each code the gateway names in X-Auth-Error with the gateway's message", () => {
+    const file = read('config/forward-auth/nginx.conf');
+    const mapBody = (name: string) =>
+      meaningful(new RegExp(`map \\$[a-z_]+ \\$${name} \\{\\n([^}]*)\\}`).exec(file)?.[1] ?? '');
+    const codes = mapBody('auth_error_code').map((line) => line.split(' '));
+    // Each listed code passes as itself; anything else (no answer) is the store's 503.
+    expect(
+      codes.filter(([code, as = '']) => code !== 'default' && code !== as.slice(0, -1)),
+    ).toEqual([]);
+    expect(codes.at(-1)).toEqual(['default', 'credential_store_unavailable;']);
+    const messages = Object.fromEntries(
+      mapBody('auth_error_message').map((line) => {
+        const [code = '', ...rest] = line.split(' ');
+        return [code, JSON.parse(rest.join(' ').slice(0, -1)) as string];
+      }),
+    );
+    const listed = [
+      ...codes.slice(0, -1).map(([code = '']) => code),
+      'credential_store_unavailable',
+    ];
+    expect(Object.keys(messages).sort()).toEqual(listed.sort());
+    for (const code of listed)
+      expect(messages[code]).toBe(ERROR_CATALOGUE[code as keyof typeof ERROR_CATALOGUE].message);
   });
 
   it('has an nginx cache config that is nginx.conf with the cache lines added', () => {
