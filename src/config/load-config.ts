@@ -1,4 +1,3 @@
-import { findSlashTwins } from '../routing/find-slash-twins.js';
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import {
@@ -19,6 +18,7 @@ import {
 import { describeIssue } from './describe-issue.js';
 import { readYaml } from './read-yaml.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
+import { findSlashTwins } from '../routing/find-slash-twins.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
 export class ConfigError extends Error {
@@ -362,10 +362,10 @@ function crossCheck(
   return problems;
 }
 
-/** Paths of the gateway's own endpoints, which a configured route may not shadow. */
 /** Why a path and its trailing-slash twin must share a route, and the fix. */
 export const SLASH_TWIN_HINT = 'an upstream may serve both alike, so list both on one route';
 
+/** Paths of the gateway's own endpoints, which a configured route may not shadow. */
 export const RESERVED_PATHS: ReadonlySet<string> = new Set([
   '/keys',
   '/auth/token',

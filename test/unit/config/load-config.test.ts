@@ -8,6 +8,7 @@ import {
   loadConfigFile,
   parseConfig,
   RESERVED_PATHS,
+  SLASH_TWIN_HINT,
 } from '../../../src/config/load-config.js';
 import { given } from '../../support/config-override.js';
 
@@ -912,6 +913,33 @@ describe('parseConfig: cross checks', () => {
       `routes[0].prefixes[2]: ${PLAIN_PATH}`,
     ]);
   });
+
+  it('reports a prefix whose twin without "/" falls under a weaker prefix route, until it is named', () => {
+    const admin = (paths: string) => `
+  - name: admin
+    paths: ${paths}
+    prefixes: [/accounts/admin/]
+    scopes: [admin]
+    upstream: accounts
+    upstreamPath: /accounts/admin`;
+    expect(problemsOf(`routes:${prefixRoute('items', '[/accounts/]')}${admin('[]')}\n`)).toEqual([
+      `routes: /accounts/admin falls under another route than /accounts/admin/; ${SLASH_TWIN_HINT}`,
+    ]);
+    const fixed = parseConfig(
+      `routes:${prefixRoute('items', '[/accounts/]')}${admin('[/accounts/admin]')}\n`,
+      'test.yaml',
+    );
+    expect(fixed.routes[1]?.paths).toEqual(['/accounts/admin']);
+  });
+
+  it.each(['/a:b/', '/a%3Ab/', '/a@b/', "/a'b/", '/a;b/', '/a%61/', '/a%c3%a9/'])(
+    'reports the prefix %s, which a client may spell another way',
+    (prefix) => {
+      expect(problemsOf(`routes:${prefixRoute('a', `["${prefix}"]`)}\n`)).toEqual([
+        expect.stringMatching(/^routes\[0\]\.prefixes\[0\]: must /),
+      ]);
+    },
+  );
 
   it('reports a prefix claimed by two routes', () => {
     expect(problemsOf(`routes:${prefixRoute('a', '[/x/]')}${prefixRoute('b', '[/x/]')}\n`)).toEqual(
