@@ -932,7 +932,7 @@ describe('parseConfig: cross checks', () => {
     expect(fixed.routes[1]?.paths).toEqual(['/accounts/admin']);
   });
 
-  it.each(['/a:b/', '/a%3Ab/', '/a@b/', "/a'b/", '/a;b/', '/a%61/', '/a%c3%a9/'])(
+  it.each(['//', '/a//b/', '/a:b/', '/a%3Ab/', '/a@b/', "/a'b/", '/a;b/', '/a%61/', '/a%c3%a9/'])(
     'reports the prefix %s, which a client may spell another way',
     (prefix) => {
       expect(problemsOf(`routes:${prefixRoute('a', `["${prefix}"]`)}\n`)).toEqual([
