@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -15,6 +16,7 @@ import {
   NOBODY,
   READER,
   SUBJECT,
+  TOKEN_SECRET,
 } from '../support/forward-auth-gateway.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import {
@@ -204,6 +206,22 @@ describe.each(PROXIES)('forward auth behind $name', ({ binary, start, everyChall
       });
       expectGatewayError(answer, 'invalid_token');
       expectChallenges(answer, [BEARER_REJECTED]);
+    },
+  );
+
+  it.runIf(run)(
+    'answers 401 token_expired, as the gateway said, for an expired token',
+    async () => {
+      const expired = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(SUBJECT)
+        .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+        .setExpirationTime(Math.floor(Date.now() / 1000) - 300)
+        .sign(new TextEncoder().encode(TOKEN_SECRET));
+      const answer = await send(proxy.url, '/tokens-only', {
+        headers: { authorization: `Bearer ${expired}` },
+      });
+      expectGatewayError(answer, 'token_expired');
     },
   );
 
