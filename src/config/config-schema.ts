@@ -56,8 +56,24 @@ const plainPath = z
   .refine(
     (path) =>
       /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(path) && checkRequestTarget(path) !== undefined,
-    'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)',
+    {
+      message:
+        'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)',
+      // One problem per path: the route-path rule below would only repeat it.
+      abort: true,
+    },
   );
+
+/**
+ * A path a route matches: a plain path whose only characters are letters, digits, `-._~`
+ * and `/`, plus escapes of bytes that must be escaped. A client may spell a sub-delim or
+ * `:`/`@` raw or escaped (`%3A`) and an upstream that decodes the path treats both alike, so
+ * a route naming either spelling would let the other pass under another route.
+ */
+const routePath = plainPath.refine(
+  (path) => /^(?:[A-Za-z0-9._~/-]|%(?!2[146-9A-C]|3A|3D|40)[0-9A-F]{2})*$/.test(path),
+  'must use only letters, digits, "-._~", "/" and upper-case escapes of other bytes',
+);
 
 /** End-to-end request headers the upstream receives unless forwarding.allowHeaders says otherwise. */
 export const DEFAULT_ALLOW_HEADERS = [
@@ -128,20 +144,14 @@ export const ratePolicySchema = z.strictObject({
 export const routeSchema = z.strictObject({
   name: z.string().min(1),
   /** Raw request paths, matched exactly. A route has these, `prefixes`, or both. */
-  paths: z.array(plainPath).default([]),
+  paths: z.array(routePath).default([]),
   /**
    * Raw path prefixes, each ending in `/`: a request path under one is forwarded with its
    * rest appended to `upstreamPath` (exact paths win; among prefixes, the longest). No empty
    * segment: upstreams that merge slashes (nginx's merge_slashes, many frameworks) read
    * `/a//` as `/a/`, another route's path.
    */
-  prefixes: z
-    .array(
-      plainPath
-        .refine((path) => path.endsWith('/'), 'must end with /')
-        .refine((path) => !path.includes('//'), 'must hold no empty segment (//)'),
-    )
-    .default([]),
+  prefixes: z.array(routePath.refine((path) => path.endsWith('/'), 'must end with /')).default([]),
   methods: z
     .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
     .min(1)

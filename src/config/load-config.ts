@@ -18,6 +18,7 @@ import {
 import { describeIssue } from './describe-issue.js';
 import { readYaml } from './read-yaml.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
+import { findSlashTwins } from '../routing/find-slash-twins.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
 export class ConfigError extends Error {
@@ -301,6 +302,11 @@ function crossCheck(
     if (route.targetless)
       problems.push(`routes[${i}].paths: a route needs paths, prefixes or both`);
   });
+  for (const { path, twin } of findSlashTwins({
+    exact: paths,
+    prefixes: [...prefixes].map(([prefix, entry]) => ({ prefix, entry })),
+  }))
+    problems.push(`routes: ${twin} falls under another route than ${path}; ${SLASH_TWIN_HINT}`);
   problems.push(...forwardAuthProblems(settings));
   const issuerNames = new Set<string>();
   settings.issuerNames.forEach((name, i) => {
@@ -355,6 +361,9 @@ function crossCheck(
   }
   return problems;
 }
+
+/** Why a path and its trailing-slash twin must share a route, and the fix. */
+export const SLASH_TWIN_HINT = 'an upstream may serve both alike, so list both on one route';
 
 /** Paths of the gateway's own endpoints, which a configured route may not shadow. */
 export const RESERVED_PATHS: ReadonlySet<string> = new Set([

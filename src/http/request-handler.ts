@@ -65,7 +65,7 @@ class RequestContext implements Exchange {
   /** The method the route's rules see: a forward-auth check's is the request it names. */
   method: string;
   route = 'none';
-  /** Set while the request is a forward-auth check: answered, never forwarded. */
+  /** Set when the request is a forward-auth check: answered, never forwarded. */
   private checking: ForwardAuthRoute | undefined = undefined;
   identity: Identity | undefined = undefined;
   error: GatewayError | undefined = undefined;
@@ -104,6 +104,7 @@ class RequestContext implements Exchange {
     const { req } = this;
     const { options } = this.shared;
     this.route = route.name;
+    this.checking = route;
     const original = readOriginalRequest({
       peerTrusted: options.addressing.trusted.has(normalizeAddress(req.socket.remoteAddress ?? '')),
       method: this.method,
@@ -125,7 +126,6 @@ class RequestContext implements Exchange {
     // the check itself) are reached through the gateway, not behind another proxy.
     if (match.entry.kind !== 'proxy') return this.onError(new GatewayError('not_found'));
     this.method = original.method;
-    this.checking = route;
     this.decide(match.entry, match.param, match.query);
   }
 
@@ -279,6 +279,10 @@ class RequestContext implements Exchange {
   onError(error: unknown): void {
     const failure = toGatewayError(error);
     this.error = failure;
+    // nginx's auth_request hands its config the check's status and headers, never the body:
+    // the code lets it answer invalid_path or token_expired rather than guess from the status.
+    if (this.checking !== undefined && !this.res.headersSent)
+      this.res.setHeader('x-auth-error', failure.code);
     writeError(this.res, failure, this.requestId);
   }
 

@@ -40,10 +40,17 @@ export function createHeaderPolicy(options: {
   forwardAuthorization: boolean;
 }): HeaderPolicy {
   const allow = new Set(options.allowHeaders.map((h) => h.toLowerCase()));
-  // These are set by the gateway or never forwarded, whatever the allow-list says.
-  for (const name of NEVER_ALLOWED) allow.delete(name);
-  for (const name of allow)
-    if (NEVER_ALLOWED_PREFIXES.some((prefix) => name.startsWith(prefix))) allow.delete(name);
+  // These are set by the gateway or never forwarded, whatever the allow-list says. `_` counts
+  // as `-`: CGI-style upstreams (PHP's HTTP_X_AUTH_SUBJECT, Django's META, WSGI) map both to
+  // one name, so a client's X_Auth_Subject would read as the gateway's X-Auth-Subject there.
+  for (const name of allow) {
+    const hyphenated = name.replaceAll('_', '-');
+    if (
+      NEVER_ALLOWED.includes(hyphenated) ||
+      NEVER_ALLOWED_PREFIXES.some((prefix) => hyphenated.startsWith(prefix))
+    )
+      allow.delete(name);
+  }
   return {
     allow,
     forwardAuthorization: options.forwardAuthorization,

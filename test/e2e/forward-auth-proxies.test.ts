@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
@@ -16,6 +17,7 @@ import {
   NOBODY,
   READER,
   SUBJECT,
+  TOKEN_SECRET,
 } from '../support/forward-auth-gateway.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import {
@@ -30,6 +32,7 @@ import {
   type ProxyProcess,
 } from '../support/proxy-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { freePort } from '../support/redis-server.js';
 import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
 
@@ -161,6 +164,35 @@ describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, ever
     },
   );
 
+  // PHP (HTTP_X_AUTH_SUBJECT), WSGI and Django read `_` and `-` as one: an underscore
+  // spelling beside the real header would win or be read instead of it.
+  it.runIf(run)(
+    "never lets a client's underscore spellings of X-Auth-* (X_Auth_Subject) reach the service",
+    async () => {
+      const received = await reaching(() =>
+        send(proxy.url, '/accounts', {
+          headers: {
+            ...basic(READER),
+            X_Auth_Subject: 'root',
+            'X-Auth_Scopes': 'admin',
+            x_auth_key: 'ak_someone_else',
+            X_AUTH_METHOD: 'bearer',
+          },
+        }),
+      );
+      expect(received).toHaveLength(1);
+      const names = Object.keys(received[0]?.headers ?? {});
+      const identityNames = names.filter((name) => name.replaceAll('_', '-').startsWith('x-auth-'));
+      expect(identityNames.sort()).toEqual([
+        'x-auth-key',
+        'x-auth-method',
+        'x-auth-scopes',
+        'x-auth-subject',
+      ]);
+      expect(received[0]?.headers['x-auth-subject']).toBe(SUBJECT);
+    },
+  );
+
   it.runIf(run)(
     'answers 401 in the error envelope with the challenges, for missing and unknown credentials',
     async () => {
@@ -190,6 +222,22 @@ describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, ever
   );
 
   it.runIf(run)(
+    'answers 401 token_expired, as the gateway said, for an expired token',
+    async () => {
+      const expired = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(SUBJECT)
+        .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+        .setExpirationTime(Math.floor(Date.now() / 1000) - 300)
+        .sign(new TextEncoder().encode(TOKEN_SECRET));
+      const answer = await send(proxy.url, '/tokens-only', {
+        headers: { authorization: `Bearer ${expired}` },
+      });
+      expectGatewayError(answer, 'token_expired');
+    },
+  );
+
+  it.runIf(run)(
     'answers 403 in the error envelope when the credential lacks the route scope',
     async () => {
       const received = await reaching(async () => {
@@ -214,9 +262,26 @@ describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, ever
       const refused = await send(proxy.url, '/limited', { headers: basic(LIMITED) });
       expectGatewayError(refused, 'rate_limited');
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      // The IETF headers the gateway set on its 429 (draft-ietf-httpapi-ratelimit-headers).
+      expect(refused.headers['ratelimit-policy']).toMatch(/^"[^"]+";q=\d+;w=\d+/);
+      expect(refused.headers.ratelimit).toMatch(/^"[^"]+";r=0;t=\d+$/);
     });
     expect(received).toEqual([]);
   });
+
+  it.runIf(run)(
+    'answers 400 invalid_path for a spelling of the path an upstream would normalize',
+    async () => {
+      const received = await reaching(async () => {
+        for (const uri of ['/items//7', '/items/%37', '/items/7;x'])
+          expectGatewayError(
+            await send(proxy.url, uri, { headers: basic(READER) }),
+            'invalid_path',
+          );
+      });
+      expect(received).toEqual([]);
+    },
+  );
 
   it.runIf(run)('answers 404 for a path no route of the gateway covers', async () => {
     const answer = await send(proxy.url, '/admin', { headers: basic(READER) });
@@ -299,4 +364,34 @@ describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', ()
   it.runIf(run)('keeps its cache, which holds the Authorization, readable by its user only', () => {
     expect(statSync(nginx.cacheDir).mode & 0o777).toBe(0o700);
   });
+});
+
+describe('forward auth behind nginx with the gateway down', () => {
+  const run = proxyTestsRun(NGINX);
+  let service: EchoUpstream | undefined;
+  let nginx: NginxProcess | undefined;
+
+  beforeAll(async () => {
+    if (!run) return;
+    service = await startEchoUpstream();
+    // A port nothing listens on: the check's connection is refused.
+    nginx = await startNginx({
+      gateway: `127.0.0.1:${await freePort()}`,
+      service: service.url.slice('http://'.length),
+    });
+  });
+
+  afterAll(() => stopAll(nginx, undefined, service));
+
+  it.runIf(run)(
+    "answers 503 credential_store_unavailable with nginx's own request id in header and body",
+    async () => {
+      const answer = await send(nginx?.url ?? '', '/accounts', { headers: basic(READER) });
+      const requestId = answer.headers['x-request-id'];
+      // nginx's $request_id: 16 random bytes in hex.
+      expect(requestId).toMatch(/^[0-9a-f]{32}$/);
+      expectGatewayError(answer, 'credential_store_unavailable', { requestId: String(requestId) });
+      expect(service?.received).toEqual([]);
+    },
+  );
 });

@@ -80,6 +80,12 @@ function expectAllowed(answer: HttpAnswer, key: string, scopes?: string): void {
   expect(answer.headers['x-auth-scopes']).toBe(scopes ?? '');
 }
 
+/** A refusal in the envelope, its code also in X-Auth-Error for a proxy that reads no body. */
+function expectRefused(answer: HttpAnswer, code: Parameters<typeof expectGatewayError>[1]): void {
+  expectGatewayError(answer, code);
+  expect(answer.headers['x-auth-error']).toBe(code);
+}
+
 describe('forward-auth by request shape', () => {
   it('allows a Traefik-shaped check with exactly 200, an empty body and the identity in X-Auth-*', async () => {
     expectAllowed(
@@ -157,6 +163,38 @@ describe('forward-auth by request shape', () => {
       await traefik('GET', '/items/../admin', { authorization: basic(READER) }),
       'invalid_path',
     );
+  });
+
+  it.each(['/items//7', '/items/%37', '/items/7;x', '/items/7%3B'])(
+    'answers 400 invalid_path for the original URI %s, in every shape, as a request to it would get',
+    async (uri) => {
+      const headers = { authorization: basic(READER) };
+      expectGatewayError(await traefik('GET', uri, headers), 'invalid_path');
+      expectGatewayError(await envoy('GET', uri, headers), 'invalid_path');
+    },
+  );
+
+  it('names the code of every refusal in X-Auth-Error (nginx sees no body), and of no allow', async () => {
+    const headers = { authorization: basic(READER) };
+    expectRefused(await traefik('GET', '/accounts'), 'missing_credentials');
+    expectRefused(
+      await traefik('GET', '/accounts', { authorization: 'Bearer x' }),
+      'invalid_token',
+    );
+    expectRefused(await traefik('GET', '/accounts', { authorization: basic(NOBODY) }), 'forbidden');
+    expectRefused(await traefik('GET', '/accounts//', headers), 'invalid_path');
+    const nginxShaped = await send(gateway.url, '/auth/check', {
+      headers: { ...headers, 'x-original-method': 'GET', 'x-original-uri': '/accounts;x' },
+    });
+    expectRefused(nginxShaped, 'invalid_path');
+    expectRefused(await traefik('GET', '/admin', headers), 'not_found');
+    expectRefused(await traefik('DELETE', '/items/1', headers), 'method_not_allowed');
+    const unnamed = await send(gateway.url, '/auth/check', { headers });
+    expectGatewayError(unnamed, 'bad_request', { message: FORWARD_AUTH_MESSAGES.unnamed });
+    expect(unnamed.headers['x-auth-error']).toBe('bad_request');
+    const allowed = await traefik('GET', '/accounts', headers);
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers['x-auth-error']).toBeUndefined();
   });
 
   it('refuses every shape with 403 from a peer that is not a trusted proxy', async () => {

@@ -43,6 +43,14 @@ beforeAll(async () => {
             upstreamPath: '/accounts',
           },
           {
+            name: 'account-admin',
+            paths: ['/accounts/admin'],
+            prefixes: ['/accounts/admin/'],
+            scopes: ['admin'],
+            upstream: 'accounts',
+            upstreamPath: '/accounts/admin',
+          },
+          {
             name: 'account-items',
             prefixes: ['/accounts/'],
             methods: ['GET', 'HEAD', 'PUT'],
@@ -107,6 +115,33 @@ describe('a prefix route', () => {
     const mark = upstreamMark(upstream);
     const res = await rawRequest(gateway.port, authorized(`GET ${target} HTTP/1.1`));
     expectGatewayError(res, 'invalid_path');
+    expect(mark.since()).toEqual([]);
+  });
+
+  // The key lacks the admin scope; an upstream decoding escapes, stripping `;params` or
+  // merging slashes would serve each of these as /accounts/admin/x under the weaker route.
+  it.each([
+    '/accounts//admin/x',
+    '/accounts/%61dmin/x',
+    '/accounts/admin;/x',
+    '/accounts/admin%3b/x',
+    '/accounts/admin%3B/x',
+  ])(
+    'answers 400 invalid_path for %s, a spelling of a stricter route, and forwards nothing',
+    async (target) => {
+      const mark = upstreamMark(upstream);
+      const res = await rawRequest(gateway.port, authorized(`GET ${target} HTTP/1.1`));
+      expectGatewayError(res, 'invalid_path');
+      expect(mark.since()).toEqual([]);
+    },
+  );
+
+  it('decides /accounts/admin and /accounts/admin/x by the stricter route (403)', async () => {
+    const mark = upstreamMark(upstream);
+    for (const target of ['/accounts/admin', '/accounts/admin/', '/accounts/admin/x']) {
+      const res = await rawRequest(gateway.port, authorized(`GET ${target} HTTP/1.1`));
+      expectGatewayError(res, 'forbidden');
+    }
     expect(mark.since()).toEqual([]);
   });
 

@@ -203,6 +203,12 @@ describe('request targets that could normalize into another path', () => {
     '/accounts?a=1#fragment',
     'http://evil.example/accounts/../admin',
     'http://evil.example/accounts#fragment',
+    // Spellings an upstream may serve as /accounts: merged slashes, a decoded unreserved
+    // byte, a stripped path parameter (RFC 3986 §6.2.2.2; Tomcat, Spring, nginx).
+    '/accounts//',
+    '//accounts',
+    '/acc%6Funts',
+    '/accounts;v=1',
   ];
 
   it.each(targets)('answers 400 invalid_path for GET %s and forwards nothing', async (target) => {
@@ -222,19 +228,7 @@ describe('request targets that could normalize into another path', () => {
 });
 
 describe('unknown paths', () => {
-  const paths = [
-    '/admin',
-    '/Accounts',
-    '/ACCOUNT',
-    '/accounts//',
-    '/account/',
-    '/accountsx',
-    '/acc%6Funts',
-    '/accounts%20',
-    '/accounts;v=1',
-    '//accounts',
-    '/',
-  ];
+  const paths = ['/admin', '/Accounts', '/ACCOUNT', '/account/', '/accountsx', '/accounts%20', '/'];
 
   it.each(paths)('answers 404 not_found for %s before asking for credentials', async (path) => {
     const mark = upstreamMark(upstream);

@@ -19,6 +19,9 @@ export const LOCKOUT_THRESHOLD = 3;
 /** forwardAuth.cacheMaxAgeSec of the gateway below. */
 export const CACHE_MAX_AGE_SEC = 30;
 
+/** The HS256 secret of the `test` bearer issuer, for tokens the tests sign themselves. */
+export const TOKEN_SECRET = 'forward-auth-token-secret-0123456789abcdef';
+
 /**
  * The routes the checks are decided by: the listing (scoped), a prefix route taking writes,
  * a route taking bearer tokens only, and a route limited to one request an hour per
@@ -34,6 +37,9 @@ export async function forwardAuthGatewayYaml(upstreamUrl: string): Promise<strin
       forwardAuth: { enabled: true, cacheMaxAgeSec: CACHE_MAX_AGE_SEC },
       // Locked after LOCKOUT_THRESHOLD wrong secrets for one key from one client address.
       lockout: { basic: { keyAddress: { threshold: LOCKOUT_THRESHOLD } } },
+      auth: {
+        bearer: { issuers: [{ name: 'test', algorithms: ['HS256'], secret: TOKEN_SECRET }] },
+      },
       routes: [
         {
           ...route,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { ConfigError, parseConfig, SLASH_TWIN_HINT } from '../../../src/config/load-config.js';
 
 function problemsOf(config: unknown): readonly string[] {
   try {
@@ -53,6 +53,10 @@ describe('forwardAuth config', () => {
     ).toEqual([
       // `/` covers the gateway's own paths as well.
       'routes[3].prefixes[0]: / covers paths the gateway serves itself',
+      // and each route's trailing-slash twin.
+      `routes: /accounts/ falls under another route than /accounts; ${SLASH_TWIN_HINT}`,
+      `routes: /check/ falls under another route than /check; ${SLASH_TWIN_HINT}`,
+      `routes: /check/v1 falls under another route than /check/v1/; ${SLASH_TWIN_HINT}`,
       'forwardAuth.path: /check (or a path under it) is also taken by route same',
       'forwardAuth.path: /check (or a path under it) is also taken by route under',
       'forwardAuth.path: /check (or a path under it) is also taken by route over',

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
+import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
 
 // The README's forward-auth configs are the files in config/forward-auth/ (nginx's, its
 // cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the
@@ -51,6 +52,31 @@ describe('the README forward-auth configs', () => {
       expect(caddy).toContain(told);
   });
 
+  it("has nginx answer each code the gateway names in X-Auth-Error with the gateway's message", () => {
+    const file = read('config/forward-auth/nginx.conf');
+    const mapBody = (name: string) =>
+      meaningful(new RegExp(`map \\$[a-z_]+ \\$${name} \\{\\n([^}]*)\\}`).exec(file)?.[1] ?? '');
+    const codes = mapBody('auth_error_code').map((line) => line.split(' '));
+    // Each listed code passes as itself; anything else (no answer) is the store's 503.
+    expect(
+      codes.filter(([code, as = '']) => code !== 'default' && code !== as.slice(0, -1)),
+    ).toEqual([]);
+    expect(codes.at(-1)).toEqual(['default', 'credential_store_unavailable;']);
+    const messages = Object.fromEntries(
+      mapBody('auth_error_message').map((line) => {
+        const [code = '', ...rest] = line.split(' ');
+        return [code, JSON.parse(rest.join(' ').slice(0, -1)) as string];
+      }),
+    );
+    const listed = [
+      ...codes.slice(0, -1).map(([code = '']) => code),
+      'credential_store_unavailable',
+    ];
+    expect(Object.keys(messages).sort()).toEqual(listed.sort());
+    for (const code of listed)
+      expect(messages[code]).toBe(ERROR_CATALOGUE[code as keyof typeof ERROR_CATALOGUE].message);
+  });
+
   it('has an nginx cache config that is nginx.conf with the cache lines added', () => {
     const cached = meaningful(read('config/forward-auth/nginx-cache.conf'));
     const isCache = (line: string) => line.startsWith('proxy_cache');
@@ -74,6 +100,42 @@ describe('the README forward-auth configs', () => {
     expect(new URL(String(forwardAuth?.address)).pathname).toBe(DEFAULT_PATH);
     expect((forwardAuth?.authResponseHeaders as string[]).map((h) => h.toLowerCase())).toEqual(
       IDENTITY_HEADERS,
+    );
+  });
+
+  it('has Traefik delete every underscore spelling of the identity headers before the check', () => {
+    const file = parse(read('config/forward-auth/traefik.yml')) as {
+      http: {
+        middlewares: Record<string, { headers?: { customRequestHeaders: Record<string, string> } }>;
+        routers: Record<string, { middlewares: string[] }>;
+      };
+    };
+    const strip = file.http.middlewares['strip-identity-spellings']?.headers?.customRequestHeaders;
+    const spellings = IDENTITY_HEADERS.flatMap((name) => {
+      const [first = '', ...rest] = name.split('-');
+      // Every choice of `-` or `_` at each separator but the all-`-` one.
+      return rest
+        .reduce<string[]>(
+          (acc, part) => acc.flatMap((s) => [`${s}-${part}`, `${s}_${part}`]),
+          [first],
+        )
+        .filter((spelling) => spelling !== name);
+    });
+    expect(
+      Object.keys(strip ?? {})
+        .map((h) => h.toLowerCase())
+        .sort(),
+    ).toEqual(spellings.sort());
+    expect(Object.values(strip ?? {}).every((value) => value === '')).toBe(true);
+    expect(file.http.routers['accounts']?.middlewares).toEqual([
+      'strip-identity-spellings',
+      'accounts-gateway',
+    ]);
+  });
+
+  it('has Envoy drop every header whose name holds "_" (X_Auth_Subject)', () => {
+    expect(read('config/forward-auth/envoy.yaml')).toMatch(
+      /common_http_protocol_options:\n\s+headers_with_underscores_action: DROP_HEADER\n/,
     );
   });
 

@@ -8,6 +8,7 @@ import {
   loadConfigFile,
   parseConfig,
   RESERVED_PATHS,
+  SLASH_TWIN_HINT,
 } from '../../../src/config/load-config.js';
 import { given } from '../../support/config-override.js';
 
@@ -453,7 +454,7 @@ routes:
   - name: accounts
     paths: [/accounts/.well-known, /v1.2/accounts..., /caf%C3%A9]
     upstream: accounts
-    upstreamPath: /api/v1.2/acc%41unts
+    upstreamPath: /api/v1.2/acc%C3%BCnts
 `,
       'test.yaml',
     );
@@ -462,7 +463,7 @@ routes:
       '/v1.2/accounts...',
       '/caf%C3%A9',
     ]);
-    expect(config.routes[0]?.upstreamPath).toBe('/api/v1.2/acc%41unts');
+    expect(config.routes[0]?.upstreamPath).toBe('/api/v1.2/acc%C3%BCnts');
   });
 
   it('rejects an upstream URL that is not http or https', () => {
@@ -913,13 +914,32 @@ describe('parseConfig: cross checks', () => {
     ]);
   });
 
-  it('reports a prefix with an empty segment, which upstreams that merge slashes read as another path', () => {
-    expect(problemsOf(`routes:${prefixRoute('a', '["//", /a//, /a//b/]')}\n`)).toEqual([
-      'routes[0].prefixes[0]: must hold no empty segment (//)',
-      'routes[0].prefixes[1]: must hold no empty segment (//)',
-      'routes[0].prefixes[2]: must hold no empty segment (//)',
+  it('reports a prefix whose twin without "/" falls under a weaker prefix route, until it is named', () => {
+    const admin = (paths: string) => `
+  - name: admin
+    paths: ${paths}
+    prefixes: [/accounts/admin/]
+    scopes: [admin]
+    upstream: accounts
+    upstreamPath: /accounts/admin`;
+    expect(problemsOf(`routes:${prefixRoute('items', '[/accounts/]')}${admin('[]')}\n`)).toEqual([
+      `routes: /accounts/admin falls under another route than /accounts/admin/; ${SLASH_TWIN_HINT}`,
     ]);
+    const fixed = parseConfig(
+      `routes:${prefixRoute('items', '[/accounts/]')}${admin('[/accounts/admin]')}\n`,
+      'test.yaml',
+    );
+    expect(fixed.routes[1]?.paths).toEqual(['/accounts/admin']);
   });
+
+  it.each(['//', '/a//b/', '/a:b/', '/a%3Ab/', '/a@b/', "/a'b/", '/a;b/', '/a%61/', '/a%c3%a9/'])(
+    'reports the prefix %s, which a client may spell another way',
+    (prefix) => {
+      expect(problemsOf(`routes:${prefixRoute('a', `["${prefix}"]`)}\n`)).toEqual([
+        expect.stringMatching(/^routes\[0\]\.prefixes\[0\]: must /),
+      ]);
+    },
+  );
 
   it('reports a prefix claimed by two routes', () => {
     expect(problemsOf(`routes:${prefixRoute('a', '[/x/]')}${prefixRoute('b', '[/x/]')}\n`)).toEqual(

@@ -153,6 +153,25 @@ describe('buildUpstreamHeaders', () => {
     });
   });
 
+  // PHP's HTTP_X_AUTH_SUBJECT, WSGI's and Django's META map `_` and `-` to one name.
+  it('treats "_" like "-" in the never-allowed names and prefixes, so X_Auth_Subject never passes', () => {
+    const underscored = {
+      x_auth_subject: 'root',
+      x_auth_scopes: 'admin',
+      x_forwarded_for: '10.0.0.1',
+      x_request_id: 'forged',
+      proxy_authorization: 'Basic YTpi',
+      transfer_encoding: 'chunked',
+      x_tenant: 't1',
+    };
+    const p = policy({
+      allowHeaders: [...DEFAULT_ALLOW, ...Object.keys(underscored), 'X_Auth_Key'],
+    });
+    expect([...p.allow].filter((name) => name.includes('_'))).toEqual(['x_tenant']);
+    const out = buildUpstreamHeaders(p, facts({ ...underscored, accept: '*/*' }));
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*', x_tenant: 't1' });
+  });
+
   // With Expect on the outgoing request, http-proxy-3 skips its proxyReq event, and with it
   // the forwarder's outgoing path and 504 timer.
   it('never passes Expect upstream, even when it is allow-listed', () => {

@@ -25,12 +25,12 @@ describe('checkRequestTarget', () => {
   });
 
   it.each([
-    '/%41ccounts',
     '/accounts/%20x',
+    '/accounts/%3Aadmin',
+    "/accounts/a:b@c!$&'()*+,=",
     '/accounts/.hidden',
     '/accounts/...',
     '/accounts/..x',
-    '/a%7e',
     '/a%C3%A9',
   ])('accepts the harmless spelling %s', (target) => {
     expect(checkRequestTarget(target)).toEqual({ path: target, query: '' });
@@ -75,7 +75,30 @@ describe('checkRequestTarget', () => {
     ['a non-hex escape', '/accounts%zz'],
     ['a half-hex escape', '/accounts%g1'],
     ['a "%" before a slash', '/a%/b'],
+    // Spellings that an upstream decoding or normalizing the path treats like another path.
+    ['an empty segment', '/accounts//admin'],
+    ['an empty first segment', '//accounts'],
+    ['a trailing empty segment', '/accounts//'],
+    ['an encoded letter', '/accounts/%61dmin'],
+    ['an encoded upper-case letter', '/%41ccounts'],
+    ['an encoded digit', '/v%31'],
+    ['an encoded "-"', '/a%2Db'],
+    ['an encoded "_"', '/a%5Fb'],
+    ['an encoded "~"', '/a%7E'],
+    ['a raw ";"', '/accounts/admin;/x'],
+    ['a ";" parameter', '/accounts;jsessionid=1'],
+    ['an encoded ";"', '/accounts/admin%3B/x'],
+    ['an encoded ";" in lower case', '/accounts/admin%3b/x'],
+    ['an encoded "%"', '/accounts/%2561dmin'],
+    ['a lower-case escape', '/caf%c3%a9'],
+    ['a raw space', '/a b'],
+    ['a raw "|"', '/a|b'],
+    ['a raw non-ASCII character', '/café'],
   ])('refuses %s', (_label, target) => {
     expect(checkRequestTarget(target)).toBeUndefined();
+  });
+
+  it('keeps the query out of the path rules: ";", "//" and escapes there are accepted', () => {
+    expect(checkRequestTarget('/a?x=;//%61%3b')).toEqual({ path: '/a', query: '?x=;//%61%3b' });
   });
 });
