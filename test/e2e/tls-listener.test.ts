@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,5 +75,49 @@ describe('serve with server.tls', () => {
     } finally {
       expect(await gateway.stop()).toBe(0);
     }
+  });
+
+  /** A TCP connection that never sends a byte: no ClientHello, so no handshake. */
+  const silentConnection = (port: number): Promise<{ socket: Socket; closed: Promise<void> }> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const closed = new Promise<void>((done) => socket.once('close', () => done()));
+      socket.once('connect', () => resolve({ socket, closed }));
+      socket.once('error', reject);
+    });
+
+  const startSilent = async (server: Record<string, number>) => {
+    copyFileSync(first.certFile, certFile);
+    copyFileSync(first.keyFile, keyFile);
+    const gateway = await startGateway(
+      gatewayYaml({ config: { server: { ...server, tls: { certFile, keyFile } } } }),
+    );
+    const silent = await silentConnection(gateway.port);
+    // Accepted in order: once a later connection has been served, the silent one is the
+    // server's too (not still in the listen backlog).
+    expect(await servedSerial(gateway.port, ca.cert)).toBe(first.serial);
+    return { gateway, silent };
+  };
+
+  it('closes a connection that does not finish its TLS handshake within server.headersTimeoutMs', async () => {
+    const { gateway, silent } = await startSilent({ headersTimeoutMs: 300 });
+    try {
+      await silent.closed;
+      // Nothing was written into a connection that has no TLS session (no HTTP 400 in clear).
+      expect(silent.socket.bytesRead).toBe(0);
+    } finally {
+      expect(await gateway.stop()).toBe(0);
+    }
+  });
+
+  it('exits on SIGTERM at the drain deadline while a connection is still in its handshake', async () => {
+    // The handshake timeout far beyond the test's own: only the drain deadline can end it.
+    const { gateway, silent } = await startSilent({
+      headersTimeoutMs: 600_000,
+      requestTimeoutMs: 600_000,
+      drainTimeoutMs: 200,
+    });
+    expect(await gateway.stop()).toBe(0);
+    await silent.closed;
   });
 });
