@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestCa, LOOPBACK } from '../support/certificates.js';
-import { startGateway } from '../support/gateway-process.js';
+import { startGateway, writeConfig } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
+import { runCli } from '../support/run-cli.js';
 import { servedSerial } from '../support/tls-client.js';
 
 const run = promisify(execFile);
@@ -119,5 +120,16 @@ describe('serve with server.tls', () => {
     });
     expect(await gateway.stop()).toBe(0);
     await silent.closed;
+  });
+
+  it('refuses to start with a key that is not the certificate’s, naming server.tls, without a stack', async () => {
+    const stray = ca.strayKey('stray-start');
+    const file = writeConfig(
+      gatewayYaml({ config: { server: { tls: { certFile: first.certFile, keyFile: stray } } } }),
+    );
+    const result = await runCli(['serve', '--config', file, '--listen', '127.0.0.1:0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('- server.tls: the key does not match the certificate\n');
+    expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /);
   });
 });
