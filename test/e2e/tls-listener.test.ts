@@ -25,7 +25,7 @@ describe('serve with server.tls', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('prints an https curl line that works, and on SIGHUP refuses a mismatched pair and then takes a good one', async () => {
+  it('prints an https curl line that works as printed, and on SIGHUP refuses a mismatched pair and then takes a good one', async () => {
     copyFileSync(first.certFile, certFile);
     copyFileSync(first.keyFile, keyFile);
     const gateway = await startGateway(
@@ -37,7 +37,7 @@ describe('serve with server.tls', () => {
       }),
     );
     try {
-      const line = /try:\s+curl -u '([^']+)' (https:\/\/\S+)\n/;
+      const line = /try:\s+curl --cacert '([^']+)' -u '([^']+)' (https:\/\/\S+)\n/;
       // Written to stderr once the port is open, maybe after the log line that said so.
       const printed = await new Promise<RegExpExecArray>((resolve) => {
         const check = (): void => {
@@ -49,13 +49,15 @@ describe('serve with server.tls', () => {
         gateway.child.stderr?.on('data', check);
         check();
       });
+      // As printed: the server's own certificate is the trust anchor (no CA file given).
+      expect(printed[1]).toBe(certFile);
       const { stdout } = await run('curl', [
         '-sS',
         '--cacert',
-        ca.certFile,
-        '-u',
         printed[1] ?? '',
+        '-u',
         printed[2] ?? '',
+        printed[3] ?? '',
       ]);
       expect(JSON.parse(stdout)).toMatchObject({ result: 'success', status: 200 });
 
