@@ -86,7 +86,8 @@ async function main(argv: string[]): Promise<number> {
       }
       const config = loadServeConfig(args);
       await checkKeyMaterial(config, args.config, { startFiles: true });
-      // SIGHUP validates what a start does, key material included (save what it cannot change).
+      // SIGHUP validates what a start does, key material included, but for the files only a
+      // start reads (see KeyMaterialScope).
       const reloadConfig = async (): Promise<GatewayConfig> => {
         const next = loadServeConfig(args);
         await checkKeyMaterial(next, args.config, { startFiles: false });
