@@ -43,7 +43,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   'reference-upstream': ['http'],
   // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
   // the signing key the processes share. What serves comes in from the CLI, as an interface.
-  lifecycle: ['config', 'http', 'observability', 'tokens'],
+  lifecycle: ['config', 'http', 'observability', 'tls', 'tokens'],
   // The CLI's commands: they call the composition root (app.ts) and name its failures.
   commands: [
     '<root>',

@@ -161,7 +161,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const release = (): Promise<void> =>
     (released ??= (async () => {
       listenerTls?.close();
-      server.closeAllConnections();
+      api.closeAllConnections();
       await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
       await pipeline.close();
       await store.close();
@@ -266,7 +266,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         new Promise<void>((resolve) => setTimeout(resolve, shutdownDelayMs).unref()),
         deadline,
       ]);
-      await drain(server, deadline);
+      await drain(server, deadline, () => api.closeAllConnections());
       await release();
     },
   };

@@ -85,11 +85,12 @@ async function main(argv: string[]): Promise<number> {
         return;
       }
       const config = loadServeConfig(args);
-      await checkKeyMaterial(config, args.config);
-      // SIGHUP validates what a start does, key material included.
+      await checkKeyMaterial(config, args.config, { startFiles: true });
+      // SIGHUP validates what a start does, key material included, but for the files only a
+      // start reads (see KeyMaterialScope).
       const reloadConfig = async (): Promise<GatewayConfig> => {
         const next = loadServeConfig(args);
-        await checkKeyMaterial(next, args.config);
+        await checkKeyMaterial(next, args.config, { startFiles: false });
         return next;
       };
       const { workers } = config.server;
@@ -119,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
         }),
       async (args) => {
         const config = loadServeConfig(args);
-        await checkKeyMaterial(config, args.config);
+        await checkKeyMaterial(config, args.config, { startFiles: true });
         process.stdout.write(`${args.config}: configuration is valid\n`);
         if (!args.connect) return;
         const checks = await checkConnections(config);

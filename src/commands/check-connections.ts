@@ -5,6 +5,7 @@ import { redisAddress, RedisUnavailableError } from '../backends/redis/client.js
 import { GatewayError } from '../errors/gateway-error.js';
 import {
   readUpstreamTls,
+  TlsFileError,
   type UpstreamTlsFiles,
   type UpstreamTlsOptions,
 } from '../tls/upstream-tls.js';
@@ -66,7 +67,8 @@ async function tryUpstream(
   try {
     if (tlsFiles !== undefined) tls = await readUpstreamTls(tlsFiles);
   } catch (error) {
-    return silent(`upstream ${name} ${origin}: ${String(error)}`);
+    const why = error instanceof TlsFileError ? `tls.${error.message}` : String(error);
+    return silent(`upstream ${name} ${origin}: ${why}`);
   }
   const started = performance.now();
   return new Promise((resolve) => {
@@ -101,11 +103,32 @@ async function tryUpstream(
     });
     req.once('error', (error) => {
       clearTimeout(timer);
-      // One line: OpenSSL's messages end in a newline.
-      resolve(silent(`upstream ${name} ${origin}: ${error.message.replace(/\s+/g, ' ').trim()}`));
+      resolve(silent(`upstream ${name} ${origin}: ${failureReason(name, error)}`));
     });
     req.end();
   });
+}
+
+/** OpenSSL's codes for a certificate that chains to no CA the client trusts. */
+const UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+]);
+
+/**
+ * One line (OpenSSL's messages end in a newline). For a certificate chaining to no trusted
+ * CA, Node hints "try running Node.js with --use-system-ca": the gateway trusts what its
+ * configuration names, so the line names that setting instead.
+ */
+function failureReason(name: string, error: NodeJS.ErrnoException): string {
+  const line = error.message.replace(/\s+/g, ' ').trim();
+  if (error.code === undefined || !UNTRUSTED.has(error.code)) return line;
+  const words = line.replace(/;? ?if the root CA is installed locally,.*$/, '');
+  return `${words} (name the CA it chains to in upstreams.${name}.tls.caFile)`;
 }
 
 function elapsedMs(started: number): number {

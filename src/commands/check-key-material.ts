@@ -1,16 +1,34 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { createKeySource } from '../auth/jwt/key-sources.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { ConfigError } from '../config/load-config.js';
 import { createSigningKeys } from '../tokens/signing-key.js';
-import { readUpstreamTls } from '../tls/upstream-tls.js';
+import { checkKeyPair, holdsCertificate } from '../tls/check-key-pair.js';
+import { readUpstreamTls, TlsFileError } from '../tls/upstream-tls.js';
 import { createTokenSigner } from '../tokens/token-signer.js';
+
+export interface KeyMaterialScope {
+  /**
+   * Also the files read only at start: the API port's certificate and key, and Redis's CA
+   * (`check` and a start). Not at SIGHUP: a listener pair that fails then is refused by the
+   * listener alone, keeping the served one without refusing the rest of the configuration,
+   * and Redis's CA is a restart-only setting.
+   */
+  readonly startFiles: boolean;
+}
 
 /**
  * Loads every key the configuration names (signing key, previous keys, issuers' public
- * keys and files, upstreams' TLS files), so a bad key is a configuration error reported by `check` and at start
- * with its path, not a crash on the first request.
+ * keys and files, upstreams' TLS files; with `startFiles`, the listener's pair and Redis's
+ * CA), so a bad key is a configuration error reported by `check` and at start with its YAML
+ * path, not a crash on the first request.
  */
-export async function checkKeyMaterial(config: GatewayConfig, source: string): Promise<void> {
+export async function checkKeyMaterial(
+  config: GatewayConfig,
+  source: string,
+  scope: KeyMaterialScope,
+): Promise<void> {
   const problems: string[] = [];
   const describe = (error: unknown): string =>
     error instanceof Error ? error.message : String(error);
@@ -30,10 +48,43 @@ export async function checkKeyMaterial(config: GatewayConfig, source: string): P
   for (const [name, upstream] of Object.entries(config.upstreams)) {
     if (upstream.tls === undefined) continue;
     await readUpstreamTls(upstream.tls).catch((error: unknown) =>
-      problems.push(`upstreams.${name}.tls: ${describe(error)}`),
+      problems.push(
+        error instanceof TlsFileError
+          ? `upstreams.${name}.tls.${error.setting}: ${error.reason}`
+          : `upstreams.${name}.tls: ${describe(error)}`,
+      ),
     );
   }
-  // The API port's certificate is not here: it is checked where it is served (at start, and
-  // at each reload, where a refusal keeps the served one without refusing the configuration).
+  if (scope.startFiles) problems.push(...(await startFileProblems(config)));
   if (problems.length > 0) throw new ConfigError(source, problems);
+}
+
+/** The listener's pair as it would be served, and Redis's CA as the client would read it. */
+async function startFileProblems(config: GatewayConfig): Promise<string[]> {
+  const problems: string[] = [];
+  const read = (path: string, file: string): Promise<Buffer | undefined> =>
+    readFile(file).catch((error: unknown) => {
+      const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+      problems.push(`${path}: cannot read ${resolve(file)} (${code})`);
+      return undefined;
+    });
+  const { tls } = config.server;
+  if (tls !== undefined) {
+    const [cert, key] = await Promise.all([
+      read('server.tls.certFile', tls.certFile),
+      read('server.tls.keyFile', tls.keyFile),
+    ]);
+    const checked =
+      cert === undefined || key === undefined ? undefined : checkKeyPair(cert, key, Date.now());
+    if (checked?.ok === false) problems.push(`server.tls: ${checked.reason}`);
+  }
+  const redisTls = config.credentials.store === 'redis' ? config.credentials.redis.tls : undefined;
+  if (redisTls !== undefined) {
+    const ca = await read('credentials.redis.tls.caFile', redisTls.caFile);
+    if (ca !== undefined && !holdsCertificate(ca))
+      problems.push(
+        `credentials.redis.tls.caFile: ${resolve(redisTls.caFile)} holds no PEM certificate`,
+      );
+  }
+  return problems;
 }

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { createGateway, type Gateway } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { Logger } from '../observability/create-logger.js';
@@ -53,9 +54,14 @@ function bootstrapNotice(
   // A wildcard address is not one a client can connect to: show loopback instead.
   const reachable = { '0.0.0.0': '127.0.0.1', '::': '::1' }[configuredHost] ?? configuredHost;
   const host = reachable.includes(':') ? `[${reachable}]` : reachable;
+  // curl (7.68+, OpenSSL) takes any certificate in --cacert as a trust anchor, the server's
+  // own included, so the line works with a private CA whose file the gateway never sees.
+  // Absolute: curl runs from another directory than the gateway, maybe.
+  const trust = server.tls === undefined ? '' : `--cacert '${resolve(server.tls.certFile)}' `;
+  const scheme = server.tls === undefined ? 'http' : 'https';
   return (
     `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
     `  key:    ${key}\n  secret: ${secret}\n` +
-    `  try:    curl -u '${key}:${secret}' ${server.tls === undefined ? 'http' : 'https'}://${host}:${port}/accounts\n\n`
+    `  try:    curl ${trust}-u '${key}:${secret}' ${scheme}://${host}:${port}/accounts\n\n`
   );
 }

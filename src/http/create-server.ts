@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
+import type { SecureContextOptions, Server as TlsServer, TlsOptions } from 'node:tls';
 import { writeError, writeRawError } from '../errors/error-envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -27,6 +27,11 @@ export interface GatewayServer {
    * is about to close (RFC 9112 §9.6).
    */
   closeAfterResponses(): void;
+  /**
+   * Cuts every connection, a TLS one whose handshake has not finished included (Node's own
+   * closeAllConnections knows only those that reached HTTP).
+   */
+  closeAllConnections(): void;
 }
 
 /** The response to the last request on a connection: what a later parser error belongs to. */
@@ -68,25 +73,42 @@ export function createGatewayServer(
     // Host is checked in checkFraming, so a missing one gets the gateway's error body.
     requireHostHeader: false,
   };
+  // A silent client gets no longer to finish its handshake than to send a request's head
+  // (Node's default is 120 s): the handshake is where a request over TLS starts. Set once,
+  // at start: Node reads it per connection from a private field a reload cannot reach.
+  const handshake: TlsOptions = { handshakeTimeout: limits.headersTimeoutMs };
   // https.Server runs http.Server's own connection handling (Node gives it the same methods
   // and fields: timeouts, closeAllConnections...); only the types keep the two apart.
   const server =
     tls === undefined
       ? createServer(options, counted)
-      : (createHttpsServer({ ...options, ...tls }, counted) as unknown as Server);
+      : (createHttpsServer({ ...options, ...handshake, ...tls }, counted) as unknown as Server);
   // One more than allowed, so the handler sees the overflow and answers 431 instead of Node
   // silently dropping the extra lines (a late Authorization among them).
   server.maxHeadersCount = limits.maxHeaderCount + 1;
   // Without this Node answers `100 Continue` before any check has run; the handler sends it
   // only once the request is accepted.
   server.on('checkContinue', counted);
-  server.on('clientError', answerClientError);
   // One set entry per connection, not per request: the responses a drain must still reach.
   const sockets = new Set<TrackedSocket>();
   // Over TLS, 'connection' carries the TCP socket and the requests ride the TLS socket.
   server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: TrackedSocket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
+  });
+  // The TCP sockets under TLS, from accept on: one whose handshake never ends is known
+  // nowhere else, and would hold a drain (and the process) open for ever.
+  const tcp = new Set<Socket>();
+  if (tls !== undefined)
+    server.on('connection', (socket: Socket) => {
+      tcp.add(socket);
+      socket.once('close', () => tcp.delete(socket));
+    });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: TrackedSocket) => {
+    // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
+    // reach a client that has no TLS session, so the connection is closed.
+    if (tls !== undefined && !sockets.has(socket)) socket.destroy();
+    else answerClientError(error, socket);
   });
   const closeAfterResponses = (): void => {
     closing = true;
@@ -100,6 +122,10 @@ export function createGatewayServer(
     secure: tls === undefined ? undefined : (server as unknown as TlsServer),
     inFlight: () => inFlight,
     closeAfterResponses,
+    closeAllConnections() {
+      server.closeAllConnections();
+      for (const socket of tcp) socket.destroy();
+    },
   };
 }
 

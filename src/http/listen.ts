@@ -76,9 +76,14 @@ export function closeServer(server: Server): Promise<void> {
  * its next request on one at this very moment, and a close then loses that request (RFC
  * 9112 §9.6 leaves the race to the server that closes). Each closes either after a response
  * that said `Connection: close` or when Node's keep-alive timer, the timeout the gateway
- * advertised, expires.
+ * advertised, expires. `cutAll` cuts what is left (a TLS server's must include the
+ * connections still in their handshake).
  */
-export async function drain(server: Server, deadline: Promise<void>): Promise<void> {
+export async function drain(
+  server: Server,
+  deadline: Promise<void>,
+  cutAll: () => void = () => server.closeAllConnections(),
+): Promise<void> {
   // http.Server's close() also closes the idle connections (Node 19+): the base class only
   // stops accepting, and calls back once the last connection is gone.
   const closed = new Promise<void>((resolve) => {
@@ -86,6 +91,6 @@ export async function drain(server: Server, deadline: Promise<void>): Promise<vo
     else resolve();
   });
   await Promise.race([closed, deadline]);
-  server.closeAllConnections();
+  cutAll();
   await closed;
 }

@@ -1,6 +1,6 @@
-import { watch, type FSWatcher } from 'node:fs';
+import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { checkKeyPair, type ServablePair } from './check-key-pair.js';
 
@@ -156,10 +156,14 @@ export async function loadListenerTls(
 
   // The folders, not the files: a file replaced by a rename (or Kubernetes' swap of a
   // symlinked folder) leaves a watch on the old file deaf. Every event of a folder counts,
-  // since the names it reports vary with the way the file was replaced.
+  // since the names it reports vary with the way the file was replaced. A watch follows the
+  // folder it was opened on (an inode), not its path: a folder renamed away, or a symlink in
+  // the path pointed elsewhere, leaves it on the old one. So the folders that hold such a
+  // symlink are watched too, and every watch is opened again, by path, at each change.
   const watchFiles = (): void => {
     for (const watcher of watchers) watcher.close();
-    const folders = new Set([dirname(files.certFile), dirname(files.keyFile)]);
+    const fileFolders = [dirname(files.certFile), dirname(files.keyFile)];
+    const folders = new Set([...fileFolders, ...fileFolders.flatMap(symlinkParents)]);
     watchers = [];
     for (const folder of folders) {
       const unwatched = (error: unknown): void =>
@@ -167,7 +171,10 @@ export async function loadListenerTls(
       try {
         const watcher = watch(folder, { persistent: false }, () => {
           clearTimeout(timer);
-          timer = setTimeout(() => void reload('file change'), WATCH_DEBOUNCE_MS);
+          timer = setTimeout(() => {
+            watchFiles();
+            void reload('file change');
+          }, WATCH_DEBOUNCE_MS);
           timer.unref();
         });
         watcher.on('error', unwatched);
@@ -192,6 +199,19 @@ export async function loadListenerTls(
       watchers = [];
     },
   };
+}
+
+/** The folders holding a symlink on the way to `folder` (its own name included). */
+function symlinkParents(folder: string): string[] {
+  const parents: string[] = [];
+  for (let path = resolve(folder); dirname(path) !== path; path = dirname(path)) {
+    try {
+      if (lstatSync(path).isSymbolicLink()) parents.push(dirname(path));
+    } catch {
+      // Not there (yet): the watch of the folder itself says so.
+    }
+  }
+  return parents;
 }
 
 function codeOf(error: unknown): string {

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { handshake, servedSerial } from '../support/tls-client.js';
 const ca = createTestCa();
 const first = ca.issue('first', { commonName: 'localhost', ...LOOPBACK });
 const second = ca.issue('second', { commonName: 'localhost', ...LOOPBACK });
+const third = ca.issue('third', { commonName: 'localhost', ...LOOPBACK });
 const expired = ca.issue('expired', {
   commonName: 'localhost',
   ...LOOPBACK,
@@ -56,10 +57,20 @@ describe('the API port over TLS', () => {
     await gateway.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const start = async (): Promise<void> => {
+  /** A folder `name` of `dir` holding `issued` as cert.pem and key.pem. */
+  const folderWith = (name: string, issued: IssuedCertificate): string => {
+    const folder = join(dir, name);
+    mkdirSync(folder);
+    copyFileSync(issued.certFile, join(folder, 'cert.pem'));
+    copyFileSync(issued.keyFile, join(folder, 'key.pem'));
+    return folder;
+  };
+  /** Starts on the first pair, at dir/cert.pem unless `layout` puts it elsewhere. */
+  const start = async (layout?: () => string): Promise<void> => {
     dir = mkdtempSync(join(tmpdir(), 'gateway-live-tls-'));
-    files = { certFile: join(dir, 'cert.pem'), keyFile: join(dir, 'key.pem') };
-    install(first.certFile, first.keyFile);
+    const folder = layout?.() ?? dir;
+    files = { certFile: join(folder, 'cert.pem'), keyFile: join(folder, 'key.pem') };
+    if (layout === undefined) install(first.certFile, first.keyFile);
     log = capturedLogger();
     gateway = await createGateway(config(), { logger: log.logger });
     port = (await gateway.listen()).port;
@@ -114,6 +125,31 @@ describe('the API port over TLS', () => {
     // No line carries a byte of key material.
     const key = second.key.split('\n')[1] ?? '';
     expect(JSON.stringify(log.lines)).not.toContain(key);
+  });
+
+  it('keeps watching after the certificate’s folder is replaced by a rename', async () => {
+    await start(() => folderWith('current', first));
+    renameSync(join(dir, 'current'), join(dir, 'old'));
+    renameSync(folderWith('next', second), join(dir, 'current'));
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'file change' });
+    // The folder now named current is another one than the watch was first opened on.
+    install(third.certFile, third.keyFile);
+    await log.until('TLS certificate loaded', { serial: third.serial, trigger: 'file change' });
+    expect(await servedSerial(port, ca.cert)).toBe(third.serial);
+  });
+
+  it('sees a symlink in the path pointed at another folder, as a deploy swaps releases', async () => {
+    await start(() => {
+      folderWith('v1', first);
+      symlinkSync('v1', join(dir, 'current'));
+      return join(dir, 'current');
+    });
+    folderWith('v2', second);
+    // ln -sfn v2 current.tmp && mv -T current.tmp current
+    symlinkSync('v2', join(dir, 'current.tmp'));
+    renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+    await log.until('TLS certificate loaded', { serial: second.serial, trigger: 'file change' });
+    expect(await servedSerial(port, ca.cert)).toBe(second.serial);
   });
 
   it('keeps serving the old pair when the files change to an expired certificate', async () => {

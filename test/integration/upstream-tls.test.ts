@@ -4,6 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
+import { TlsFileError } from '../../src/tls/upstream-tls.js';
 import { basicHeader } from '../support/basic-header.js';
 import { capturedLogger } from '../support/captured-logger.js';
 import { createTestCa, LOOPBACK, type IssuedCertificate } from '../support/certificates.js';
@@ -74,9 +75,8 @@ describe.each(['http-proxy-3', 'undici'] as const)('TLS to an upstream with %s',
     upstream = undefined;
   });
 
-  /** The listing through a gateway whose upstream has these TLS settings. */
-  const listing = async (tls: Record<string, string> | undefined) => {
-    const config = parseConfig(
+  const configWith = (tls: Record<string, string> | undefined) =>
+    parseConfig(
       gatewayYaml({
         config: {
           server: { host: '127.0.0.1', port: 0 },
@@ -90,9 +90,16 @@ describe.each(['http-proxy-3', 'undici'] as const)('TLS to an upstream with %s',
       }),
       'upstream-tls.yaml',
     );
-    gateway = await createGateway(config, { logger: capturedLogger('silent').logger });
-    const { port } = await gateway.listen();
-    const pair = gateway.bootstrap;
+  /** The listing through a gateway whose upstream has these TLS settings. */
+  const listing = async (tls: Record<string, string> | undefined) => {
+    gateway = await createGateway(configWith(tls), { logger: capturedLogger('silent').logger });
+    port = (await gateway.listen()).port;
+    return listingAgain();
+  };
+  let port = 0;
+  /** The listing again, through the gateway already started. */
+  const listingAgain = () => {
+    const pair = gateway?.bootstrap;
     if (pair === undefined) throw new Error('the bootstrap pair is enabled');
     return send(`http://127.0.0.1:${String(port)}`, '/accounts', {
       headers: { authorization: basicHeader(pair.key, pair.secret) },
@@ -137,5 +144,22 @@ describe.each(['http-proxy-3', 'undici'] as const)('TLS to an upstream with %s',
     });
     expect(answer.status).toBe(200);
     expect(upstream.clients).toEqual(['gateway']);
+  });
+
+  it('refuses a reload whose client key is not its certificate’s, and keeps forwarding with the served pair', async () => {
+    upstream = await startTlsUpstream(trusted, true);
+    const good = { caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile };
+    expect((await listing(good)).status).toBe(200);
+    // OpenSSL would refuse this pair only when a request builds its context: with
+    // http-proxy-3, inside https.request, as an exception that ended the process.
+    const mixed = { ...good, keyFile: ca.strayKey('stray-client') };
+    await expect(gateway?.reload(configWith(mixed))).rejects.toEqual(
+      new TlsFileError(
+        'keyFile',
+        `the key does not match the certificate (certFile ${client.certFile}, keyFile ${mixed.keyFile})`,
+      ),
+    );
+    expect((await listingAgain()).status).toBe(200);
+    expect(upstream.clients).toEqual(['gateway', 'gateway']);
   });
 });

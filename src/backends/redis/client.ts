@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
@@ -20,9 +21,22 @@ function seedNodes(config: RedisConfig): RedisNode[] {
   });
 }
 
-/** A private CA for rediss://: ioredis hands `tls` to tls.connect, verification on. */
+/**
+ * A private CA for rediss://: ioredis hands `tls` to tls.connect, verification on. A file
+ * that cannot be read is named by its setting: one-off commands (keys, users) have no other
+ * check before they connect.
+ */
 function tlsOptions(config: RedisConfig): ConnectionOptions | undefined {
-  return config.tls === undefined ? undefined : { ca: readFileSync(config.tls.caFile) };
+  if (config.tls === undefined) return undefined;
+  const file = config.tls.caFile;
+  try {
+    return { ca: readFileSync(file) };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new Error(`credentials.redis.tls.caFile: cannot read ${resolve(file)} (${code})`, {
+      cause: error,
+    });
+  }
 }
 
 const CONNECT_TIMEOUT_MS = 2_000;

@@ -8,6 +8,7 @@ import {
   supervise,
   type SupervisedTarget,
 } from '../../../src/lifecycle/supervisor.js';
+import { ListenerTlsError } from '../../../src/tls/listener-tls.js';
 import { GENERATED_KEY_WARNING } from '../../../src/tokens/signing-key.js';
 import { capturedLog, type CapturedLog } from '../../support/captured-log.js';
 import { deferred, type Deferred } from '../../support/deferred.js';
@@ -257,6 +258,17 @@ describe('the supervisor at start', () => {
         err: expect.objectContaining({ message: error.message }) as unknown,
       }),
     );
+  });
+
+  it('logs a refused listener certificate as its one sentence, without a stack', async () => {
+    const { target, log, ended } = run();
+    const files = { certFile: '/etc/tls/cert.pem', keyFile: '/etc/tls/key.pem' };
+    const error = new ListenerTlsError(files, 'the key does not match the certificate');
+    target.started.reject(error);
+    await expect(ended).rejects.toBe(error);
+    const failed = log.lines().filter((line) => line.msg === 'start failed');
+    expect(failed).toEqual([expect.objectContaining({ problems: [error.message] })]);
+    expect(failed[0]).not.toHaveProperty('err');
   });
 
   it('generates one signing key when none is configured, warned once, for the start and every reload', async () => {

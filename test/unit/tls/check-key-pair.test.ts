@@ -1,7 +1,8 @@
 import { X509Certificate } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkKeyPair } from '../../../src/tls/check-key-pair.js';
+import { checkKeyPair, holdsCertificate } from '../../../src/tls/check-key-pair.js';
 import { createTestCa, LOOPBACK } from '../../support/certificates.js';
 
 describe('checkKeyPair', () => {
@@ -52,5 +53,35 @@ describe('checkKeyPair', () => {
       ok: false,
       reason: 'the key file holds no PEM private key',
     });
+  });
+
+  it('says a key is encrypted rather than missing', () => {
+    const encrypted = execFileSync('openssl', [
+      'pkey',
+      '-in',
+      server.keyFile,
+      '-aes256',
+      '-passout',
+      'pass:secret',
+    ]);
+    expect(checkKeyPair(read(server.certFile), encrypted, Date.now())).toEqual({
+      ok: false,
+      reason: 'the key file holds an encrypted key (the gateway reads unencrypted PEM keys only)',
+    });
+  });
+});
+
+describe('holdsCertificate', () => {
+  const ca = createTestCa();
+  afterAll(() => ca.remove());
+
+  it('finds a certificate among other blocks, and none in a key, an empty file or a broken block', () => {
+    const key = readFileSync(ca.strayKey('key'));
+    expect(holdsCertificate(Buffer.from(ca.cert))).toBe(true);
+    expect(holdsCertificate(Buffer.concat([key, Buffer.from(ca.cert)]))).toBe(true);
+    expect(holdsCertificate(key)).toBe(false);
+    expect(holdsCertificate(Buffer.alloc(0))).toBe(false);
+    const broken = '-----BEGIN CERTIFICATE-----\nc2VjcmV0\n-----END CERTIFICATE-----\n';
+    expect(holdsCertificate(Buffer.from(broken))).toBe(false);
   });
 });
