@@ -3,7 +3,8 @@ import { checkRequestTarget } from './check-request-target.js';
 /**
  * What a raw request target resolves to. Paths are compared exactly, byte for byte:
  * `/accounts` and `/Accounts` or `/accounts//` are different paths, and only the
- * configured spellings match.
+ * configured spellings match; a spelling an upstream may serve as a path another route
+ * decides (in another case, with a format suffix) is refused.
  */
 export type TargetMatch<T> =
   | {
@@ -32,9 +33,14 @@ export interface RouteTableEntries<T> {
 }
 
 export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T> {
+  const resolve = createResolver(entries);
+  // The same table as a case-insensitive upstream reads it (Express, ASP.NET Core, IIS).
+  const resolveFolded = createResolver({
+    exact: new Map([...entries.exact].map(([path, entry]) => [foldCase(path), entry])),
+    parameterized: (entries.parameterized ?? []).map((p) => ({ ...p, prefix: foldCase(p.prefix) })),
+    prefixes: (entries.prefixes ?? []).map((p) => ({ ...p, prefix: foldCase(p.prefix) })),
+  });
   const exact = new Map(entries.exact);
-  const parameterized = entries.parameterized ?? [];
-  const prefixes = [...(entries.prefixes ?? [])].sort((a, b) => b.prefix.length - a.prefix.length);
   return {
     match(target) {
       if (target.charCodeAt(0) === 0x2f /* / */) return matchOriginForm(target);
@@ -63,26 +69,70 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
     }
     const checked = checkRequestTarget(target);
     if (checked === undefined) return INVALID;
+    const found = resolve(checked.path);
+    if (found === undefined) return NOT_FOUND;
+    if (twinElsewhere(checked.path, found.entry)) return INVALID;
+    return { kind: 'match', entry: found.entry, param: found.param, query: checked.query };
+  }
+
+  /**
+   * Whether an upstream may serve `path` as one another route decides: read without case
+   * (Express, ASP.NET Core, IIS), or without a format suffix on its last segment (Rails'
+   * optional `(.:format)`, Spring MVC's suffix match before 5.3). `/accounts/ADMIN/x` or
+   * `/accounts/admin.json` would otherwise pass a loose `/accounts/` route to the handler of
+   * a stricter `/accounts/admin/`.
+   */
+  function twinElsewhere(path: string, entry: T): boolean {
+    const bare = withoutFormat(path);
+    if (bare !== undefined && differs(resolve(bare), entry)) return true;
+    for (const spelling of bare === undefined ? [path] : [path, bare]) {
+      const folded = foldCase(spelling);
+      if (folded !== spelling && differs(resolveFolded(folded), entry)) return true;
+    }
+    return false;
+  }
+}
+
+function differs<T>(found: { entry: T } | undefined, entry: T): boolean {
+  return found !== undefined && found.entry !== entry;
+}
+
+/** The entry a checked path resolves to: exact, then parameterized, then the longest prefix. */
+function createResolver<T>(
+  entries: RouteTableEntries<T>,
+): (path: string) => { entry: T; param: string | undefined } | undefined {
+  const exact = new Map(entries.exact);
+  const parameterized = entries.parameterized ?? [];
+  const prefixes = [...(entries.prefixes ?? [])].sort((a, b) => b.prefix.length - a.prefix.length);
+  return (path) => {
+    const hit = exact.get(path);
+    if (hit !== undefined) return { entry: hit, param: undefined };
     for (const { prefix, param, entry } of parameterized) {
-      if (checked.path.startsWith(prefix)) {
-        const rest = checked.path.slice(prefix.length);
-        if (param.test(rest)) return { kind: 'match', entry, param: rest, query: checked.query };
+      if (path.startsWith(prefix)) {
+        const rest = path.slice(prefix.length);
+        if (param.test(rest)) return { entry, param: rest };
       }
     }
-    // The rest has passed every rule of checkRequestTarget above (no dot segment, no encoded
-    // `/` or `\`, ...), and the prefix ends in `/`: the rest's segments are whole segments
-    // that the upstream cannot resolve to a path outside the prefix (RFC 3986 §5.2.4).
+    // The rest has passed every rule of checkRequestTarget (no dot segment, no encoded `/` or
+    // `\`, ...), and the prefix ends in `/`: the rest's segments are whole segments that the
+    // upstream cannot resolve to a path outside the prefix (RFC 3986 §5.2.4).
     for (const { prefix, entry } of prefixes) {
-      if (checked.path.startsWith(prefix))
-        return {
-          kind: 'match',
-          entry,
-          param: checked.path.slice(prefix.length),
-          query: checked.query,
-        };
+      if (path.startsWith(prefix)) return { entry, param: path.slice(prefix.length) };
     }
-    return NOT_FOUND;
-  }
+    return undefined;
+  };
+}
+
+/** Letters folded to lower case; escapes kept upper-case, the only case a path may use. */
+export function foldCase(path: string): string {
+  if (!/[A-Z]/.test(path)) return path;
+  return path.toLowerCase().replace(/%[0-9a-f]{2}/g, (escape) => escape.toUpperCase());
+}
+
+/** The path without a `.suffix` on its last segment; undefined when it has none. */
+function withoutFormat(path: string): string | undefined {
+  const dot = path.lastIndexOf('.');
+  return dot > path.lastIndexOf('/') + 1 ? path.slice(0, dot) : undefined;
 }
 
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;

@@ -118,14 +118,18 @@ describe('a prefix route', () => {
     expect(mark.since()).toEqual([]);
   });
 
-  // The key lacks the admin scope; an upstream decoding escapes, stripping `;params` or
-  // merging slashes would serve each of these as /accounts/admin/x under the weaker route.
+  // The key lacks the admin scope; an upstream decoding escapes, stripping `;params`,
+  // merging slashes, reading paths without case or dropping a `.format` would serve each of
+  // these as the admin route's under the weaker route.
   it.each([
     '/accounts//admin/x',
     '/accounts/%61dmin/x',
     '/accounts/admin;/x',
     '/accounts/admin%3b/x',
     '/accounts/admin%3B/x',
+    '/accounts/ADMIN/x',
+    '/accounts/Admin',
+    '/accounts/admin.json',
   ])(
     'answers 400 invalid_path for %s, a spelling of a stricter route, and forwards nothing',
     async (target) => {

@@ -22,7 +22,8 @@ const table = createRouteTable(ENTRIES);
 /**
  * What an upstream may make of a raw path: Go, Spring, Flask and Django decode escapes of
  * unreserved bytes (RFC 3986 §6.2.2.2), some decode twice (`%2561`), Tomcat and Spring strip
- * `;params`, nginx's merge_slashes collapses `//`, and Express serves `/p/` as `/p`.
+ * `;params`, nginx's merge_slashes collapses `//`, Express serves `/p/` as `/p` and reads
+ * paths without case (as ASP.NET Core and IIS do), and Rails drops a `.format` suffix.
  */
 function upstreamView(path: string): string {
   let decoded = path;
@@ -32,8 +33,10 @@ function upstreamView(path: string): string {
       (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)),
     );
   return decoded
+    .toLowerCase()
     .replace(/;[^/]*/g, '')
     .replace(/\/{2,}/g, '/')
+    .replace(/([^/])\.[^/.]*$/, '$1')
     .replace(/(.)\/$/, '$1');
 }
 
@@ -52,9 +55,32 @@ describe('path spellings an upstream treats alike', () => {
     '/accounts/admin%3b/x',
     '/accounts/admin%3B/x',
     '/accounts/adm%69n/x',
+    '/accounts/ADMIN/x',
+    '/accounts/Admin/x',
   ])('refuses %s, which reaches /accounts/admin/x upstream, with invalid_path', (target) => {
     expect(upstreamView(target)).toBe('/accounts/admin/x');
     expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+  });
+
+  it.each(['/accounts/Admin', '/accounts/ADMIN/'])(
+    'refuses %s, which a case-insensitive upstream serves as the admin route, with invalid_path',
+    (target) => {
+      expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+    },
+  );
+
+  it.each(['/accounts/admin.json', '/accounts/admin.', '/accounts/ADMIN.json'])(
+    'refuses %s, which Rails and old Spring MVC serve as /accounts/admin, with invalid_path',
+    (target) => {
+      expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+    },
+  );
+
+  it('routes what no stricter route claims in any case or with any suffix as it is', () => {
+    expect(entryOf('/accounts/Report.CSV')).toBe('accounts');
+    expect(entryOf('/accounts/x/ADMIN')).toBe('accounts');
+    expect(entryOf('/accounts/admin/Report.json')).toBe('admin');
+    expect(entryOf('/keys/ak_0aZ9')).toBe('key');
   });
 
   it('routes /accounts/admin and /accounts/admin/x to the admin route', () => {
@@ -101,6 +127,8 @@ describe('path spellings an upstream treats alike', () => {
     (s: string, i: number) => encodeAt(s, i, true),
     (s: string, i: number) => encodeAt(s, i, false).replace('%', '%25'),
     (s: string) => (s.endsWith('/') ? s.slice(0, -1) : `${s}/`),
+    (s: string, i: number) => `${s.slice(0, i)}${s.charAt(i).toUpperCase()}${s.slice(i + 1)}`,
+    (s: string) => `${s}.json`,
   );
 
   it('sends no spelling of a path to another route than the path itself (or refuses it)', () => {
