@@ -40,8 +40,6 @@ export interface IdentityCache {
   readonly size: number;
 }
 
-const UNCOUNTED: CacheCounters = { hits: 0, misses: 0, evictions: 0 };
-
 /**
  * A map from a name to the ids filed under it. Almost every name has one id (a key has
  * one secret, most subjects one pair), so a single id is held as it is and a Set is made
@@ -81,7 +79,7 @@ class Index {
 
 export function createIdentityCache(options: IdentityCacheOptions): IdentityCache {
   const now = options.now ?? Date.now;
-  const counters = options.counters ?? { ...UNCOUNTED };
+  const counters = options.counters ?? { hits: 0, misses: 0, evictions: 0 };
   const ttlMs = Math.max(options.ttlMs, 1);
   const byKey = new Index();
   const bySubject = new Index();

@@ -27,6 +27,7 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /** The credential caches, one per authentication method. */
 export type CacheMethod = 'basic' | 'bearer';
+const METHODS: readonly CacheMethod[] = ['basic', 'bearer'];
 
 /**
  * A credential cache's counts, bumped in place by the cache itself (`hits += 1`): bound once
@@ -123,33 +124,28 @@ export function createMetrics(
   };
   const authSuccesses: Record<CacheMethod, number> = { basic: 0, bearer: 0 };
   let state: ScrapedState = { openConnections: () => 0, cacheEntries: () => 0 };
-  const METHODS = ['basic', 'bearer'] as const;
   const perMethod = (read: (method: CacheMethod) => number) => (): ScrapedValue[] =>
     METHODS.map((method) => ({ value: read(method), labels: { method } }));
-  for (const [name, help, read] of [
-    [
-      'hits',
-      'Requests whose credentials the cache had verified, by method (basic, bearer).',
-      (m: CacheMethod) => cache[m].hits,
-    ],
-    [
-      'misses',
-      'Credentials looked up in the cache and not found there (then checked in full), by method.',
-      (m: CacheMethod) => cache[m].misses,
-    ],
-    [
-      'evictions',
-      'Cache entries pushed out by its bound (auth.<method>.cache.maxEntries, or the bytes of cached tokens) to make room, by method; expired and revoked ones are not counted.',
-      (m: CacheMethod) => cache[m].evictions,
-    ],
-  ] as const)
+  const cacheCounter = (name: keyof CacheCounters, help: string): void =>
     registerScraped(
       registry,
       `gateway_credential_cache_${name}_total`,
       help,
       'counter',
-      perMethod(read),
+      perMethod((method) => cache[method][name]),
     );
+  cacheCounter(
+    'hits',
+    'Requests whose credentials the cache had verified, by method (basic, bearer).',
+  );
+  cacheCounter(
+    'misses',
+    'Credentials looked up in the cache and not found there (then checked in full), by method.',
+  );
+  cacheCounter(
+    'evictions',
+    'Cache entries pushed out by its bound (auth.<method>.cache.maxEntries, or the bytes of cached tokens) to make room, by method; expired and revoked ones are not counted.',
+  );
   registerScraped(
     registry,
     'gateway_credential_cache_entries',
@@ -382,10 +378,7 @@ function buildInfo(registry: Registry): void {
  * (a gateway, or the primary of workers), so no sum across workers multiplies them. The
  * time starts at the start: the configuration read then is the first one applied.
  */
-export function createConfigReloads(
-  registry: Registry,
-  now: () => number = Date.now,
-): ConfigReloads {
+function createConfigReloads(registry: Registry, now: () => number = Date.now): ConfigReloads {
   const total = new Counter({
     name: 'gateway_config_reloads_total',
     help: 'Configuration reloads (SIGHUP), by outcome: applied, or refused (the running configuration stays).',
