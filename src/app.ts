@@ -75,7 +75,8 @@ const RESTART_ONLY = [
 export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const metrics = createMetrics();
+  // A worker's reloads are counted by its primary, which decides them.
+  const metrics = createMetrics({ countReloads: deps.worker !== true, now });
   const backend = deps.backend ?? createBackend(initial, now, logger, metrics);
   const store = backend.credentials;
   // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
@@ -141,6 +142,11 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     listenerTls?.serverOptions,
   );
   const { server } = api;
+  metrics.readFrom({
+    openConnections: () => api.connections(),
+    cacheEntries: (method) =>
+      method === 'basic' ? pipeline.basic.cacheEntries() : pipeline.bearer.cacheEntries(),
+  });
   if (api.secure !== undefined) listenerTls?.attach(api.secure);
   let opening: Promise<void> = Promise.resolve();
   const admin =

@@ -103,6 +103,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     cacheMaxEntries: config.auth.basic.cache.maxEntries,
     now,
     ...(lastUse === undefined ? {} : { lastUse }),
+    cacheCounters: deps.metrics.cache.basic,
   });
   const bearer = createBearerVerifier({
     sources: [
@@ -113,6 +114,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     cacheTtlSec: config.auth.bearer.cache.ttlSec,
     cacheMaxEntries: config.auth.bearer.cache.maxEntries,
     now,
+    cacheCounters: deps.metrics.cache.bearer,
   });
 
   const helpers: Server[] = [];

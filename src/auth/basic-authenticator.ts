@@ -9,7 +9,7 @@ import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
-import { createIdentityCache } from './identity-cache.js';
+import { createIdentityCache, type CacheCounters } from './identity-cache.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
@@ -32,6 +32,8 @@ export interface BasicAuthenticatorOptions {
   lastUse?: LastUseRecorder;
   /** Brings the hash of a verified pair to the configured cost; absent: hashes stay as stored. */
   rehash?: RehashOnUse;
+  /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
+  cacheCounters?: CacheCounters;
 }
 
 export interface BasicAuthenticator {
@@ -55,6 +57,8 @@ export interface BasicAuthenticator {
   evictKey(key: string): void;
   evictSubject(subject: string): void;
   flush(): void;
+  /** Pairs in the cache now. */
+  cacheEntries(): number;
 }
 
 /** A caller that gave no client address (tests, the CLI): counted under the empty one. */
@@ -74,6 +78,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     ttlMs: options.cacheTtlSec * 1000,
     // Read on every lookup: a cached pair must stop working at its expiry, not after.
     now,
+    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
   });
   const caching = options.cacheTtlSec > 0;
   const { lastUse } = options;
@@ -171,6 +176,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       generation += 1;
       cache.clear();
     },
+    cacheEntries: () => cache.size,
   };
 }
 

@@ -9,6 +9,16 @@ export interface IdentityCacheOptions {
   /** Bounds the bytes too, for entries whose id is large (a token). */
   maxSize?: number;
   sizeOf?: (id: string) => number;
+  /** Bumped in place on every lookup and eviction (the gateway's metrics read them). */
+  counters?: CacheCounters;
+}
+
+/** Lookups and evictions, as plain numbers: a request pays an increment, no more. */
+export interface CacheCounters {
+  hits: number;
+  misses: number;
+  /** Entries pushed out by the bound (count or size); not those expired, replaced or evicted by name. */
+  evictions: number;
 }
 
 /**
@@ -69,6 +79,7 @@ class Index {
 
 export function createIdentityCache(options: IdentityCacheOptions): IdentityCache {
   const now = options.now ?? Date.now;
+  const counters = options.counters ?? { hits: 0, misses: 0, evictions: 0 };
   const ttlMs = Math.max(options.ttlMs, 1);
   const byKey = new Index();
   const bySubject = new Index();
@@ -89,7 +100,8 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
       : // Read the injected clock on every lookup: an entry must end exactly at its time.
         { perf: { now: options.now }, ttlResolution: 0 }),
     // Every way out of the cache (evicted, expired, replaced, deleted) leaves the indexes too.
-    dispose: (identity, id) => {
+    dispose: (identity, id, reason) => {
+      if (reason === 'evict') counters.evictions += 1;
       if (identity.key !== undefined) byKey.remove(identity.key, id);
       bySubject.remove(identity.subject, id);
     },
@@ -98,7 +110,12 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
     for (const id of ids) cache.delete(id);
   };
   return {
-    get: (id) => cache.get(id),
+    get(id) {
+      const hit = cache.get(id);
+      if (hit === undefined) counters.misses += 1;
+      else counters.hits += 1;
+      return hit;
+    },
     set(id, identity, untilMs) {
       if (untilMs === undefined) cache.set(id, identity);
       else {

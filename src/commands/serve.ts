@@ -38,6 +38,7 @@ export function oneGateway(
     abandon: (): void => undefined,
     drainingFields: () => ({}),
     notReloadedMessage: 'configuration not reloaded; the running one stays',
+    countReload: (outcome: 'applied' | 'refused'): void => gateway?.metrics.reloads?.count(outcome),
   };
 }
 

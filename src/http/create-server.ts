@@ -21,6 +21,8 @@ export interface GatewayServer {
   readonly secure: TlsServer | undefined;
   /** Requests received and not yet answered (their response not closed): what an exit now cuts. */
   inFlight(): number;
+  /** Client connections open (over TLS, those past their handshake). */
+  connections(): number;
   /**
    * From now on every response not yet begun says `Connection: close` and closes its
    * connection after it, so that no client sends another request on a connection the drain
@@ -121,6 +123,7 @@ export function createGatewayServer(
     server,
     secure: tls === undefined ? undefined : (server as unknown as TlsServer),
     inFlight: () => inFlight,
+    connections: () => sockets.size,
     closeAfterResponses,
     closeAllConnections() {
       server.closeAllConnections();

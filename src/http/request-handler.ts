@@ -180,6 +180,7 @@ class RequestContext implements Exchange {
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
     }
     this.identity = outcome;
+    this.shared.options.metrics.countAuthSuccess(outcome.method);
     // Authenticated, and now authorized: the route's scopes, all of them (RFC 6750 §3.1's
     // insufficient_scope is a 403 too; the envelope says `forbidden`).
     if (!hasScopes(outcome.scopes, route.scopes))

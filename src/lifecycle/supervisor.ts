@@ -30,6 +30,8 @@ export interface SupervisedTarget {
   drainingFields(): Readonly<Record<string, unknown>>;
   /** The line logged when a SIGHUP's file does not validate: who keeps the running configuration. */
   readonly notReloadedMessage: string;
+  /** Counts a SIGHUP's outcome (gateway_config_reloads_total): applied, or refused. */
+  countReload?(outcome: 'applied' | 'refused'): void;
 }
 
 /** Where signals come from: `process`, or in a test an EventEmitter it emits on. */
@@ -117,9 +119,11 @@ export function supervise(options: SuperviseOptions): Promise<number> {
         if (state !== 'running') return;
         logger.level = next.logging.level;
         await target.reload(next);
+        target.countReload?.('applied');
       } catch (error) {
         const problems = error instanceof ConfigError ? error.problems : [String(error)];
         logger.error({ problems }, target.notReloadedMessage);
+        target.countReload?.('refused');
       }
     });
   });

@@ -10,6 +10,7 @@ import {
   type MetricValue,
   type MetricValueWithName,
 } from 'prom-client';
+import { buildVersion } from './build-version.js';
 
 /** What the admin port's /metrics needs: one process's metrics, or a set's. */
 export interface MetricsSource {
@@ -24,8 +25,46 @@ export interface MetricsSource {
  */
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
+/** The credential caches, one per authentication method. */
+export type CacheMethod = 'basic' | 'bearer';
+const METHODS: readonly CacheMethod[] = ['basic', 'bearer'];
+
+/**
+ * A credential cache's counts, bumped in place by the cache itself (`hits += 1`): bound once
+ * per method, so a request pays for no label lookup.
+ */
+export interface CacheCounters {
+  hits: number;
+  misses: number;
+  /** Entries pushed out by the cache's bound (count or bytes), not those expired or revoked. */
+  evictions: number;
+}
+
+/** What the gateway reads only when scraped: state it already keeps for itself. */
+export interface ScrapedState {
+  /** Client connections open on the API port. */
+  openConnections(): number;
+  /** Entries in the credential cache of `method` (of the running configuration). */
+  cacheEntries(method: CacheMethod): number;
+}
+
+export type ReloadOutcome = 'applied' | 'refused';
+
+/** The reload counters of the process that decides reloads (one gateway, or a primary). */
+export interface ConfigReloads {
+  count(outcome: ReloadOutcome): void;
+}
+
 export interface GatewayMetrics extends MetricsSource {
   readonly registry: Registry;
+  /** Counters of the credential cache of `method`, kept across reloads (caches are not). */
+  readonly cache: Readonly<Record<CacheMethod, CacheCounters>>;
+  /** A request authenticated (cache hits included), by method. */
+  countAuthSuccess(method: CacheMethod): void;
+  /** Where the scrape-time gauges read from; until then they read 0. */
+  readFrom(state: ScrapedState): void;
+  /** Reloads, when this process decides them (absent in a worker: its primary counts them). */
+  readonly reloads: ConfigReloads | undefined;
   /** gateway_ready: set at every change (store connection, drain), never by a request. */
   setReady(ready: boolean): void;
   observeRequest(route: string, status: number, seconds: number): void;
@@ -71,10 +110,63 @@ interface RouteStats {
  * when /metrics is scraped: prom-client's own observe() validates and hashes its labels on
  * every call, a cost paid on every request for a value read once per scrape.
  */
-export function createMetrics(): GatewayMetrics {
+export function createMetrics(
+  options: { countReloads: boolean; now?: () => number } = { countReloads: true },
+): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const ready = readyGauge(registry);
+  buildInfo(registry);
+  const reloads = options.countReloads ? createConfigReloads(registry, options.now) : undefined;
+  const cache: Record<CacheMethod, CacheCounters> = {
+    basic: { hits: 0, misses: 0, evictions: 0 },
+    bearer: { hits: 0, misses: 0, evictions: 0 },
+  };
+  const authSuccesses: Record<CacheMethod, number> = { basic: 0, bearer: 0 };
+  let state: ScrapedState = { openConnections: () => 0, cacheEntries: () => 0 };
+  const perMethod = (read: (method: CacheMethod) => number) => (): ScrapedValue[] =>
+    METHODS.map((method) => ({ value: read(method), labels: { method } }));
+  const cacheCounter = (name: keyof CacheCounters, help: string): void =>
+    registerScraped(
+      registry,
+      `gateway_credential_cache_${name}_total`,
+      help,
+      'counter',
+      perMethod((method) => cache[method][name]),
+    );
+  cacheCounter(
+    'hits',
+    'Requests whose credentials the cache had verified, by method (basic, bearer).',
+  );
+  cacheCounter(
+    'misses',
+    'Credentials looked up in the cache and not found there (then checked in full), by method.',
+  );
+  cacheCounter(
+    'evictions',
+    'Cache entries pushed out by its bound (auth.<method>.cache.maxEntries, or the bytes of cached tokens) to make room, by method; expired and revoked ones are not counted.',
+  );
+  registerScraped(
+    registry,
+    'gateway_credential_cache_entries',
+    'Entries in the credential cache, by method; across workers, the sum (each has its own cache).',
+    'gauge',
+    perMethod((method) => state.cacheEntries(method)),
+  );
+  registerScraped(
+    registry,
+    'gateway_auth_successes_total',
+    'Requests authenticated, cache hits included, by method (basic, bearer).',
+    'counter',
+    perMethod((method) => authSuccesses[method]),
+  );
+  registerScraped(
+    registry,
+    'gateway_open_connections',
+    'Client connections open on the API port (over TLS, once the handshake is done); across workers, the sum.',
+    'gauge',
+    () => [{ value: state.openConnections(), labels: {} }],
+  );
   const routes = new Map<string, RouteStats>();
   const rateLimited = new Counter({
     name: 'gateway_rate_limited_total',
@@ -203,6 +295,14 @@ export function createMetrics(): GatewayMetrics {
 
   return {
     registry,
+    cache,
+    reloads,
+    countAuthSuccess(method) {
+      authSuccesses[method] += 1;
+    },
+    readFrom(next) {
+      state = next;
+    },
     contentType: registry.contentType,
     scrape: () => registry.metrics(),
     snapshot: () => registry.getMetricsAsJSON(),
@@ -260,16 +360,70 @@ function readyGauge(registry: Registry): Gauge {
 }
 
 /**
+ * gateway_build_info: one series set to 1, its labels saying what runs. Across workers the
+ * maximum: every worker runs the same build, so the set shows one series at 1, not a sum.
+ */
+function buildInfo(registry: Registry): void {
+  new Gauge({
+    name: 'gateway_build_info',
+    help: 'Always 1; its labels are the gateway version (package.json) and the Node.js version.',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+    aggregator: 'max',
+  }).set({ version: buildVersion(), node: process.versions.node }, 1);
+}
+
+/**
+ * Reloads and the time of the last good one, counted by the one process that decides them
+ * (a gateway, or the primary of workers), so no sum across workers multiplies them. The
+ * time starts at the start: the configuration read then is the first one applied.
+ */
+function createConfigReloads(registry: Registry, now: () => number = Date.now): ConfigReloads {
+  const total = new Counter({
+    name: 'gateway_config_reloads_total',
+    help: 'Configuration reloads (SIGHUP), by outcome: applied, or refused (the running configuration stays).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const lastSuccess = new Gauge({
+    name: 'gateway_config_last_reload_success_timestamp_seconds',
+    help: 'When the running configuration was applied (Unix seconds): the last applied reload, or the start.',
+    registers: [registry],
+    aggregator: 'max',
+  });
+  // Both outcomes shown from the start, at 0: an alert on refusals needs the series to exist.
+  total.inc({ outcome: 'applied' }, 0);
+  total.inc({ outcome: 'refused' }, 0);
+  lastSuccess.set(now() / 1000);
+  return {
+    count(outcome) {
+      total.inc({ outcome });
+      if (outcome === 'applied') lastSuccess.set(now() / 1000);
+    },
+  };
+}
+
+/** A primary's own reload metrics, in a registry createAggregatedMetrics adds to the set's. */
+export function createSetReloads(now?: () => number): {
+  readonly reloads: ConfigReloads;
+  readonly registry: Registry;
+} {
+  const registry = new Registry();
+  return { reloads: createConfigReloads(registry, now), registry };
+}
+
+/**
  * The metrics of a set of processes, each metric combined by its own aggregator (sums for
  * the request counters and histograms, the minimum for gateway_ready). `collect` gathers one
  * snapshot per process at each scrape; `setReady` is whether the set itself can serve (every
- * process in place, not draining), combined with each process's own gateway_ready.
+ * process in place, not draining), combined with each process's own gateway_ready. `own`
+ * holds what the set's primary counts itself (its reloads).
  */
 export function createAggregatedMetrics(
   collect: () => Promise<MetricsSnapshot[]>,
   setReady: () => boolean,
+  own: Registry = new Registry(),
 ): MetricsSource {
-  const own = new Registry();
   const ready = readyGauge(own);
   return {
     contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
@@ -292,7 +446,7 @@ function registerScraped(
   registry: Registry,
   name: string,
   help: string,
-  type: 'counter' | 'histogram',
+  type: 'counter' | 'gauge' | 'histogram',
   values: () => ScrapedValue[],
 ): void {
   const metric = {

@@ -5,7 +5,11 @@ import { createAdminServer, type NotReadyCode } from '../admin/admin-server.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { closeServer, listenOn } from '../http/listen.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
-import { createAggregatedMetrics, type MetricsSnapshot } from '../observability/metrics.js';
+import {
+  createAggregatedMetrics,
+  createSetReloads,
+  type MetricsSnapshot,
+} from '../observability/metrics.js';
 import { createLineRelay } from './line-relay.js';
 import {
   WORKER_ENV,
@@ -87,6 +91,8 @@ export function workerSet(initial: GatewayConfig, workers: number, logger: Logge
     pending: new Map(),
     replacement: false,
   }));
+  // Reloads are the primary's decision: counted here once, not once per worker.
+  const own = createSetReloads();
   const live = (): Slot[] => slots.filter((slot) => slot.worker !== undefined);
   const order = (slot: Slot, message: ToWorker): void => {
     if (slot.worker?.isConnected() === true) slot.worker.send(message);
@@ -207,6 +213,7 @@ export function workerSet(initial: GatewayConfig, workers: number, logger: Logge
           collectMetrics,
           // A worker missing (being replaced) or a drain makes the set not ready.
           () => phase === 'running' && slots.every((slot) => slot.state === 'listening'),
+          own.registry,
         ),
         ready: readiness,
         draining: () => phase !== 'running',
@@ -308,6 +315,8 @@ export function workerSet(initial: GatewayConfig, workers: number, logger: Logge
     },
     drainingFields: () => ({ workers: live().length }),
     notReloadedMessage: 'configuration not reloaded; every worker keeps the running one',
+    // Applied: validated and sent to every worker (one that fails to apply it is replaced).
+    countReload: (outcome: 'applied' | 'refused'): void => own.reloads.count(outcome),
   };
 }
 

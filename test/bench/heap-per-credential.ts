@@ -54,6 +54,7 @@ const bearer: BearerVerifier = {
   cached: () => undefined,
   verify: () => Promise.reject(new Error('no bearer here')),
   evictSubject: () => undefined,
+  cacheEntries: () => 0,
 };
 const authenticator = createAuthenticator({ realm: 'bench', basic, bearer, maxTokenBytes: 8192 });
 

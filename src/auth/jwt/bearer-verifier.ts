@@ -4,7 +4,7 @@ import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
 import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
-import { createIdentityCache } from '../identity-cache.js';
+import { createIdentityCache, type CacheCounters } from '../identity-cache.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -14,6 +14,8 @@ export interface BearerVerifierOptions {
   cacheMaxEntries: number;
   /** Milliseconds since the epoch; injectable so tests can move time. */
   now?: () => number;
+  /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
+  cacheCounters?: CacheCounters;
 }
 
 export interface BearerVerifier {
@@ -25,6 +27,8 @@ export interface BearerVerifier {
    */
   verify(token: string): Promise<AuthOutcome>;
   evictSubject(subject: string): void;
+  /** Tokens in the cache now. */
+  cacheEntries(): number;
 }
 
 /**
@@ -43,6 +47,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
     // An entry must end exactly at `exp`, by the injectable clock.
     now,
+    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
   });
   const caching = options.cacheTtlSec > 0;
 
@@ -113,6 +118,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       return failure ?? deny('invalid_token');
     },
     evictSubject: (subject) => cache.evictSubject(subject),
+    cacheEntries: () => cache.size,
   };
 }
 

@@ -115,4 +115,25 @@ describe('createIdentityCache', () => {
     cache.evictKey('ak_a');
     expect(cache.size).toBe(0);
   });
+
+  it('counts hits, misses, and as evictions only the entries its bound pushed out', () => {
+    // Not 0: lru-cache reads an entry set at time 0 as one without a TTL.
+    const clock = { ms: 1_000 };
+    const counters = { hits: 0, misses: 0, evictions: 0 };
+    const cache = createIdentityCache({
+      maxEntries: 2,
+      ttlMs: 1_000,
+      now: () => clock.ms,
+      counters,
+    });
+    cache.set('a1', basic('ak_a', 'alice'));
+    cache.set('b1', basic('ak_b', 'bob'));
+    cache.get('a1');
+    cache.get('zz');
+    cache.set('c1', basic('ak_c', 'carol')); // over the bound: b1, the least recently used, goes
+    cache.evictKey('ak_a'); // revoked: not an eviction
+    clock.ms = 3_000;
+    cache.get('c1'); // expired: a miss, not an eviction
+    expect(counters).toEqual({ hits: 1, misses: 2, evictions: 1 });
+  });
 });

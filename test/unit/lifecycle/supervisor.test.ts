@@ -28,10 +28,13 @@ interface FakeTarget extends SupervisedTarget {
   inFlightNow: number;
   /** Resolves with the configuration of the next reload, when it begins. */
   nextReload(): Promise<GatewayConfig>;
+  /** Resolves with the outcome the supervisor counts next (gateway_config_reloads_total). */
+  nextCount(): Promise<string>;
 }
 
 function fakeTarget(): FakeTarget {
   const waiting: ((config: GatewayConfig) => void)[] = [];
+  const counting: ((outcome: string) => void)[] = [];
   const target: FakeTarget = {
     calls: [],
     started: deferred<undefined>(),
@@ -57,6 +60,8 @@ function fakeTarget(): FakeTarget {
     abandon: () => target.calls.push('abandon'),
     drainingFields: () => ({ workers: 2 }),
     notReloadedMessage: 'configuration not reloaded; the test keeps the running one',
+    nextCount: () => new Promise((resolve) => counting.push(resolve)),
+    countReload: (outcome) => counting.shift()?.(outcome),
   };
   return target;
 }
@@ -186,6 +191,23 @@ describe('the supervisor on SIGHUP', () => {
     const line = await log.until('configuration not reloaded; the test keeps the running one');
     expect(line).toMatchObject({ level: 50, problems: ['(root): unknown key bogus'] });
     expect(target.calls).toEqual(['start']);
+  });
+
+  it('counts a reload as applied once the target has applied it', async () => {
+    const { target, signals } = run();
+    const counted = target.nextCount();
+    signals.emit('SIGHUP', 'SIGHUP');
+    expect(await counted).toBe('applied');
+    expect(target.calls).toEqual(['start', 'reload', 'reloaded']);
+  });
+
+  it('counts a reload as refused when the file does not validate', async () => {
+    const { target, signals } = run(() =>
+      Promise.reject(new ConfigError('gateway.yaml', ['(root): unknown key bogus'])),
+    );
+    const counted = target.nextCount();
+    signals.emit('SIGHUP', 'SIGHUP');
+    expect(await counted).toBe('refused');
   });
 
   it('applies reloads one after another, in the order the signals came', async () => {
