@@ -156,6 +156,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     const forwarder = upstreams.get(route.upstream);
     if (forwarder === undefined)
       throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
+    const pathPrefix = forwarder.upstream.basePath + route.upstreamPath;
     const entry: ProxyRoute = {
       kind: 'proxy',
       name: route.name,
@@ -164,13 +165,15 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
       schemes: route.auth,
       scopes: route.scopes,
       forwarder,
-      pathPrefix: forwarder.upstream.basePath + route.upstreamPath,
+      pathPrefix,
+      // Under a prefix, the upstream receives upstreamPath, one `/` and the matched rest.
+      restBase: `${pathPrefix.replace(/\/$/, '')}/`,
       rateLimit: toRatePolicy(route.rateLimit),
     };
+    // One object per route, under its paths and its prefixes alike: the route table tells
+    // routes apart by identity (a spelling another route decides is refused).
     for (const path of route.paths) exact.set(path, entry);
-    // Under a prefix, the upstream receives upstreamPath, one `/` and the matched rest.
-    const under = { ...entry, pathPrefix: `${entry.pathPrefix.replace(/\/$/, '')}/` };
-    for (const prefix of route.prefixes) prefixes.push({ prefix, entry: under });
+    for (const prefix of route.prefixes) prefixes.push({ prefix, entry });
   }
   const authenticator = createAuthenticator({
     realm: config.auth.realm,

@@ -1,4 +1,5 @@
 import { hash, randomInt } from 'node:crypto';
+import type { CacheCounters } from '../identity/cache-counters.js';
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
@@ -9,7 +10,7 @@ import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
-import { createIdentityCache, type CacheCounters } from './identity-cache.js';
+import { createIdentityCache } from './identity-cache.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 

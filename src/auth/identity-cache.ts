@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import type { CacheCounters } from '../identity/cache-counters.js';
 import type { Identity } from '../identity/identity.js';
 
 export interface IdentityCacheOptions {
@@ -11,14 +12,6 @@ export interface IdentityCacheOptions {
   sizeOf?: (id: string) => number;
   /** Bumped in place on every lookup and eviction (the gateway's metrics read them). */
   counters?: CacheCounters;
-}
-
-/** Lookups and evictions, as plain numbers: a request pays an increment, no more. */
-export interface CacheCounters {
-  hits: number;
-  misses: number;
-  /** Entries pushed out by the bound (count or size); not those expired, replaced or evicted by name. */
-  evictions: number;
 }
 
 /**

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { createGateway, type Gateway } from '../app.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { Logger } from '../observability/create-logger.js';
+import type { ReloadOutcome } from '../observability/metrics.js';
 
 /**
  * `serve` in one process: one gateway, as the supervisor (lifecycle/supervisor.ts, which the
@@ -38,7 +39,7 @@ export function oneGateway(
     abandon: (): void => undefined,
     drainingFields: () => ({}),
     notReloadedMessage: 'configuration not reloaded; the running one stays',
-    countReload: (outcome: 'applied' | 'refused'): void => gateway?.metrics.reloads?.count(outcome),
+    countReload: (outcome: ReloadOutcome): void => gateway?.metrics.reloads?.count(outcome),
   };
 }
 

@@ -42,6 +42,7 @@ const NAMING_HEADERS = {
   'x-forwarded': { method: 'x-forwarded-method', uri: 'x-forwarded-uri' },
   'x-original': { method: 'x-original-method', uri: 'x-original-uri' },
 } as const;
+const NAMING_SHAPES = Object.keys(NAMING_HEADERS) as (keyof typeof NAMING_HEADERS)[];
 
 // RFC 9110 §9.1: a method is a token (§5.6.2).
 const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -56,7 +57,7 @@ const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export function readOriginalRequest(request: ForwardAuthRequest): OriginalRequest {
   if (!request.peerTrusted) return UNTRUSTED;
   const { headers } = request;
-  const present = (Object.keys(NAMING_HEADERS) as (keyof typeof NAMING_HEADERS)[]).filter(
+  const present = NAMING_SHAPES.filter(
     (shape) =>
       headers[NAMING_HEADERS[shape].method] !== undefined ||
       headers[NAMING_HEADERS[shape].uri] !== undefined,

@@ -106,7 +106,7 @@ class RequestContext implements Exchange {
     this.route = route.name;
     this.checking = route;
     const original = readOriginalRequest({
-      peerTrusted: options.addressing.trusted.has(normalizeAddress(req.socket.remoteAddress ?? '')),
+      peerTrusted: this.peerTrusted(this.peer()),
       method: this.method,
       rest,
       query,
@@ -127,6 +127,16 @@ class RequestContext implements Exchange {
     if (match.entry.kind !== 'proxy') return this.onError(new GatewayError('not_found'));
     this.method = original.method;
     this.decide(match.entry, match.param, match.query);
+  }
+
+  /** The connected peer's address, normalized (a proxy's, when one is in front). */
+  private peer(): string {
+    return normalizeAddress(this.req.socket.remoteAddress ?? '');
+  }
+
+  /** The peer is in `server.trustedProxies`: its X-Forwarded-* and forward-auth headers count. */
+  private peerTrusted(peer: string): boolean {
+    return this.shared.options.addressing.trusted.has(peer);
   }
 
   /** The route's rules, in order: method, then credentials (or, without, the address limit). */
@@ -252,18 +262,18 @@ class RequestContext implements Exchange {
   ): void {
     const { req, res } = this;
     if (res.destroyed) return;
-    const { headerPolicy, addressing } = this.shared.options;
-    const peer = normalizeAddress(req.socket.remoteAddress ?? '');
+    const { headerPolicy } = this.shared.options;
+    const peer = this.peer();
     this.headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
       identity,
       requestId: this.requestId,
       peer,
-      peerTrusted: addressing.trusted.has(peer),
+      peerTrusted: this.peerTrusted(peer),
       upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
     });
-    this.path = route.pathPrefix + (rest ?? '') + query;
+    this.path = (rest === undefined ? route.pathPrefix : route.restBase + rest) + query;
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
     route.forwarder.forward(req, res, this);

@@ -20,11 +20,12 @@ export interface ProxyRoute extends RouteBase {
   readonly schemes: readonly AuthScheme[];
   readonly forwarder: Forwarder;
   /**
-   * The outgoing path before the raw query (and, under a prefix, before the matched rest):
-   * the upstream URL's base path and the route's upstreamPath, joined once when the pipeline
-   * is built.
+   * The outgoing path before the raw query: the upstream URL's base path and the route's
+   * upstreamPath, joined once when the pipeline is built.
    */
   readonly pathPrefix: string;
+  /** Under a prefix, what comes before the matched rest: `pathPrefix` ending in one `/`. */
+  readonly restBase: string;
   /** The route's own rate limit, counted per credential (`routes[].rateLimit`). */
   readonly rateLimit?: RatePolicy | undefined;
 }

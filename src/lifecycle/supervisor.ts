@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { ConfigError } from '../config/load-config.js';
 import type { Logger } from '../observability/create-logger.js';
+import type { ReloadOutcome } from '../observability/metrics.js';
 import { createSigningKeys } from '../tokens/signing-key.js';
 import { logStartFailure } from './start-failure.js';
 
@@ -31,7 +32,7 @@ export interface SupervisedTarget {
   /** The line logged when a SIGHUP's file does not validate: who keeps the running configuration. */
   readonly notReloadedMessage: string;
   /** Counts a SIGHUP's outcome (gateway_config_reloads_total): applied, or refused. */
-  countReload?(outcome: 'applied' | 'refused'): void;
+  countReload?(outcome: ReloadOutcome): void;
 }
 
 /** Where signals come from: `process`, or in a test an EventEmitter it emits on. */

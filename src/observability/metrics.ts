@@ -10,6 +10,7 @@ import {
   type MetricValue,
   type MetricValueWithName,
 } from 'prom-client';
+import type { CacheCounters } from '../identity/cache-counters.js';
 import { buildVersion } from './build-version.js';
 
 /** What the admin port's /metrics needs: one process's metrics, or a set's. */
@@ -28,17 +29,6 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 /** The credential caches, one per authentication method. */
 export type CacheMethod = 'basic' | 'bearer';
 const METHODS: readonly CacheMethod[] = ['basic', 'bearer'];
-
-/**
- * A credential cache's counts, bumped in place by the cache itself (`hits += 1`): bound once
- * per method, so a request pays for no label lookup.
- */
-export interface CacheCounters {
-  hits: number;
-  misses: number;
-  /** Entries pushed out by the cache's bound (count or bytes), not those expired or revoked. */
-  evictions: number;
-}
 
 /** What the gateway reads only when scraped: state it already keeps for itself. */
 export interface ScrapedState {

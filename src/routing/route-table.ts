@@ -124,7 +124,7 @@ function createResolver<T>(
 }
 
 /** Letters folded to lower case; escapes kept upper-case, the only case a path may use. */
-export function foldCase(path: string): string {
+function foldCase(path: string): string {
   if (!/[A-Z]/.test(path)) return path;
   return path.toLowerCase().replace(/%[0-9a-f]{2}/g, (escape) => escape.toUpperCase());
 }

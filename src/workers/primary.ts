@@ -9,6 +9,7 @@ import {
   createAggregatedMetrics,
   createSetReloads,
   type MetricsSnapshot,
+  type ReloadOutcome,
 } from '../observability/metrics.js';
 import { createLineRelay } from './line-relay.js';
 import {
@@ -316,7 +317,7 @@ export function workerSet(initial: GatewayConfig, workers: number, logger: Logge
     drainingFields: () => ({ workers: live().length }),
     notReloadedMessage: 'configuration not reloaded; every worker keeps the running one',
     // Applied: validated and sent to every worker (one that fails to apply it is replaced).
-    countReload: (outcome: 'applied' | 'refused'): void => own.reloads.count(outcome),
+    countReload: (outcome: ReloadOutcome): void => own.reloads.count(outcome),
   };
 }
 

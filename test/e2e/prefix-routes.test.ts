@@ -51,6 +51,14 @@ beforeAll(async () => {
             upstreamPath: '/accounts/admin',
           },
           {
+            // An exact path under its own route's prefix: its spellings are that route's.
+            name: 'users',
+            paths: ['/users/me'],
+            prefixes: ['/users/'],
+            upstream: 'accounts',
+            upstreamPath: '/users',
+          },
+          {
             name: 'account-items',
             prefixes: ['/accounts/'],
             methods: ['GET', 'HEAD', 'PUT'],
@@ -69,6 +77,20 @@ afterAll(async () => {
 });
 
 describe('a prefix route', () => {
+  it.each([
+    ['/users/Me', '/users/Me'],
+    ['/users/me.json', '/users/me.json'],
+  ])(
+    'forwards %s, whose other spelling is an exact path of the same route, as %s',
+    async (path, sent) => {
+      const mark = upstreamMark(upstream);
+      const res = await fetch(`${gateway.url}${path}`, { headers: { authorization: AUTH } });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(`GET ${sent}`);
+      expect(mark.since()).toHaveLength(1);
+    },
+  );
+
   it('forwards GET /accounts/1 to the upstream as /accounts/1, query kept', async () => {
     const mark = upstreamMark(upstream);
     const res = await fetch(`${gateway.url}/accounts/1?x=%zz`, {

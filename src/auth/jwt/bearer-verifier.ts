@@ -1,10 +1,11 @@
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import type { CacheCounters } from '../../identity/cache-counters.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
 import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
-import { createIdentityCache, type CacheCounters } from '../identity-cache.js';
+import { createIdentityCache } from '../identity-cache.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
