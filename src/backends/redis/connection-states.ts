@@ -18,7 +18,10 @@ import { nodeAddress } from './subscriber-connections.js';
  * the map once it is replaced: such a node stays listed, down, with its last role, so a dead
  * node reads 0 rather than vanishing, until the map lists it again (a restarted old master,
  * as a replica) or the process restarts. Seed nodes count only once a map lists them (a seed
- * named by host name is listed by its address). ioredis connects to a node only when a command goes to it, so
+ * named by host name is listed by its address). The client reads the map (CLUSTER SLOTS) at
+ * its start and after a redirection or a failed node, and Redis lists a replica there only
+ * once it has replicated something: a replica of a Cluster never written to shows from the
+ * first map read after the first writes. ioredis connects to a node only when a command goes to it, so
  * replicas (reads go to masters) would never be connected: each node is connected when the
  * client learns of it, which makes the gauge say whether this process reaches every node,
  * at the cost of one idle connection per replica.
