@@ -1,9 +1,7 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bearerHeader } from '../support/basic-header.js';
 import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
+import { startJwksIssuer, type JwksIssuer } from '../support/jwks-issuer.js';
 import { sample } from '../support/scrape-metric.js';
 import { uniquePrefix } from '../support/seed-redis.js';
 import { send } from '../support/send.js';
@@ -13,48 +11,24 @@ import { send } from '../support/send.js';
 // issuer publishes its keys at a JWKS endpoint the test serves on port 0, answering 200 with
 // the key set or 500. The gateway's clock is the test's, so the age grows by steps it makes.
 
-const ISSUER = 'https://issuer.example';
-const label = `{issuer="${ISSUER}"}`;
-
-let jwks: Server;
-let jwksAnswers: 'keys' | 'error' = 'keys';
-let jwksHits = 0;
-let privateKey: CryptoKey;
-let keySet: string;
+let issuer: JwksIssuer;
 let gateway: RunningGateway;
 let offsetMs = 0;
+const now = (): number => Date.now() + offsetMs;
 
 beforeAll(async () => {
-  const pair = await generateKeyPair('ES256');
-  privateKey = pair.privateKey;
-  keySet = JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1' }] });
-  jwks = createServer((_req, res) => {
-    jwksHits += 1;
-    if (jwksAnswers === 'keys') res.writeHead(200, { 'content-type': 'application/json' });
-    else res.writeHead(500);
-    res.end(jwksAnswers === 'keys' ? keySet : 'unavailable');
-  });
-  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-  const { port } = jwks.address() as AddressInfo;
+  issuer = await startJwksIssuer();
   gateway = await startInProcessGateway({
     redisUrl: inject('redisUrl'),
     keyPrefix: uniquePrefix('jwksmetrics'),
     upstreamUrl: 'builtin',
-    now: () => Date.now() + offsetMs,
+    now,
     config: {
       auth: {
         bearer: {
-          issuers: [
-            {
-              name: 'remote',
-              algorithms: ['ES256'],
-              issuer: ISSUER,
-              jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-              // An unknown kid is fetched for at once (jose's cooldown would hold it 30 s): the
-              // scrapes between the requests below take longer than 1 ms.
-              jwks: { cooldownMs: 1 },
-            },
-          ],
+          // An unknown kid is fetched for at once (jose's cooldown would hold it 30 s): the
+          // scrapes between the requests below take longer than 1 ms.
+          issuers: [issuer.entry({ jwks: { cooldownMs: 1 } })],
         },
       },
     },
@@ -63,29 +37,19 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.close();
-  jwks?.closeAllConnections();
-  await new Promise<void>((resolve) => jwks?.close(() => resolve()));
+  await issuer?.close();
 });
-
-function token(kid: string): Promise<string> {
-  return new SignJWT({})
-    .setProtectedHeader({ alg: 'ES256', kid })
-    .setIssuer(ISSUER)
-    .setSubject('subject-jwks')
-    .setIssuedAt(Math.floor((Date.now() + offsetMs) / 1000))
-    .setExpirationTime(Math.floor((Date.now() + offsetMs) / 1000) + 3600)
-    .sign(privateKey);
-}
 
 async function statusWith(kid: string): Promise<number> {
   const res = await send(gateway.url, '/accounts', {
-    headers: { authorization: bearerHeader(await token(kid)) },
+    headers: { authorization: bearerHeader(await issuer.token(kid, now())) },
   });
   return res.status;
 }
 
 async function scrape(): Promise<{ fetches: number; failures: number; age: number | undefined }> {
   const text = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+  const label = `{issuer="${issuer.issuer}"}`;
   const age = `gateway_jwks_key_set_age_seconds${label}`;
   return {
     fetches: sample(text, `gateway_jwks_fetches_total${label}`),
@@ -100,8 +64,8 @@ describe('JWKS metrics', () => {
   it('count a fetch per key set read and per failure, and give the age of the key set in use', async () => {
     // Shown at 0 from the start; no key set yet, so no age.
     const before = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-    expect(before).toContain(`gateway_jwks_fetches_total${label} 0`);
-    expect(before).toContain(`gateway_jwks_fetch_failures_total${label} 0`);
+    expect(before).toContain(`gateway_jwks_fetches_total{issuer="${issuer.issuer}"} 0`);
+    expect(before).toContain(`gateway_jwks_fetch_failures_total{issuer="${issuer.issuer}"} 0`);
     expect(await scrape()).toEqual({ fetches: 0, failures: 0, age: undefined });
 
     expect(await statusWith('k1')).toBe(200);
@@ -114,11 +78,10 @@ describe('JWKS metrics', () => {
     expect(later.age).toBeGreaterThan(fetched.age ?? Infinity);
 
     // A kid the set lacks makes the gateway fetch again; the endpoint fails: 503, not 401.
-    jwksAnswers = 'error';
+    issuer.answer('error');
     expect(await statusWith('k2')).toBe(503);
-    const failed = await scrape();
-    expect(failed).toMatchObject({ fetches: 2, failures: 1 });
-    expect(jwksHits).toBe(2);
+    expect(await scrape()).toMatchObject({ fetches: 2, failures: 1 });
+    expect(issuer.hits()).toBe(2);
     // The key set in use is still the first one: its age goes on.
     offsetMs += 1_000;
     expect((await scrape()).age).toBeGreaterThan(later.age ?? Infinity);
