@@ -22,7 +22,7 @@ export interface KeySource {
   readonly issuer?: string | undefined;
   readonly audience?: string | undefined;
   readonly key: VerificationKey;
-  /** A JWKS: when the key set in use was fetched (milliseconds since the epoch); none yet: undefined. */
+  /** A JWKS: when the key set in use was fetched (ms since the epoch); none yet: undefined. */
   readonly fetchedAtMs?: () => number | undefined;
 }
 

@@ -21,10 +21,12 @@ import { nodeAddress } from './subscriber-connections.js';
  * named by host name is listed by its address). The client reads the map (CLUSTER SLOTS) at
  * its start and after a redirection or a failed node, and Redis lists a replica there only
  * once it has replicated something: a replica of a Cluster never written to shows from the
- * first map read after the first writes. ioredis connects to a node only when a command goes to it, so
- * replicas (reads go to masters) would never be connected: each node is connected when the
- * client learns of it, which makes the gauge say whether this process reaches every node,
- * at the cost of one idle connection per replica.
+ * first map read after the first writes.
+ *
+ * ioredis connects to a node only when a command goes to it, so replicas (reads go to
+ * masters) would never be connected: each node is connected when the client learns of it,
+ * which makes the gauge say whether this process reaches every node, at the cost of one idle
+ * connection per replica.
  */
 export function watchConnectionStates(client: RedisClient): () => RedisConnectionState[] {
   if (client instanceof Cluster) return watchCluster(client);
@@ -43,14 +45,17 @@ export function watchConnectionStates(client: RedisClient): () => RedisConnectio
 }
 
 function watchCluster(cluster: Cluster): () => RedisConnectionState[] {
-  /** Every node a slot map has listed, by the Cluster's own key (`host:port`, as the breakers name them). */
+  /** Every node a slot map has listed, by the Cluster's key (`host:port`, as breakers name it). */
   const known = new Map<string, RedisRole>();
-  cluster.on('refresh', () => {
+  const learnMap = (): void => {
     for (const [master, ...replicas] of cluster.slots) {
       if (master !== undefined) known.set(master, 'master');
       for (const replica of replicas) known.set(replica, 'replica');
     }
-  });
+  };
+  // A client handed in may have read its map already.
+  learnMap();
+  cluster.on('refresh', learnMap);
   const connect = (redis: Redis): void => {
     // A failed connect ends the node's connection (Cluster nodes do not retry): ioredis
     // drops it from the pool and makes it again at the next refresh that lists it.
