@@ -146,6 +146,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     openConnections: () => api.connections(),
     cacheEntries: (method) =>
       method === 'basic' ? pipeline.basic.cacheEntries() : pipeline.bearer.cacheEntries(),
+    ...(backend.redisConnections && { redisConnections: backend.redisConnections }),
+    jwksFetchedAt: () => pipeline.jwksFetchedAt(),
   });
   if (api.secure !== undefined) listenerTls?.attach(api.secure);
   let opening: Promise<void> = Promise.resolve();

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { describeFailure } from './errors/describe-failure.js';
-import type { GatewayMetrics } from './observability/metrics.js';
+import type { GatewayMetrics, JwksKeySetTime } from './observability/metrics.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
@@ -38,6 +38,8 @@ export interface Pipeline {
   readonly handler: RequestHandler;
   readonly basic: BasicAuthenticator;
   readonly bearer: BearerVerifier;
+  /** When the key set in use of each JWKS issuer was fetched (those fetched so far). */
+  jwksFetchedAt(): JwksKeySetTime[];
   /** Frees the upstream connections and the built-in upstream once requests have drained. */
   close(): Promise<void>;
 }
@@ -105,11 +107,13 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     ...(lastUse === undefined ? {} : { lastUse }),
     cacheCounters: deps.metrics.cache.basic,
   });
+  const issuers = config.auth.bearer.issuers.map((issuer) => {
+    const label = issuer.issuer ?? issuer.name;
+    const fetches = issuer.jwksUrl === undefined ? undefined : deps.metrics.jwksFetches(label);
+    return { label, source: createKeySource(issuer, { now, ...(fetches && { fetches }) }) };
+  });
   const bearer = createBearerVerifier({
-    sources: [
-      signer.keySource,
-      ...config.auth.bearer.issuers.map((issuer) => createKeySource(issuer)),
-    ],
+    sources: [signer.keySource, ...issuers.map(({ source }) => source)],
     clockToleranceSec: config.auth.bearer.clockToleranceSec,
     cacheTtlSec: config.auth.bearer.cache.ttlSec,
     cacheMaxEntries: config.auth.bearer.cache.maxEntries,
@@ -253,6 +257,11 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     handler,
     basic,
     bearer,
+    jwksFetchedAt: () =>
+      issuers.flatMap(({ label, source }) => {
+        const fetchedAtMs = source.fetchedAtMs?.();
+        return fetchedAtMs === undefined ? [] : [{ issuer: label, fetchedAtMs }];
+      }),
     async close() {
       // Once more, so that uses since the last batch are not lost on shutdown or reload.
       await lastUse?.close();

@@ -24,4 +24,17 @@ export interface Backend {
   lockout(config: LockoutConfig): Lockout;
   /** The rate-limit buckets, on this backend. */
   buckets(options: BucketOptions): RateBucketStore;
+  /** Redis only: this process's connection to each node, read when asked (a scrape). */
+  readonly redisConnections?: () => readonly RedisConnectionState[];
+}
+
+/** A Redis node's part: a Cluster's master or replica, a Sentinel's master, or a lone server. */
+export type RedisRole = 'master' | 'replica' | 'standalone';
+
+export interface RedisConnectionState {
+  /** `host:port`, as the client names the node. */
+  readonly node: string;
+  readonly role: RedisRole;
+  /** This process's connection to it is ready for commands. */
+  readonly up: boolean;
 }

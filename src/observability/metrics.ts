@@ -11,6 +11,7 @@ import {
   type MetricValueWithName,
 } from 'prom-client';
 import type { CacheCounters } from '../identity/cache-counters.js';
+import type { FetchCounters } from '../identity/fetch-counters.js';
 import { buildVersion } from './build-version.js';
 
 /** What the admin port's /metrics needs: one process's metrics, or a set's. */
@@ -36,6 +37,24 @@ export interface ScrapedState {
   openConnections(): number;
   /** Entries in the credential cache of `method` (of the running configuration). */
   cacheEntries(method: CacheMethod): number;
+  /** This process's connection to each Redis node (a Redis store only). */
+  redisConnections?(): readonly RedisConnectionState[];
+  /** When the key set in use of each issuer with a JWKS URL was fetched (none yet: absent). */
+  jwksFetchedAt?(): readonly JwksKeySetTime[];
+}
+
+/** backends/backend.ts's shape, read here without importing a store. */
+export interface RedisConnectionState {
+  readonly node: string;
+  readonly role: string;
+  readonly up: boolean;
+}
+
+export interface JwksKeySetTime {
+  /** The issuer's label: its `issuer`, or its `name` when it has none. */
+  readonly issuer: string;
+  /** Milliseconds since the epoch. */
+  readonly fetchedAtMs: number;
 }
 
 export type ReloadOutcome = 'applied' | 'refused';
@@ -51,6 +70,8 @@ export interface GatewayMetrics extends MetricsSource {
   readonly cache: Readonly<Record<CacheMethod, CacheCounters>>;
   /** A request authenticated (cache hits included), by method. */
   countAuthSuccess(method: CacheMethod): void;
+  /** The JWKS fetch counters of `issuer` (its label), kept across reloads (key sources are not). */
+  jwksFetches(issuer: string): FetchCounters;
   /** Where the scrape-time gauges read from; until then they read 0. */
   readFrom(state: ScrapedState): void;
   /** Reloads, when this process decides them (absent in a worker: its primary counts them). */
@@ -157,6 +178,19 @@ export function createMetrics(
     'gauge',
     () => [{ value: state.openConnections(), labels: {} }],
   );
+  registerScraped(
+    registry,
+    'gateway_redis_connection_up',
+    "1 while this process's connection to the Redis node is ready, else 0, by node (host:port) and role (master, replica, standalone); across workers, the minimum: a node is up only when every worker reaches it.",
+    'gauge',
+    () =>
+      (state.redisConnections?.() ?? []).map(({ node, role, up }) => ({
+        value: up ? 1 : 0,
+        labels: { node, role },
+      })),
+    'min',
+  );
+  const jwks = jwksFamilies(registry, () => state, options.now ?? Date.now);
   const routes = new Map<string, RouteStats>();
   const rateLimited = new Counter({
     name: 'gateway_rate_limited_total',
@@ -290,6 +324,7 @@ export function createMetrics(
     countAuthSuccess(method) {
       authSuccesses[method] += 1;
     },
+    jwksFetches: jwks,
     readFrom(next) {
       state = next;
     },
@@ -428,6 +463,61 @@ export function createAggregatedMetrics(
 type ScrapedValue = MetricValueWithName<string>;
 
 /**
+ * JWKS fetches and failures per issuer, by Prometheus's convention for failures (a total
+ * and a `_failures_total` beside it, as its own rule evaluations: the ratio is one division),
+ * and the age of each issuer's key set in use, computed at scrape. Returns the counters of
+ * an issuer, made at its first call; an issuer configured gets its series at 0 from then on.
+ */
+function jwksFamilies(
+  registry: Registry,
+  state: () => ScrapedState,
+  now: () => number,
+): (issuer: string) => FetchCounters {
+  const issuers = new Map<string, FetchCounters>();
+  const perIssuer = (name: keyof FetchCounters) => (): ScrapedValue[] =>
+    [...issuers].map(([issuer, counters]) => ({ value: counters[name], labels: { issuer } }));
+  registerScraped(
+    registry,
+    'gateway_jwks_fetches_total',
+    'Fetches of a JWKS (auth.bearer.issuers[].jwksUrl), failed ones included, by issuer.',
+    'counter',
+    perIssuer('fetches'),
+  );
+  registerScraped(
+    registry,
+    'gateway_jwks_fetch_failures_total',
+    'JWKS fetches that gave no key set (no answer, not 200, not a JSON Web Key Set), by issuer.',
+    'counter',
+    perIssuer('failures'),
+  );
+  registerScraped(
+    registry,
+    'gateway_jwks_key_set_age_seconds',
+    "Seconds since the issuer's key set in use was fetched (absent until one is); across workers, the oldest.",
+    'gauge',
+    () => {
+      // Two entries may share an issuer: the older key set speaks for it.
+      const oldest = new Map<string, number>();
+      for (const { issuer, fetchedAtMs } of state().jwksFetchedAt?.() ?? [])
+        oldest.set(issuer, Math.min(fetchedAtMs, oldest.get(issuer) ?? Infinity));
+      return [...oldest].map(([issuer, fetchedAtMs]) => ({
+        value: Math.max(0, now() - fetchedAtMs) / 1000,
+        labels: { issuer },
+      }));
+    },
+    'max',
+  );
+  return (issuer) => {
+    let counters = issuers.get(issuer);
+    if (counters === undefined) {
+      counters = { fetches: 0, failures: 0 };
+      issuers.set(issuer, counters);
+    }
+    return counters;
+  };
+}
+
+/**
  * A metric whose values are computed at scrape time. prom-client renders any registered
  * object with a name and a get() returning this shape; its Metric type also lists methods
  * (reset, labels...) that a read-only collector has no use for, hence the cast.
@@ -438,10 +528,11 @@ function registerScraped(
   help: string,
   type: 'counter' | 'gauge' | 'histogram',
   values: () => ScrapedValue[],
+  aggregator: 'sum' | 'min' | 'max' = 'sum',
 ): void {
   const metric = {
     name,
-    get: () => Promise.resolve({ name, help, type, values: values(), aggregator: 'sum' }),
+    get: () => Promise.resolve({ name, help, type, values: values(), aggregator }),
   };
   registry.registerMetric(metric as unknown as Metric);
 }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
+  customFetch,
   errors,
   jwksCache,
   type JSONWebKeySet,
@@ -10,6 +11,7 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import type { BearerIssuerConfig } from '../../config/config-schema.js';
+import type { FetchCounters } from '../../identity/fetch-counters.js';
 
 /** A verifying key as jose takes it: a secret, a public key, or a resolver (JWKS). */
 export type VerificationKey = Uint8Array | KeyObject | JWTVerifyGetKey;
@@ -20,6 +22,20 @@ export interface KeySource {
   readonly issuer?: string | undefined;
   readonly audience?: string | undefined;
   readonly key: VerificationKey;
+  /** A JWKS: when the key set in use was fetched (ms since the epoch); none yet: undefined. */
+  readonly fetchedAtMs?: () => number | undefined;
+}
+
+/** A remote JWKS as jose takes it, and when its key set in use was fetched. */
+export type RemoteKeySet = JWTVerifyGetKey & { readonly fetchedAtMs: () => number | undefined };
+
+export interface KeySourceOptions {
+  /** Replaces `jwks.timeoutMs` (check --connect's own bound). */
+  readonly fetchTimeoutMs?: number;
+  /** A JWKS's fetches, counted in place (kept across reloads by the caller). */
+  readonly fetches?: FetchCounters;
+  /** Milliseconds since the epoch. */
+  readonly now?: () => number;
 }
 
 /** The JWKS endpoint could not be reached or read: a technical failure (503), never a 401. */
@@ -41,7 +57,10 @@ export const DEFAULT_JWKS_TIMING: JwksTiming = {
   maxFailureBackoffMs: 60_000,
 };
 
-export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs?: number): KeySource {
+export function createKeySource(
+  config: BearerIssuerConfig,
+  options: KeySourceOptions = {},
+): KeySource {
   const base = {
     name: config.name,
     algorithms: config.algorithms,
@@ -49,14 +68,19 @@ export function createKeySource(config: BearerIssuerConfig, fetchTimeoutMs?: num
     audience: config.audience,
   };
   if (config.secret !== undefined) return { ...base, key: new TextEncoder().encode(config.secret) };
-  if (config.jwksUrl !== undefined)
-    return {
-      ...base,
-      key: createResilientRemoteJwks(new URL(config.jwksUrl), {
+  if (config.jwksUrl !== undefined) {
+    const { fetchTimeoutMs, fetches, now } = options;
+    const key = createResilientRemoteJwks(
+      new URL(config.jwksUrl),
+      {
         ...(config.jwks ?? DEFAULT_JWKS_TIMING),
         ...(fetchTimeoutMs === undefined ? {} : { timeoutMs: fetchTimeoutMs }),
-      }),
-    };
+      },
+      now,
+      fetches,
+    );
+    return { ...base, key, fetchedAtMs: key.fetchedAtMs };
+  }
   const text = config.publicKey ?? readFileSync(config.publicKeyFile ?? '', 'utf8');
   const key = text.trimStart().startsWith('{')
     ? createPublicKey({ key: JSON.parse(text) as JsonWebKey, format: 'jwk' })
@@ -80,18 +104,21 @@ export function createResilientRemoteJwks(
   url: URL,
   timing: JwksTiming | number,
   now: () => number = Date.now,
-): JWTVerifyGetKey {
+  fetches: FetchCounters = { fetches: 0, failures: 0 },
+): RemoteKeySet {
   // A bare number is the fetch timeout, with the other settings at their defaults.
   const settings =
     typeof timing === 'number' ? { ...DEFAULT_JWKS_TIMING, timeoutMs: timing } : timing;
   // jose writes every key set it fetches into this object (a new `jwks` object per fetch),
   // so the stale copy is rebuilt once per fetch; remote.jwks() would clone on every call.
   const fetched: { jwks?: JSONWebKeySet; uat?: number } = {};
+  let fetchedAtMs: number | undefined;
   const remote = createRemoteJWKSet(url, {
     timeoutDuration: settings.timeoutMs,
     cooldownDuration: settings.cooldownMs,
     cacheMaxAge: settings.cacheMaxAgeMs,
     [jwksCache]: fetched as JWKSCacheInput,
+    [customFetch]: countedFetch(fetches, () => (fetchedAtMs = now())),
   });
   let lastGood: JSONWebKeySet | undefined;
   let stale: JWTVerifyGetKey | undefined;
@@ -114,7 +141,7 @@ export function createResilientRemoteJwks(
       throw error;
     }
   };
-  return async (header, token) => {
+  const getKey: JWTVerifyGetKey = async (header, token) => {
     if (now() < retryAt) return fromStale(lastFailure)(header, token);
     try {
       const key = await remote(header, token);
@@ -134,6 +161,35 @@ export function createResilientRemoteJwks(
       retryAt = now() + backoffMs;
       backoffMs = Math.min(backoffMs * 2, settings.maxFailureBackoffMs);
       return fromStale(error)(header, token);
+    }
+  };
+  return Object.assign(getKey, { fetchedAtMs: () => fetchedAtMs });
+}
+
+/**
+ * jose's fetch of a JWKS, counted: a fetch fails unless it ends in what jose takes as a key
+ * set (200, JSON, a JSON Web Key Set: the same checks, made first here, so a body jose would
+ * refuse counts as failed). jose reads only the status and the body of what this returns.
+ */
+function countedFetch(
+  counters: FetchCounters,
+  fetchedOk: () => void,
+): (url: string, init: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    counters.fetches += 1;
+    try {
+      const response = await fetch(url, init);
+      if (response.status !== 200) {
+        counters.failures += 1;
+        return response;
+      }
+      const body = await response.text();
+      createLocalJWKSet(JSON.parse(body) as JSONWebKeySet);
+      fetchedOk();
+      return new Response(body, { status: 200 });
+    } catch (error) {
+      counters.failures += 1;
+      throw error;
     }
   };
 }

@@ -17,6 +17,7 @@ import {
   type RedisConnection,
   type StoreLog,
 } from './client.js';
+import { watchConnectionStates } from './connection-states.js';
 import { createRedisCredentialStore } from './credential-store.js';
 import { redisLayout, singleSlotLayout, type RedisLayout } from './layout.js';
 import { createRedisLockout } from './lockout-store.js';
@@ -94,6 +95,7 @@ export function createRedisBackend(
     // address or key costs no Redis round trip (local-locks.ts).
     lockout: (lockout) => withLocalLocks(createRedisLockout(lockout, runner, layout), now),
     buckets: () => createRedisBucketStore(runner, layout),
+    redisConnections: watchConnectionStates(client),
   };
 }
 

@@ -351,7 +351,7 @@ describe('createAuthenticator: Bearer', () => {
         algorithms: ['ES256'],
         jwksUrl: `http://127.0.0.1:${port}/jwks.json`,
       },
-      500,
+      { fetchTimeoutMs: 500 },
     );
     const jwt = [
       Buffer.from(JSON.stringify({ alg: 'ES256', kid: 'k1' })).toString('base64url'),

@@ -510,7 +510,7 @@ describe('remote JWKS key sources', () => {
   it('returns credential_store_unavailable (503) when the JWKS URL does not answer', async () => {
     const source = createKeySource(
       { name: 'jwks', algorithms: ['ES256'], jwksUrl: await closedPortUrl() },
-      500,
+      { fetchTimeoutMs: 500 },
     );
     const v = createBearerVerifier({
       sources: [source],
@@ -532,7 +532,7 @@ describe('remote JWKS key sources', () => {
     try {
       const source = createKeySource(
         { name: 'jwks', algorithms: ['ES256'], jwksUrl: jwks.url.href },
-        500,
+        { fetchTimeoutMs: 500 },
       );
       const v = createBearerVerifier({
         sources: [source],

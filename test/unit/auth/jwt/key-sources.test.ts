@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KeyObject } from 'node:crypto';
 import { exportJWK, exportSPKI, generateKeyPair } from 'jose';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import {
   createKeySource,
+  createResilientRemoteJwks,
   KeySourceUnavailableError,
 } from '../../../../src/auth/jwt/key-sources.js';
 
@@ -82,5 +85,28 @@ describe('createKeySource', () => {
       'key source unavailable',
       cause,
     ]);
+  });
+
+  it('counts a 200 whose body is not a JSON Web Key Set as a failed fetch, and keeps no time for it', async () => {
+    const server = createServer((_req, res) => res.end('{"keys":"none"}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const fetches = { fetches: 0, failures: 0 };
+      const remote = createResilientRemoteJwks(
+        new URL(`http://127.0.0.1:${port}/jwks.json`),
+        1_000,
+        Date.now,
+        fetches,
+      );
+      await expect(
+        remote({ alg: 'ES256', kid: 'k1' }, { payload: '', signature: '' }),
+      ).rejects.toBeInstanceOf(KeySourceUnavailableError);
+      expect(fetches).toEqual({ fetches: 1, failures: 1 });
+      expect(remote.fetchedAtMs()).toBeUndefined();
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
