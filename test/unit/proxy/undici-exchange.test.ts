@@ -40,6 +40,17 @@ const exchange = (errors: GatewayError[] = []): Exchange => ({
   upstreamError: undefined,
 });
 
+/** A handler whose upstream errors are counted in `counted`, on the exchange `seen`. */
+function counting() {
+  const counted: string[] = [];
+  const seen = exchange();
+  const handler = new UndiciExchange({} as ServerResponse, seen, {
+    observe: () => undefined,
+    countError: (kind) => counted.push(kind),
+  });
+  return { counted, seen, handler };
+}
+
 describe('UndiciExchange', () => {
   it('pauses the upstream while the client cannot take more, and resumes on drain', () => {
     const res = fullResponse();
@@ -81,25 +92,15 @@ describe('UndiciExchange', () => {
     ['ECONNREFUSED', 'connect_refused'],
     ['UND_ERR_SOCKET', 'reset'],
   ] as const)('records %s on the exchange and counts it as %s', (code, kind) => {
-    const counted: string[] = [];
     const { c } = controller();
-    const seen = exchange();
-    const handler = new UndiciExchange({} as ServerResponse, seen, {
-      observe: () => undefined,
-      countError: (k) => counted.push(k),
-    });
+    const { seen, counted, handler } = counting();
     handler.onResponseError(c, Object.assign(new Error(code), { code }));
     expect([seen.upstreamError, counted, typeof seen.upstreamMs]).toEqual([kind, [kind], 'number']);
   });
 
   it('counts no upstream error when the client went away', () => {
-    const counted: string[] = [];
     const { c } = controller();
-    const seen = exchange();
-    const handler = new UndiciExchange({} as ServerResponse, seen, {
-      observe: () => undefined,
-      countError: (k) => counted.push(k),
-    });
+    const { seen, counted, handler } = counting();
     handler.onRequestStart(c);
     handler.clientClosed();
     handler.onResponseError(c, Object.assign(new Error('reset'), { code: 'UND_ERR_SOCKET' }));
