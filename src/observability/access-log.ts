@@ -100,7 +100,7 @@ export function createAccessLog(logger: Logger, options: AccessLogOptions): Acce
     }
     // Field by field, no intermediate object: the same fields and order as toLogFields().
     let line = `{"level":30,"time":"${lastIso}"${bindings},"request_id":${JSON.stringify(entry.requestId)}`;
-    line += `,"method":${jsonString(entry.method, MAX_PATH_CHARS)}`;
+    line += `,"method":${JSON.stringify(entry.method)}`;
     line += `,"path":${jsonString(logPath(entry.target, options.query), MAX_PATH_CHARS)}`;
     line += `,"route":${JSON.stringify(entry.route)}`;
     line += `,"status":${entry.status},"duration_ms":${roundMs(entry.durationMs)}`;
@@ -131,7 +131,7 @@ export function toLogFields(
     value.length > maxChars ? value.slice(0, maxChars) : value;
   return {
     request_id: entry.requestId,
-    method: cut(entry.method, MAX_PATH_CHARS),
+    method: entry.method,
     path: cut(logPath(entry.target, options.query), MAX_PATH_CHARS),
     route: entry.route,
     status: entry.status,

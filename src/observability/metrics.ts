@@ -129,9 +129,9 @@ function observeDuration(stats: DurationStats, seconds: number): void {
 }
 
 /** A plain-array histogram's series, cumulative as Prometheus reads them, for one label. */
-function histogramValues<K extends string>(
+function histogramValues(
   name: string,
-  label: K,
+  label: string,
   series: ReadonlyMap<string, DurationStats>,
 ): ScrapedValue[] {
   const values: ScrapedValue[] = [];
