@@ -44,11 +44,12 @@ async function front(
   maxSockets = 16,
   /** Headers the front sets on the response before forwarding (as the rate limiter does). */
   preset: Record<string, string> = {},
+  timeoutMs = 5_000,
 ): Promise<Front> {
   const observed: Front['observed'] = { seconds: [], errors: [] };
   const forwarder = engine(
     createUpstreamTarget('up', new URL(`http://127.0.0.1:${upstreamPort}`), {
-      timeoutMs: 5_000,
+      timeoutMs,
       connectTimeoutMs: 1_000,
       maxSockets,
     }),
@@ -283,6 +284,23 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     expect([upstreamFields(exchanges[0]), observed.seconds]).toEqual([
       [200, 'number', 'reset'],
       [],
+    ]);
+  });
+
+  it('records and counts an upstream silent past the timeout once, as a timeout', async () => {
+    const upstream = createServer(() => undefined);
+    const { port, errors, exchanges, observed } = await front(
+      engine,
+      await listen(upstream),
+      16,
+      {},
+      100,
+    );
+    await send(port, {}).catch(() => undefined);
+    expect(errors.map((e) => e.code)).toEqual(['upstream_timeout']);
+    expect([upstreamFields(exchanges[0]), observed]).toEqual([
+      [undefined, 'number', 'timeout'],
+      { seconds: [], errors: ['timeout'] },
     ]);
   });
 
