@@ -135,7 +135,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     const tls = upstream.tls === undefined ? {} : await readUpstreamTls(upstream.tls);
     const target = createUpstreamTarget(name, url, upstream, tls);
     const engine = upstream.engine === 'undici' ? createUndiciForwarder : createHttpProxyForwarder;
-    upstreams.set(name, engine(target));
+    upstreams.set(name, engine(target, deps.metrics.upstream(name)));
   }
 
   const headerPolicy = createHeaderPolicy({
@@ -249,6 +249,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     maxHeaderCount: config.server.maxHeaderCount,
     logger: deps.logger,
     logRequests: config.logging.requests,
+    logQuery: config.logging.query,
     metrics: deps.metrics,
     rateLimiter,
   });

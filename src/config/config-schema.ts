@@ -606,6 +606,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
       requests: bool().default(true),
+      /** The access line's path keeps the query: off, since queries can carry tokens. */
+      query: bool().default(false),
     })
     .prefault({}),
 });

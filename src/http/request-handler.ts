@@ -1,10 +1,12 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
-import { isDenial, type AuthOutcome } from '../auth/denial.js';
+import { isDenial, type AuthOutcome, type DenialReason } from '../auth/denial.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
+import type { UpstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { writeError } from '../errors/error-envelope.js';
 import { describeFailure } from '../errors/describe-failure.js';
 import { FORWARD_AUTH_MESSAGES, GatewayError, toGatewayError } from '../errors/gateway-error.js';
@@ -13,6 +15,7 @@ import {
   toLogFields,
   type AccessEntry,
   type AccessLog,
+  type AccessLogOptions,
 } from '../observability/access-log.js';
 import type { Logger } from '../observability/create-logger.js';
 import type { RateLimiter, RateVerdict } from '../protection/rate-limiter.js';
@@ -38,6 +41,8 @@ export interface RequestHandlerOptions {
   maxHeaderCount: number;
   logger: Logger;
   logRequests: boolean;
+  /** `logging.query`: the access line's path keeps the query. */
+  logQuery: boolean;
   metrics: GatewayMetrics;
   /** Undefined when no rate limit is configured: then nothing is checked, no promise made. */
   rateLimiter?: RateLimiter | undefined;
@@ -49,10 +54,18 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 interface Shared {
   readonly options: RequestHandlerOptions;
   readonly accessLog: AccessLog | undefined;
+  readonly logOptions: AccessLogOptions;
 }
 
 const CONTEXT = Symbol('accounts-gateway.request');
 type CarryingResponse = ServerResponse & { [CONTEXT]?: RequestContext };
+
+/**
+ * The connection's byte counters when its previous response ended: a request's bytes are
+ * the difference (nginx's $request_length and $bytes_sent), one object per connection.
+ */
+const BYTES_MARK = Symbol('accounts-gateway.bytes-mark');
+type MarkedSocket = Socket & { [BYTES_MARK]?: { read: number; written: number } };
 
 /**
  * One request from arrival to close. Its steps are methods and it is the forwarder's
@@ -72,6 +85,14 @@ class RequestContext implements Exchange {
   // The Exchange, once the request is accepted for forwarding.
   path = '';
   headers: OutgoingHttpHeaders = {};
+  upstreamStartedAt = 0;
+  upstreamStatus: number | undefined = undefined;
+  upstreamMs: number | undefined = undefined;
+  upstreamError: UpstreamErrorKind | undefined = undefined;
+  /** Why the credentials were refused, for the access line. */
+  private authFailure: DenialReason | undefined = undefined;
+  /** The W3C trace id, once trace context is on (branch trace16 sets it). */
+  traceId: string | undefined = undefined;
   private client: ClientAddress | undefined = undefined;
 
   constructor(
@@ -187,6 +208,7 @@ class RequestContext implements Exchange {
     query: string,
   ): void {
     if (isDenial(outcome)) {
+      this.authFailure = outcome.denied;
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
     }
     this.identity = outcome;
@@ -276,6 +298,7 @@ class RequestContext implements Exchange {
     this.path = (rest === undefined ? route.pathPrefix : route.restBase + rest) + query;
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
+    this.upstreamStartedAt = performance.now();
     route.forwarder.forward(req, res, this);
   }
 
@@ -298,27 +321,45 @@ class RequestContext implements Exchange {
   }
 
   finish(): void {
-    const { res, error } = this;
+    const { req, res, error } = this;
     const { options, accessLog } = this.shared;
     const durationMs = performance.now() - this.startedAt;
-    options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000);
+    const source = this.upstreamStatus === undefined ? 'gateway' : 'upstream';
+    options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000, source);
+    const socket = req.socket as MarkedSocket;
+    const mark = (socket[BYTES_MARK] ??= { read: 0, written: 0 });
+    const { bytesRead, bytesWritten } = socket;
+    const bytesIn = bytesRead - mark.read;
+    const bytesOut = bytesWritten - mark.written;
+    mark.read = bytesRead;
+    mark.written = bytesWritten;
     if (accessLog === undefined && (error === undefined || error.status < 500)) return;
     const entry: AccessEntry = {
       requestId: this.requestId,
       method: this.method,
+      target: req.url ?? '',
       route: this.route,
       status: res.statusCode,
       durationMs,
+      clientAddress: this.clientAddress().address,
+      userAgent: req.headers['user-agent'],
+      bytesIn,
+      bytesOut,
+      upstreamStatus: this.upstreamStatus,
+      upstreamMs: this.upstreamMs,
+      upstreamError: this.upstreamError,
       authMethod: this.identity?.method,
       subject: this.identity?.subject,
       key: this.identity?.key,
+      authFailure: this.authFailure,
       errorCode: error?.code,
+      traceId: this.traceId,
       aborted: !res.writableFinished,
     };
     // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
     if (error !== undefined && error.status >= 500) {
       options.logger.warn(
-        { ...toLogFields(entry), cause: describeFailure(error) },
+        { ...toLogFields(entry, this.shared.logOptions), cause: describeFailure(error) },
         'request failed',
       );
     } else {
@@ -333,9 +374,11 @@ function onResponseClose(this: CarryingResponse): void {
 
 /** Parse, then decide, then act: every refusal happens before anything is forwarded. */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
+  const logOptions: AccessLogOptions = { query: options.logQuery };
   const shared: Shared = {
     options,
-    accessLog: options.logRequests ? createAccessLog(options.logger) : undefined,
+    logOptions,
+    accessLog: options.logRequests ? createAccessLog(options.logger, logOptions) : undefined,
   };
   return (req, res: CarryingResponse) => {
     const context = new RequestContext(shared, req, res);

@@ -12,6 +12,7 @@ import {
 } from 'prom-client';
 import type { CacheCounters } from '../identity/cache-counters.js';
 import type { FetchCounters } from '../identity/fetch-counters.js';
+import { UPSTREAM_ERROR_KINDS, type UpstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { buildVersion } from './build-version.js';
 
 /** What the admin port's /metrics needs: one process's metrics, or a set's. */
@@ -78,7 +79,10 @@ export interface GatewayMetrics extends MetricsSource {
   readonly reloads: ConfigReloads | undefined;
   /** gateway_ready: set at every change (store connection, drain), never by a request. */
   setReady(ready: boolean): void;
-  observeRequest(route: string, status: number, seconds: number): void;
+  /** `source`: who produced the status, the gateway itself or the upstream (Kong's `source`). */
+  observeRequest(route: string, status: number, seconds: number, source?: StatusSource): void;
+  /** The metrics of the upstream named `name`, bound once (by each forwarder made for it). */
+  upstream(name: string): UpstreamMetrics;
   /** A request refused with 429 by a rate-limit policy (credential, subject, route, address). */
   countRateLimited(policy: string): void;
   /** A rate-limit check the store did not answer (then failed open or closed). */
@@ -105,15 +109,72 @@ export interface GatewayMetrics extends MetricsSource {
   countTlsReload(outcome: 'loaded' | 'refused'): void;
 }
 
+export type StatusSource = 'gateway' | 'upstream';
+
+/** One upstream's series, bound once: what a forwarding engine records (its UpstreamObserver). */
+export interface UpstreamMetrics {
+  observe(seconds: number): void;
+  countError(kind: UpstreamErrorKind): void;
+}
+
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
-interface RouteStats {
+interface DurationStats {
   /** Per bucket (non-cumulative); the last slot counts what is above every bound. */
   readonly buckets: Float64Array;
   sum: number;
   count: number;
-  /** Requests per status code. */
-  readonly statuses: Map<number, number>;
+}
+
+interface RouteStats extends DurationStats {
+  /** Requests per status code, by who produced it. */
+  readonly statuses: Readonly<Record<StatusSource, Map<number, number>>>;
+}
+
+interface UpstreamStats extends DurationStats {
+  readonly errors: Record<UpstreamErrorKind, number>;
+}
+
+const newDurationStats = (): DurationStats => ({
+  buckets: new Float64Array(BUCKETS.length + 1),
+  sum: 0,
+  count: 0,
+});
+
+function observeDuration(stats: DurationStats, seconds: number): void {
+  let bucket = 0;
+  while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] ?? Infinity)) bucket += 1;
+  stats.buckets[bucket] = (stats.buckets[bucket] ?? 0) + 1;
+  stats.sum += seconds;
+  stats.count += 1;
+}
+
+/** A plain-array histogram's series, cumulative as Prometheus reads them, for one label. */
+function histogramValues(
+  name: string,
+  label: string,
+  series: ReadonlyMap<string, DurationStats>,
+): ScrapedValue[] {
+  const values: ScrapedValue[] = [];
+  for (const [value, stats] of series) {
+    let cumulative = 0;
+    BUCKETS.forEach((bound, i) => {
+      cumulative += stats.buckets[i] ?? 0;
+      values.push({
+        metricName: `${name}_bucket`,
+        value: cumulative,
+        labels: { le: bound, [label]: value },
+      });
+    });
+    values.push({
+      metricName: `${name}_bucket`,
+      value: stats.count,
+      labels: { le: '+Inf', [label]: value },
+    });
+    values.push({ metricName: `${name}_sum`, value: stats.sum, labels: { [label]: value } });
+    values.push({ metricName: `${name}_count`, value: stats.count, labels: { [label]: value } });
+  }
+  return values;
 }
 
 /**
@@ -276,43 +337,43 @@ export function createMetrics(
   registerScraped(
     registry,
     'gateway_requests_total',
-    'Requests answered, by route and status.',
+    'Requests answered, by route, status and source: who produced the status, the upstream (its response, passed on) or the gateway (its own answer, a refusal or an upstream failure).',
     'counter',
     () => {
       const values: ScrapedValue[] = [];
       for (const [route, stats] of routes) {
-        for (const [status, count] of stats.statuses)
-          values.push({ value: count, labels: { route, status } });
+        for (const source of SOURCES)
+          for (const [status, count] of stats.statuses[source])
+            values.push({ value: count, labels: { route, status, source } });
       }
       return values;
     },
   );
-  const duration = 'gateway_request_duration_seconds';
   registerScraped(
     registry,
-    duration,
+    'gateway_request_duration_seconds',
     'Time from request to response end, by route.',
     'histogram',
+    () => histogramValues('gateway_request_duration_seconds', 'route', routes),
+  );
+  const upstreams = new Map<string, UpstreamStats>();
+  registerScraped(
+    registry,
+    'gateway_upstream_request_duration_seconds',
+    'Time from handing a request to the upstream to the end of its response, by upstream (its configured name); failed exchanges are counted in gateway_upstream_errors_total instead.',
+    'histogram',
+    () => histogramValues('gateway_upstream_request_duration_seconds', 'upstream', upstreams),
+  );
+  registerScraped(
+    registry,
+    'gateway_upstream_errors_total',
+    'Upstream exchanges that failed, by upstream and kind (connect_refused, connect_timeout, timeout, reset, tls, other).',
+    'counter',
     () => {
       const values: ScrapedValue[] = [];
-      for (const [route, stats] of routes) {
-        let cumulative = 0;
-        BUCKETS.forEach((bound, i) => {
-          cumulative += stats.buckets[i] ?? 0;
-          values.push({
-            metricName: `${duration}_bucket`,
-            value: cumulative,
-            labels: { le: bound, route },
-          });
-        });
-        values.push({
-          metricName: `${duration}_bucket`,
-          value: stats.count,
-          labels: { le: '+Inf', route },
-        });
-        values.push({ metricName: `${duration}_sum`, value: stats.sum, labels: { route } });
-        values.push({ metricName: `${duration}_count`, value: stats.count, labels: { route } });
-      }
+      for (const [upstream, stats] of upstreams)
+        for (const kind of UPSTREAM_ERROR_KINDS)
+          values.push({ value: stats.errors[kind], labels: { upstream, kind } });
       return values;
     },
   );
@@ -331,23 +392,30 @@ export function createMetrics(
     contentType: registry.contentType,
     scrape: () => registry.metrics(),
     snapshot: () => registry.getMetricsAsJSON(),
-    observeRequest(route, status, seconds) {
+    observeRequest(route, status, seconds, source = 'gateway') {
       let stats = routes.get(route);
       if (stats === undefined) {
-        stats = {
-          buckets: new Float64Array(BUCKETS.length + 1),
-          sum: 0,
-          count: 0,
-          statuses: new Map(),
-        };
+        stats = { ...newDurationStats(), statuses: { gateway: new Map(), upstream: new Map() } };
         routes.set(route, stats);
       }
-      let bucket = 0;
-      while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] ?? Infinity)) bucket += 1;
-      stats.buckets[bucket] = (stats.buckets[bucket] ?? 0) + 1;
-      stats.sum += seconds;
-      stats.count += 1;
-      stats.statuses.set(status, (stats.statuses.get(status) ?? 0) + 1);
+      observeDuration(stats, seconds);
+      const statuses = stats.statuses[source];
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    },
+    upstream(name) {
+      let stats = upstreams.get(name);
+      if (stats === undefined) {
+        const errors = Object.fromEntries(UPSTREAM_ERROR_KINDS.map((kind) => [kind, 0]));
+        stats = { ...newDurationStats(), errors: errors as Record<UpstreamErrorKind, number> };
+        upstreams.set(name, stats);
+      }
+      const bound = stats;
+      return {
+        observe: (seconds) => observeDuration(bound, seconds),
+        countError: (kind) => {
+          bound.errors[kind] += 1;
+        },
+      };
     },
     setReady(value) {
       ready.set(value ? 1 : 0);
@@ -461,6 +529,8 @@ export function createAggregatedMetrics(
 }
 
 type ScrapedValue = MetricValueWithName<string>;
+
+const SOURCES: readonly StatusSource[] = ['gateway', 'upstream'];
 
 /**
  * JWKS fetches and failures per issuer, by Prometheus's convention for failures (a total

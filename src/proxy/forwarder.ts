@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ConnectionOptions } from 'node:tls';
 import type { GatewayError } from '../errors/gateway-error.js';
+import type { UpstreamErrorKind } from '../errors/upstream-error-kind.js';
 
 /**
  * An https:// upstream's TLS beside Node's defaults: a CA, the name checked and sent in SNI,
@@ -51,6 +52,51 @@ export interface Exchange {
   readonly requestId: string;
   /** 502 or 504, before the response started; after it, the engine cuts the client socket. */
   readonly onError: (error: GatewayError) => void;
+  // What the engine saw, written by it as it happens (plain field writes: the access line
+  // and gateway_requests_total's `source` read them once the response is done).
+  /** performance.now() when the request was handed to the engine. */
+  readonly upstreamStartedAt: number;
+  /** The status of the upstream's response head, once it was written to the client. */
+  upstreamStatus: number | undefined;
+  /** Milliseconds from upstreamStartedAt to the end of the upstream's response, or its failure. */
+  upstreamMs: number | undefined;
+  upstreamError: UpstreamErrorKind | undefined;
+}
+
+/**
+ * One upstream's metrics, bound once per upstream (no label lookup per request): the time of
+ * each response the upstream completed, and each exchange that failed, by kind.
+ */
+export interface UpstreamObserver {
+  observe(seconds: number): void;
+  countError(kind: UpstreamErrorKind): void;
+}
+
+export const UNOBSERVED: UpstreamObserver = {
+  observe: () => undefined,
+  countError: () => undefined,
+};
+
+/** Records the end of the upstream's response on the exchange and in its metrics. */
+export function upstreamEnded(exchange: Exchange, observer: UpstreamObserver): void {
+  const ms = performance.now() - exchange.upstreamStartedAt;
+  exchange.upstreamMs = ms;
+  observer.observe(ms / 1000);
+}
+
+/**
+ * Records a failed exchange (before or after the head) on the exchange and in its metrics;
+ * once: an engine may report one failure twice (a cut response, then its request's error).
+ */
+export function upstreamFailed(
+  exchange: Exchange,
+  observer: UpstreamObserver,
+  kind: UpstreamErrorKind,
+): void {
+  if (exchange.upstreamError !== undefined) return;
+  exchange.upstreamMs = performance.now() - exchange.upstreamStartedAt;
+  exchange.upstreamError = kind;
+  observer.countError(kind);
 }
 
 /**

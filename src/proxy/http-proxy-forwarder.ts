@@ -1,16 +1,29 @@
-import { Agent, type IncomingMessage } from 'node:http';
+import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer } from 'http-proxy-3';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { Exchange, Forwarder, UpstreamTarget } from './forwarder.js';
+import {
+  UNOBSERVED,
+  upstreamEnded,
+  upstreamFailed,
+  type Exchange,
+  type Forwarder,
+  type UpstreamObserver,
+  type UpstreamTarget,
+} from './forwarder.js';
+import { upstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { writeProxiedHead } from './response-headers.js';
 
 interface ExchangeState {
   readonly exchange: Exchange;
+  readonly res: ServerResponse;
   timedOut: boolean;
 }
 
-/** Per-request state rides on the request itself: cheaper for the GC than a WeakMap. */
+/**
+ * Per-request state rides on the request itself (and on the upstream's response): cheaper
+ * for the GC than a WeakMap, and it lets one listener per engine serve every request.
+ */
 const STATE = Symbol('accounts-gateway.exchange');
 type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
 
@@ -18,7 +31,10 @@ type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
  * The product's named engine. Every http-proxy-3 workaround lives here: the outgoing path,
  * the 504 timer, the response's hop-by-hop fields, a reset after the headers.
  */
-export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
+export function createHttpProxyForwarder(
+  upstream: UpstreamTarget,
+  observer: UpstreamObserver = UNOBSERVED,
+): Forwarder {
   const agentOptions = {
     keepAlive: true,
     maxSockets: upstream.maxSockets,
@@ -69,6 +85,7 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
       return;
     }
     const state = req[STATE];
+    if (state !== undefined) state.exchange.upstreamStatus = proxyRes.statusCode;
     if (!res.headersSent)
       writeProxiedHead(
         res,
@@ -77,19 +94,37 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
         proxyRes.headers,
         state?.exchange.requestId ?? '',
       );
-    // A reset after the headers went out must reach the client as a cut connection, never
-    // as a response that ends cleanly and looks complete.
-    proxyRes.once('close', () => {
-      if (!proxyRes.complete) res.destroy();
-    });
+    if (state !== undefined) {
+      (proxyRes as CarryingRequest)[STATE] = state;
+      // Before pipe's own listener: the time is taken before the client's response ends.
+      proxyRes.once('end', onUpstreamEnd);
+      proxyRes.once('close', onUpstreamClose);
+    }
     proxyRes.pipe(res);
   });
+
+  function onUpstreamEnd(this: CarryingRequest): void {
+    const state = this[STATE];
+    if (state !== undefined) upstreamEnded(state.exchange, observer);
+  }
+
+  // A reset after the headers went out must reach the client as a cut connection, never as
+  // a response that ends cleanly and looks complete.
+  function onUpstreamClose(this: CarryingRequest): void {
+    const state = this[STATE];
+    if (state === undefined || this.complete) return;
+    // Cut by the client (http-proxy-3 then aborts the upstream request): not the upstream's failure.
+    if (!state.res.destroyed)
+      upstreamFailed(state.exchange, observer, state.timedOut ? 'timeout' : 'reset');
+    state.res.destroy();
+  }
 
   const onProxyError = (error: Error, req: CarryingRequest): void => {
     const state = req[STATE];
     if (state === undefined) return;
     const code = (error as NodeJS.ErrnoException).code;
     const timedOut = state.timedOut || code === 'ECONNECT_TIMEOUT';
+    upstreamFailed(state.exchange, observer, upstreamErrorKind(error, state.timedOut));
     state.exchange.onError(
       new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }),
     );
@@ -98,7 +133,7 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
   return {
     upstream,
     forward(req: CarryingRequest, res, exchange) {
-      req[STATE] = { exchange, timedOut: false };
+      req[STATE] = { exchange, res, timedOut: false };
       req.url = exchange.path;
       req.headers = exchange.headers as IncomingMessage['headers'];
       proxy.web(req, res, onProxyError);

@@ -1,7 +1,16 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { Exchange, Forwarder, UpstreamTarget } from './forwarder.js';
+import {
+  UNOBSERVED,
+  upstreamEnded,
+  upstreamFailed,
+  type Exchange,
+  type Forwarder,
+  type UpstreamObserver,
+  type UpstreamTarget,
+} from './forwarder.js';
+import { upstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { writeProxiedHead } from './response-headers.js';
 
 /** undici's own timers: no data from the upstream within the timeout, or no connection. */
@@ -23,6 +32,7 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
   constructor(
     private readonly res: ServerResponse,
     private readonly exchange: Exchange,
+    private readonly observer: UpstreamObserver = UNOBSERVED,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -42,6 +52,7 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
+    this.exchange.upstreamStatus = statusCode;
     writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange.requestId);
   }
 
@@ -52,12 +63,14 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    upstreamEnded(this.exchange, this.observer);
     this.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.clientGone) return;
     const code = (error as NodeJS.ErrnoException).code ?? '';
+    upstreamFailed(this.exchange, this.observer, upstreamErrorKind(error));
     // After the headers went out this reaches the client as a cut connection (writeError
     // destroys the socket), never as a response that ends cleanly and looks complete.
     this.exchange.onError(
@@ -87,7 +100,10 @@ function hasBody(req: IncomingMessage): boolean {
  * CPU per request of node:http's client that http-proxy-3 drives. Same contract as the
  * http-proxy-3 engine; the request line and headers are exactly what the gateway decided.
  */
-export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
+export function createUndiciForwarder(
+  upstream: UpstreamTarget,
+  observer: UpstreamObserver = UNOBSERVED,
+): Forwarder {
   const pool = new Pool(upstream.origin, {
     connections: upstream.maxSockets,
     pipelining: 1,
@@ -99,7 +115,7 @@ export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
   return {
     upstream,
     forward(req, res: CarryingResponse, exchange) {
-      const handler = new UndiciExchange(res, exchange);
+      const handler = new UndiciExchange(res, exchange, observer);
       // No closure per request: the listener is shared and finds the handler on `res`.
       res[EXCHANGE] = handler;
       res.on('close', onClientClose);
@@ -115,6 +131,7 @@ export function createUndiciForwarder(upstream: UpstreamTarget): Forwarder {
         );
       } catch (error) {
         // undici refuses some requests before sending anything (a header value it rejects).
+        upstreamFailed(exchange, observer, 'other');
         exchange.onError(new GatewayError('upstream_unavailable', { cause: error }));
       }
     },

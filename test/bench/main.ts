@@ -74,7 +74,7 @@ interface Plan {
 
 function makePlan(options: BenchOptions, tools: Tools): Plan {
   const rows: Record<Section, number> = {
-    cached: 8 + (tools.caddy === undefined ? 0 : 2) + (tools.nginx === undefined ? 0 : 1),
+    cached: 10 + (tools.caddy === undefined ? 0 : 2) + (tools.nginx === undefined ? 0 : 1),
     cold: 1,
     mixed: 2,
     pairs: 4,

@@ -46,14 +46,26 @@ const pickMetric = (run: Run, metric: Metric): number =>
  * rows have a valid run (they were measured side by side, minutes apart at most). NaN when
  * no round has both.
  */
-export function ratio(a: Row, b: Row, metric: Metric): number {
-  const ratios: number[] = [];
+export const ratio = (a: Row, b: Row, metric: Metric): number =>
+  perRound(a, b, metric, (x, y) => x / y);
+
+/** a − b for one metric: the median of the per-round differences (as ratio() pairs them). */
+export const difference = (a: Row, b: Row, metric: Metric): number =>
+  perRound(a, b, metric, (x, y) => x - y);
+
+function perRound(
+  a: Row,
+  b: Row,
+  metric: Metric,
+  combine: (x: number, y: number) => number,
+): number {
+  const values: number[] = [];
   for (const runA of a.runs) {
     const runB = b.runs.find((run) => run.round === runA.round);
     if (runB === undefined || !runA.valid || !runB.valid) continue;
-    ratios.push(pickMetric(runA, metric) / pickMetric(runB, metric));
+    values.push(combine(pickMetric(runA, metric), pickMetric(runB, metric)));
   }
-  return median(ratios);
+  return median(values);
 }
 
 /** The value at percentile `p` (0-100) of ascending `sorted`: the nearest rank at or below. */

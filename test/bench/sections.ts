@@ -17,7 +17,7 @@ import { redisLayout } from '../../src/backends/redis/layout.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { redisConfig } from '../support/redis-config.js';
 import { failoverSection } from './failover.js';
-import { formatNumber, percentile, ratio, summarize, table } from './report.js';
+import { difference, formatNumber, percentile, ratio, summarize, table } from './report.js';
 import { revocationSection } from './revocation.js';
 import {
   COLD_SET,
@@ -188,7 +188,16 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
 
   for (const section of options.sections) {
     if (section === 'cached' && fixture !== undefined)
-      results.push(await cachedSection(ctx, tools, fixture, gatewayOf, user, hsSecret));
+      results.push(
+        await cachedSection(ctx, tools, fixture, gatewayOf, user, hsSecret, (engine) => {
+          if (mainRedis === undefined) throw new Error('no Redis');
+          ctx.onNote(`starting the gateway without access lines (engine: ${engine})`);
+          return startGateway(group, `gateway-${engine}-quiet`, {
+            ...fixture.gatewayConfig(engine, mainRedis),
+            logging: { requests: false },
+          });
+        }),
+      );
     if (section === 'cold' && fixture !== undefined)
       results.push(await coldSection(ctx, fixture, await gatewayOf(options.engine)));
     if (section === 'mixed' && fixture !== undefined)
@@ -251,6 +260,8 @@ async function cachedSection(
   gatewayOf: (engine: Engine) => Promise<Target>,
   user: { username: string; password: string },
   hsSecret: string,
+  /** The same gateway with `logging.requests: false`: what the access line costs. */
+  quietGatewayOf: (engine: Engine) => Promise<Target>,
 ): Promise<SectionResult> {
   const { group, options } = ctx;
   const basic = `Authorization: ${basicHeader(fixture.cachedPair.key, fixture.cachedPair.secret)}`;
@@ -300,6 +311,16 @@ async function cachedSection(
         }),
       );
     }
+    const quiet = await quietGatewayOf(engine);
+    rows.push(
+      row({
+        id: `gateway-${engine}-basic-quiet`,
+        label: `gateway ${engine}, Basic cached, access line off`,
+        target: quiet,
+        bare,
+        spec: load(quiet, basic),
+      }),
+    );
   }
   if (tools.caddy !== undefined) {
     const cores = availableParallelism();
@@ -374,12 +395,26 @@ async function cachedSection(
     'ratios (median of the per-round ratios; CPU = CPU µs per request, lower is cheaper):',
     table(['gateway row', 'CPU/bare', 'p99/bare', 'RSS/bare', 'CPU/Caddy-1'], ratioRows),
   );
+  const accessLineMicros: Record<string, number> = {};
+  for (const engine of ['http-proxy-3', 'undici'] as const) {
+    const on = byId.get(`gateway-${engine}-basic`);
+    const off = byId.get(`gateway-${engine}-basic-quiet`);
+    if (on !== undefined && off !== undefined)
+      accessLineMicros[engine] = difference(on, off, 'cpuMicrosPerRequest');
+  }
+  notes.push(
+    `the access line's cost per request, Basic cached (CPU µs on − off, median of per-round differences; target at most 5 µs): ${Object.entries(
+      accessLineMicros,
+    )
+      .map(([engine, micros]) => `${engine} ${formatNumber(micros, 'ms')} µs`)
+      .join(', ')}`,
+  );
   return {
     id: 'cached',
     title: 'cached path (one pair or token, verified once)',
     rows,
     notes,
-    extra: { ratios },
+    extra: { ratios, accessLineMicros },
   };
 }
 

@@ -308,7 +308,7 @@ describe('forward auth behind nginx with the allow cache (nginx-cache.conf)', ()
 
   /** How many checks the gateway answered for `route` with `status` during `action`. */
   async function checks(route: string, status: number, action: () => Promise<unknown>) {
-    const series = `gateway_requests_total{route="forward-auth:${route}",status="${status}"}`;
+    const series = `gateway_requests_total{route="forward-auth:${route}",status="${status}",source="gateway"}`;
     const before = await scrapeMetric(gateway, series);
     await action();
     return (await scrapeMetric(gateway, series)) - before;

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { untilLogs } from '../support/gateway-logs.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { gatewayYaml } from '../support/gateway-yaml.js';
+import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
+import { freePort } from '../support/redis-server.js';
 import { sample } from '../support/scrape-metric.js';
 import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { JSON_TYPE, send } from '../support/send.js';
@@ -38,7 +39,7 @@ async function metricsText(g: GatewayProcess): Promise<string> {
 }
 
 /** A gateway on Redis (workers need it) with both pairs and the user in a store of its own. */
-async function seededYaml(): Promise<string> {
+async function seededYaml(extra: GatewayConfigInput = {}): Promise<string> {
   const redisUrl = inject('redisUrl');
   const keyPrefix = uniquePrefix('metrics');
   await Promise.all([
@@ -53,6 +54,7 @@ async function seededYaml(): Promise<string> {
       auth: { basic: { cache: { maxEntries: 1 } }, bearer: { cache: { maxEntries: 1 } } },
       keys: { lastUsedIntervalSec: 0 },
       logging: { level: 'info' },
+      ...extra,
     },
   });
 }
@@ -140,5 +142,53 @@ describe.each([
     expect(info).toEqual([
       `gateway_build_info{version="${VERSION}",node="${process.versions.node}"} 1`,
     ]);
+  });
+
+  it('times upstream responses, counts upstream errors by kind and tells the source of each status', async () => {
+    gateway = await startGateway(
+      await seededYaml({
+        upstreams: {
+          accounts: { url: 'builtin' },
+          // Nothing listens there.
+          down: { url: `http://127.0.0.1:${await freePort()}` },
+        },
+        routes: [
+          {
+            name: 'accounts',
+            paths: ['/accounts'],
+            upstream: 'accounts',
+            upstreamPath: '/accounts',
+          },
+          { name: 'down', paths: ['/down'], upstream: 'down', upstreamPath: '/down' },
+        ],
+      }),
+      args,
+    );
+    const g = gateway;
+    const on = new Agent({ keepAlive: true, maxSockets: 1 });
+    agent = on;
+    const authorization = basicHeader(PAIRS[0].key, PAIRS[0].secret);
+    const statusOf = async (path: string, auth = authorization): Promise<number> =>
+      (await send(g.url, path, { agent: on, headers: { authorization: auth } })).status;
+    expect(await statusOf('/accounts')).toBe(200);
+    expect(await statusOf('/accounts')).toBe(200);
+    expect(await statusOf('/down')).toBe(502);
+    expect(await statusOf('/accounts', basicHeader(PAIRS[0].key, 'wrong-secret-000'))).toBe(401);
+
+    const text = await metricsText(g);
+    expect(
+      [
+        'gateway_upstream_request_duration_seconds_count{upstream="accounts"}',
+        'gateway_upstream_request_duration_seconds_bucket{le="+Inf",upstream="accounts"}',
+        'gateway_upstream_errors_total{upstream="down",kind="connect_refused"}',
+        'gateway_upstream_errors_total{upstream="accounts",kind="connect_refused"}',
+        'gateway_requests_total{route="accounts",status="200",source="upstream"}',
+        'gateway_requests_total{route="down",status="502",source="gateway"}',
+        'gateway_requests_total{route="accounts",status="401",source="gateway"}',
+      ].map((series) => sample(text, series)),
+    ).toEqual([2, 2, 1, 0, 2, 1, 1]);
+    expect(
+      sample(text, 'gateway_upstream_request_duration_seconds_sum{upstream="accounts"}'),
+    ).toBeGreaterThan(0);
   });
 });

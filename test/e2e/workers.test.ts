@@ -174,7 +174,7 @@ async function scrape(gateway: GatewayProcess): Promise<string> {
   return res.text();
 }
 
-const ACCOUNTS_200 = 'gateway_requests_total{route="accounts",status="200"}';
+const ACCOUNTS_200 = 'gateway_requests_total{route="accounts",status="200",source="upstream"}';
 
 let upstream: EchoUpstream;
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayError } from '../../src/errors/gateway-error.js';
-import { createUpstreamTarget, type Forwarder } from '../../src/proxy/forwarder.js';
+import { createUpstreamTarget, type Exchange, type Forwarder } from '../../src/proxy/forwarder.js';
 import { createHttpProxyForwarder } from '../../src/proxy/http-proxy-forwarder.js';
 import { createUndiciForwarder } from '../../src/proxy/undici-forwarder.js';
 
@@ -44,16 +44,23 @@ async function front(
   maxSockets = 16,
   /** Headers the front sets on the response before forwarding (as the rate limiter does). */
   preset: Record<string, string> = {},
-): Promise<{ port: number; errors: GatewayError[] }> {
+  timeoutMs = 5_000,
+): Promise<Front> {
+  const observed: Front['observed'] = { seconds: [], errors: [] };
   const forwarder = engine(
     createUpstreamTarget('up', new URL(`http://127.0.0.1:${upstreamPort}`), {
-      timeoutMs: 5_000,
+      timeoutMs,
       connectTimeoutMs: 1_000,
       maxSockets,
     }),
+    {
+      observe: (seconds) => observed.seconds.push(seconds),
+      countError: (kind) => observed.errors.push(kind),
+    },
   );
   forwarders.push(forwarder);
   const errors: GatewayError[] = [];
+  const exchanges: Exchange[] = [];
   const server = createServer((req, res) => {
     const headers: Record<string, string> = { host: `127.0.0.1:${upstreamPort}` };
     for (const name of ['content-type', 'content-length'] as const) {
@@ -61,7 +68,7 @@ async function front(
       if (value !== undefined) headers[name] = value;
     }
     for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
-    forwarder.forward(req, res, {
+    const exchange: Exchange = {
       path: req.url ?? '/',
       headers,
       requestId: 'req-1',
@@ -69,10 +76,32 @@ async function front(
         errors.push(error);
         res.destroy();
       },
-    });
+      upstreamStartedAt: performance.now(),
+      upstreamStatus: undefined,
+      upstreamMs: undefined,
+      upstreamError: undefined,
+    };
+    exchanges.push(exchange);
+    forwarder.forward(req, res, exchange);
   });
-  return { port: await listen(server), errors };
+  return { port: await listen(server), errors, exchanges, observed };
 }
+
+interface Front {
+  readonly port: number;
+  readonly errors: GatewayError[];
+  /** What the engine wrote on each exchange. */
+  readonly exchanges: Exchange[];
+  /** What it told the upstream's metrics. */
+  readonly observed: { readonly seconds: number[]; readonly errors: string[] };
+}
+
+/** The exchange's upstream fields, the time as its type (its value is the clock's). */
+const upstreamFields = (exchange: Exchange | undefined) => [
+  exchange?.upstreamStatus,
+  typeof exchange?.upstreamMs,
+  exchange?.upstreamError,
+];
 
 function send(
   port: number,
@@ -158,8 +187,11 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       });
       res.end('short and stout');
     });
-    const { port } = await front(engine, await listen(upstream));
+    const { port, exchanges, observed } = await front(engine, await listen(upstream));
     const answer = await send(port, {});
+    expect(upstreamFields(exchanges[0])).toEqual([418, 'number', undefined]);
+    expect([observed.seconds.length, observed.errors]).toEqual([1, []]);
+    expect(observed.seconds[0]).toBe((exchanges[0]?.upstreamMs ?? NaN) / 1000);
     expect([
       answer.status,
       answer.headers['x-kept'],
@@ -220,7 +252,7 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('first chunk, and the rest never comes');
     });
-    const { port, errors } = await front(engine, await listen(upstream));
+    const { port, errors, exchanges, observed } = await front(engine, await listen(upstream));
     await new Promise<void>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
         res.once('data', () => {
@@ -234,6 +266,42 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     });
     await gone;
     expect(errors).toEqual([]);
+    // The client's doing: no upstream error counted, no upstream time observed.
+    expect([exchanges[0]?.upstreamError, observed]).toEqual([
+      undefined,
+      { seconds: [], errors: [] },
+    ]);
+  });
+
+  it('records and counts a reset after the headers as an upstream reset', async () => {
+    const upstream = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100' });
+      res.write('part', () => res.destroy());
+    });
+    const { port, exchanges, observed } = await front(engine, await listen(upstream));
+    await send(port, {}).catch(() => undefined);
+    await vi.waitFor(() => expect(observed.errors).toEqual(['reset']));
+    expect([upstreamFields(exchanges[0]), observed.seconds]).toEqual([
+      [200, 'number', 'reset'],
+      [],
+    ]);
+  });
+
+  it('records and counts an upstream silent past the timeout once, as a timeout', async () => {
+    const upstream = createServer(() => undefined);
+    const { port, errors, exchanges, observed } = await front(
+      engine,
+      await listen(upstream),
+      16,
+      {},
+      100,
+    );
+    await send(port, {}).catch(() => undefined);
+    expect(errors.map((e) => e.code)).toEqual(['upstream_timeout']);
+    expect([upstreamFields(exchanges[0]), observed]).toEqual([
+      [undefined, 'number', 'timeout'],
+      { seconds: [], errors: ['timeout'] },
+    ]);
   });
 
   it('reports a refused connection as 502 upstream_unavailable', async () => {
@@ -241,8 +309,10 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     const closedPort = await listen(closed);
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     servers.splice(servers.indexOf(closed), 1);
-    const { port, errors } = await front(engine, closedPort);
+    const { port, errors, exchanges, observed } = await front(engine, closedPort);
     await send(port, {}).catch(() => undefined);
     expect(errors.map((e) => [e.code, e.status])).toEqual([['upstream_unavailable', 502]]);
+    expect(upstreamFields(exchanges[0])).toEqual([undefined, 'number', 'connect_refused']);
+    expect(observed).toEqual({ seconds: [], errors: ['connect_refused'] });
   });
 });

@@ -2,9 +2,13 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import {
+  MAX_PATH_CHARS,
+  MAX_USER_AGENT_CHARS,
   createAccessLog,
+  jsonString,
   toLogFields,
   type AccessEntry,
+  type AccessLogOptions,
 } from '../../../src/observability/access-log.js';
 
 function capture(level = 'info'): { lines: string[]; logger: pino.Logger } {
@@ -26,51 +30,172 @@ function capture(level = 'info'): { lines: string[]; logger: pino.Logger } {
 const entry: AccessEntry = {
   requestId: 'req-1',
   method: 'GET',
+  target: '/accounts?access_token=secret-in-query',
   route: 'accounts "main"',
   status: 200,
   durationMs: 1.23456,
+  clientAddress: '203.0.113.7',
+  userAgent: 'curl/8.5.0',
+  bytesIn: 112,
+  bytesOut: 345,
+  upstreamStatus: 200,
+  upstreamMs: 0.98765,
+  upstreamError: undefined,
   authMethod: 'basic',
   subject: 'alice',
   key: 'ak_x',
+  authFailure: undefined,
   errorCode: undefined,
+  traceId: undefined,
   aborted: false,
 };
 
+const QUERY_OFF: AccessLogOptions = { query: false };
+
+/** The one line written for `e`, parsed. */
+function lineFor(e: AccessEntry, options = QUERY_OFF): Record<string, unknown> {
+  const { lines, logger } = capture();
+  createAccessLog(logger, options)?.(e);
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+}
+
 describe('createAccessLog', () => {
-  it('writes one JSON line with the fields pino would write, escaped', () => {
-    const { lines, logger } = capture();
-    createAccessLog(logger)?.(entry);
-    expect(lines).toHaveLength(1);
-    const parsed = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
-    expect(parsed).toEqual({
+  it('writes one JSON line with every field pino would write for the same entry', () => {
+    expect(lineFor(entry)).toEqual({
       level: 30,
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
       service: 'accounts-gateway',
-      ...JSON.parse(JSON.stringify(toLogFields(entry))),
+      ...JSON.parse(JSON.stringify(toLogFields(entry, QUERY_OFF))),
       msg: 'request',
     });
-    expect(parsed.route).toBe('accounts "main"');
   });
 
-  it('adds error_code and aborted only when they apply', () => {
-    const { lines, logger } = capture();
-    createAccessLog(logger)?.({
+  it('writes each field under its name with its value', () => {
+    const parsed = lineFor({ ...entry, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(parsed).toMatchObject({
+      request_id: 'req-1',
+      method: 'GET',
+      path: '/accounts',
+      route: 'accounts "main"',
+      status: 200,
+      duration_ms: 1.23,
+      client_address: '203.0.113.7',
+      user_agent: 'curl/8.5.0',
+      bytes_in: 112,
+      bytes_out: 345,
+      upstream_status: 200,
+      upstream_ms: 0.99,
+      auth_method: 'basic',
+      subject: 'alice',
+      key: 'ak_x',
+      trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
+  });
+
+  it('leaves the query out of the path unless logging.query keeps it', () => {
+    expect(lineFor(entry).path).toBe('/accounts');
+    expect(lineFor(entry, { query: true }).path).toBe('/accounts?access_token=secret-in-query');
+    expect(lineFor({ ...entry, target: '/accounts?' }).path).toBe('/accounts');
+  });
+
+  it('adds the failure fields only when they apply', () => {
+    const parsed = lineFor({
       ...entry,
+      status: 401,
+      upstreamStatus: undefined,
+      upstreamMs: undefined,
+      userAgent: undefined,
       authMethod: undefined,
       subject: undefined,
       key: undefined,
-      errorCode: 'not_found',
+      authFailure: 'invalid_credentials',
+      errorCode: 'invalid_credentials',
       aborted: true,
     });
-    const parsed = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
-    expect([parsed.error_code, parsed.aborted, 'subject' in parsed]).toEqual([
-      'not_found',
-      true,
+    expect(parsed).toMatchObject({
+      auth_failure: 'invalid_credentials',
+      error_code: 'invalid_credentials',
+      aborted: true,
+    });
+    for (const absent of ['user_agent', 'upstream_status', 'upstream_ms', 'subject', 'trace_id'])
+      expect(parsed, absent).not.toHaveProperty(absent);
+    expect(lineFor(entry)).not.toHaveProperty('auth_failure');
+    expect(lineFor(entry)).not.toHaveProperty('aborted');
+  });
+
+  it('writes the upstream error kind of a failed exchange', () => {
+    const parsed = lineFor({
+      ...entry,
+      upstreamStatus: undefined,
+      upstreamError: 'connect_refused',
+    });
+    expect([parsed.upstream_error, 'upstream_status' in parsed]).toEqual([
+      'connect_refused',
       false,
     ]);
   });
 
+  it.each([
+    ['a quote', 'evil"agent'],
+    ['a newline that would forge a second line', 'agent\n{"level":30,"msg":"forged"}'],
+    ['a NUL', 'agent\u0000nul'],
+    ['a backslash', 'agent\\'],
+    [
+      'every control character',
+      Array.from({ length: 32 }, (_, c) => String.fromCharCode(c)).join(''),
+    ],
+    ['DEL and Latin-1 bytes as Node decodes them', 'agent\u007f\u00ff\u00e9'],
+    ['a lone surrogate', 'agent\ud800x'],
+  ])('keeps a user agent with %s on one line of JSON, value intact', (_what, userAgent) => {
+    const { lines, logger } = capture();
+    createAccessLog(logger, QUERY_OFF)?.({ ...entry, userAgent, target: `/a"${userAgent}` });
+    expect(lines).toHaveLength(1);
+    const parsed = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+    expect([parsed.user_agent, parsed.path, parsed.msg]).toEqual([
+      userAgent,
+      `/a"${userAgent}`,
+      'request',
+    ]);
+  });
+
+  it('cuts a 10 KB user agent and a long path to their bounds', () => {
+    const parsed = lineFor({
+      ...entry,
+      userAgent: 'A'.repeat(10_240),
+      target: `/${'p'.repeat(5_000)}?q=1`,
+    });
+    expect([parsed.user_agent, parsed.path]).toEqual([
+      'A'.repeat(MAX_USER_AGENT_CHARS),
+      `/${'p'.repeat(MAX_PATH_CHARS - 1)}`,
+    ]);
+  });
+
+  it('never writes a header it was not given: no Authorization, no cookie', () => {
+    const { lines, logger } = capture();
+    createAccessLog(logger, QUERY_OFF)?.(entry);
+    expect(lines[0]).not.toMatch(/authorization|cookie|secret-in-query/i);
+  });
+
   it('is off when info lines are off', () => {
-    expect(createAccessLog(capture('warn').logger)).toBeUndefined();
+    expect(createAccessLog(capture('warn').logger, QUERY_OFF)).toBeUndefined();
+  });
+});
+
+describe('jsonString', () => {
+  it('quotes plain printable ASCII as it is', () => {
+    expect(jsonString('Mozilla/5.0 (X11; Linux x86_64)', 256)).toBe(
+      '"Mozilla/5.0 (X11; Linux x86_64)"',
+    );
+  });
+
+  it('writes what JSON.stringify writes for anything else', () => {
+    for (const value of ['a"b', 'a\\b', 'tab\there', 'é', '\ud83d\ude00', '\udc00'])
+      expect(jsonString(value, 256)).toBe(JSON.stringify(value));
+  });
+
+  it('stays valid JSON when the cut splits a surrogate pair', () => {
+    const cut = jsonString(`${'a'.repeat(9)}\ud83d\ude00`, 10);
+    expect([cut, JSON.parse(cut)]).toEqual(['"aaaaaaaaa\\ud83d"', 'aaaaaaaaa\ud83d']);
   });
 });

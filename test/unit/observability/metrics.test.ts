@@ -35,6 +35,79 @@ describe('the Redis breaker metrics', () => {
   });
 });
 
+describe('the upstream metrics', () => {
+  it('bucket each upstream response time under its upstream and count errors by kind', async () => {
+    const metrics = createMetrics();
+    const accounts = metrics.upstream('accounts');
+    accounts.observe(0.002);
+    accounts.observe(0.3);
+    accounts.countError('connect_refused');
+    metrics.upstream('accounts').countError('connect_refused');
+    metrics.upstream('billing').countError('timeout');
+    const text = await metrics.scrape();
+    const series = (name: string): string | undefined =>
+      text.split('\n').find((line) => line.startsWith(`${name} `));
+    expect(
+      [
+        'gateway_upstream_request_duration_seconds_bucket{le="0.001",upstream="accounts"}',
+        'gateway_upstream_request_duration_seconds_bucket{le="0.0025",upstream="accounts"}',
+        'gateway_upstream_request_duration_seconds_bucket{le="0.5",upstream="accounts"}',
+        'gateway_upstream_request_duration_seconds_bucket{le="+Inf",upstream="accounts"}',
+        'gateway_upstream_request_duration_seconds_count{upstream="accounts"}',
+        'gateway_upstream_errors_total{upstream="accounts",kind="connect_refused"}',
+        'gateway_upstream_errors_total{upstream="accounts",kind="reset"}',
+        'gateway_upstream_errors_total{upstream="billing",kind="timeout"}',
+      ].map(series),
+    ).toEqual([
+      'gateway_upstream_request_duration_seconds_bucket{le="0.001",upstream="accounts"} 0',
+      'gateway_upstream_request_duration_seconds_bucket{le="0.0025",upstream="accounts"} 1',
+      'gateway_upstream_request_duration_seconds_bucket{le="0.5",upstream="accounts"} 2',
+      'gateway_upstream_request_duration_seconds_bucket{le="+Inf",upstream="accounts"} 2',
+      'gateway_upstream_request_duration_seconds_count{upstream="accounts"} 2',
+      'gateway_upstream_errors_total{upstream="accounts",kind="connect_refused"} 2',
+      'gateway_upstream_errors_total{upstream="accounts",kind="reset"} 0',
+      'gateway_upstream_errors_total{upstream="billing",kind="timeout"} 1',
+    ]);
+  });
+
+  it('sum each upstream series across workers', async () => {
+    const [one, two] = [createMetrics(), createMetrics()];
+    one.upstream('accounts').observe(0.01);
+    two.upstream('accounts').observe(0.01);
+    two.upstream('accounts').countError('reset');
+    const set = createAggregatedMetrics(
+      async () => [await one.snapshot(), await two.snapshot()],
+      () => true,
+    );
+    const text = await set.scrape();
+    expect(text).toMatch(
+      /^gateway_upstream_request_duration_seconds_count\{upstream="accounts"\} 2$/m,
+    );
+    expect(text).toMatch(/^gateway_upstream_errors_total\{upstream="accounts",kind="reset"\} 1$/m);
+  });
+});
+
+describe('gateway_requests_total', () => {
+  it('tells by its source label whether the gateway or the upstream produced the status', async () => {
+    const metrics = createMetrics();
+    metrics.observeRequest('accounts', 404, 0.01, 'upstream');
+    metrics.observeRequest('accounts', 404, 0.01, 'gateway');
+    metrics.observeRequest('accounts', 404, 0.01, 'gateway');
+    metrics.observeRequest('accounts', 502, 0.01);
+    const text = await metrics.scrape();
+    expect(text).toMatch(
+      /^gateway_requests_total\{route="accounts",status="404",source="upstream"\} 1$/m,
+    );
+    expect(text).toMatch(
+      /^gateway_requests_total\{route="accounts",status="404",source="gateway"\} 2$/m,
+    );
+    expect(text).toMatch(
+      /^gateway_requests_total\{route="accounts",status="502",source="gateway"\} 1$/m,
+    );
+    expect(text).toMatch(/^gateway_request_duration_seconds_count\{route="accounts"\} 4$/m);
+  });
+});
+
 describe('the Redis connection and JWKS metrics', () => {
   it('show each Redis node by role, 1 when up, and the minimum across workers', async () => {
     const [one, two] = [createMetrics(), createMetrics()];

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { GatewayError } from '../../../src/errors/gateway-error.js';
+import type { Exchange } from '../../../src/proxy/forwarder.js';
 import { UndiciExchange } from '../../../src/proxy/undici-forwarder.js';
 
 /** A client response whose socket is full until `drain`, recording what it was asked. */
@@ -28,12 +29,27 @@ function controller() {
   return { calls, c: c as Dispatcher.DispatchController };
 }
 
-const exchange = (errors: GatewayError[] = []) => ({
+const exchange = (errors: GatewayError[] = []): Exchange => ({
   path: '/',
   headers: {},
   requestId: 'r',
   onError: (error: GatewayError) => errors.push(error),
+  upstreamStartedAt: performance.now(),
+  upstreamStatus: undefined,
+  upstreamMs: undefined,
+  upstreamError: undefined,
 });
+
+/** A handler whose upstream errors are counted in `counted`, on the exchange `seen`. */
+function counting() {
+  const counted: string[] = [];
+  const seen = exchange();
+  const handler = new UndiciExchange({} as ServerResponse, seen, {
+    observe: () => undefined,
+    countError: (kind) => counted.push(kind),
+  });
+  return { counted, seen, handler };
+}
 
 describe('UndiciExchange', () => {
   it('pauses the upstream while the client cannot take more, and resumes on drain', () => {
@@ -68,5 +84,26 @@ describe('UndiciExchange', () => {
     const handler = new UndiciExchange({} as ServerResponse, exchange(errors));
     handler.onResponseError(c, Object.assign(new Error(code), { code }));
     expect(errors.map((e) => e.code)).toEqual([expected]);
+  });
+
+  it.each([
+    ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'connect_timeout'],
+    ['ECONNREFUSED', 'connect_refused'],
+    ['UND_ERR_SOCKET', 'reset'],
+  ] as const)('records %s on the exchange and counts it as %s', (code, kind) => {
+    const { c } = controller();
+    const { seen, counted, handler } = counting();
+    handler.onResponseError(c, Object.assign(new Error(code), { code }));
+    expect([seen.upstreamError, counted, typeof seen.upstreamMs]).toEqual([kind, [kind], 'number']);
+  });
+
+  it('counts no upstream error when the client went away', () => {
+    const { c } = controller();
+    const { seen, counted, handler } = counting();
+    handler.onRequestStart(c);
+    handler.clientClosed();
+    handler.onResponseError(c, Object.assign(new Error('reset'), { code: 'UND_ERR_SOCKET' }));
+    expect([seen.upstreamError, counted]).toEqual([undefined, []]);
   });
 });

@@ -1,0 +1,198 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader } from '../support/basic-header.js';
+import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { untilLog, type LogLine } from '../support/gateway-logs.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml } from '../support/gateway-yaml.js';
+import { rawRequest } from '../support/raw-request.js';
+import { freePort } from '../support/redis-server.js';
+import { scrapeMetric } from '../support/scrape-metric.js';
+import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+
+// The access line (issue 16 point 1) as an operator reads it off the built gateway's log,
+// and the upstream metrics moved by the same requests (point 2), on both engines: a proxied
+// 200, an upstream's 404, a refused credential, a refused upstream.
+
+const KEY = 'ak_access_line';
+const SECRET = 'access-line-secret-0123456789abcdef';
+const prefix = uniquePrefix('accessline');
+const USER_AGENT = 'probe/1.0 "quoted" \\ and more';
+
+let upstream: EchoUpstream;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  upstream.respondWith((req, res) => {
+    const found = req.url?.startsWith('/accounts/missing') !== true;
+    res.writeHead(found ? 200 : 404, { 'content-type': 'text/plain' });
+    res.end(found ? 'found' : 'no such account');
+  });
+  await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'lena' });
+});
+
+afterAll(async () => {
+  await upstream?.close();
+});
+
+/** The request's one line: the access line, or the warning that replaces it for a 5xx. */
+const lineOf = (gateway: GatewayProcess, requestId: string): Promise<LogLine> =>
+  untilLog(
+    gateway,
+    `the line of ${requestId}`,
+    (line) =>
+      (line.msg === 'request' || line.msg === 'request failed') && line.request_id === requestId,
+  );
+
+describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine', (engine) => {
+  let gateway: GatewayProcess;
+  let run = 0;
+
+  beforeAll(async () => {
+    gateway = await startGateway(
+      gatewayYaml({
+        redis: { url: inject('redisUrl'), keyPrefix: prefix },
+        config: {
+          // The test connects from 127.0.0.1: as a trusted proxy, its X-Forwarded-For counts.
+          server: { trustedProxies: ['127.0.0.1'] },
+          upstreams: {
+            accounts: { url: upstream.url, engine },
+            // Nothing listens there.
+            down: { url: `http://127.0.0.1:${await freePort()}`, engine },
+          },
+          routes: [
+            {
+              name: 'accounts',
+              paths: ['/accounts', '/accounts/'],
+              upstream: 'accounts',
+              upstreamPath: '/accounts',
+            },
+            {
+              name: 'account-items',
+              prefixes: ['/accounts/'],
+              upstream: 'accounts',
+              upstreamPath: '/accounts',
+            },
+            { name: 'down', paths: ['/down'], upstream: 'down', upstreamPath: '/down' },
+          ],
+          logging: { level: 'info' },
+        },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  /** Sends one request over its own connection; the bytes both ways, and its line. */
+  async function exchange(
+    target: string,
+    authorization: string,
+  ): Promise<{ status: number; sent: number; received: number; line: LogLine }> {
+    run += 1;
+    const requestId = `access-line-${engine}-${run}`;
+    const head =
+      `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${authorization}\r\n` +
+      `User-Agent: ${USER_AGENT}\r\nX-Forwarded-For: 198.51.100.1, 203.0.113.9\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n`;
+    const answer = await rawRequest(gateway.port, head);
+    return {
+      status: answer.status,
+      sent: Buffer.byteLength(head, 'latin1'),
+      received: Buffer.byteLength(answer.raw, 'latin1'),
+      line: await lineOf(gateway, requestId),
+    };
+  }
+
+  const good = basicHeader(KEY, SECRET);
+
+  /** What `action` added to each of `series` on the gateway's /metrics, and its result. */
+  async function moving<T>(
+    series: readonly string[],
+    action: () => Promise<T>,
+  ): Promise<{ result: T; moved: number[] }> {
+    const read = () => Promise.all(series.map((name) => scrapeMetric(gateway, name)));
+    const before = await read();
+    const result = await action();
+    return { result, moved: (await read()).map((after, i) => after - (before[i] ?? 0)) };
+  }
+
+  it('writes path without query, client address, user agent, bytes and the upstream status and time of a proxied 200', async () => {
+    const { status, sent, received, line } = await exchange('/accounts?token=hidden', good);
+    expect(status).toBe(200);
+    expect(line).toMatchObject({
+      msg: 'request',
+      method: 'GET',
+      path: '/accounts',
+      route: 'accounts',
+      status: 200,
+      client_address: '203.0.113.9',
+      user_agent: USER_AGENT,
+      bytes_in: sent,
+      bytes_out: received,
+      upstream_status: 200,
+      auth_method: 'basic',
+      subject: 'lena',
+      key: KEY,
+    });
+    expect(line.upstream_ms).toBeTypeOf('number');
+    expect(line.upstream_ms as number).toBeLessThanOrEqual(line.duration_ms as number);
+    expect(JSON.stringify(line)).not.toMatch(/hidden|authorization|Basic /i);
+  });
+
+  it("writes the upstream's 404 as its status, counted with source upstream", async () => {
+    const series = 'gateway_requests_total{route="account-items",status="404",source="upstream"}';
+    const { result, moved } = await moving([series], () => exchange('/accounts/missing', good));
+    const { status, line } = result;
+    expect([status, line.status, line.upstream_status, line.path]).toEqual([
+      404,
+      404,
+      404,
+      '/accounts/missing',
+    ]);
+    expect(line).not.toHaveProperty('error_code');
+    expect(moved).toEqual([1]);
+  });
+
+  it('writes the reason a credential was refused, with no upstream fields, counted with source gateway', async () => {
+    const series = 'gateway_requests_total{route="accounts",status="401",source="gateway"}';
+    const { result, moved } = await moving([series], () =>
+      exchange('/accounts', basicHeader(KEY, 'wrong-secret-0000')),
+    );
+    const { status, line } = result;
+    expect(status).toBe(401);
+    expect(line).toMatchObject({
+      msg: 'request',
+      status: 401,
+      auth_failure: 'invalid_credentials',
+      error_code: 'invalid_credentials',
+      client_address: '203.0.113.9',
+    });
+    expect(['upstream_status', 'upstream_ms', 'subject'].filter((f) => f in line)).toEqual([]);
+    expect(moved).toEqual([1]);
+  });
+
+  it('writes the error kind of a refused upstream and counts it', async () => {
+    const errors = 'gateway_upstream_errors_total{upstream="down",kind="connect_refused"}';
+    const answered = 'gateway_requests_total{route="down",status="502",source="gateway"}';
+    const { result, moved } = await moving([errors, answered], () => exchange('/down', good));
+    const { status, line } = result;
+    expect(status).toBe(502);
+    expect(line).toMatchObject({
+      msg: 'request failed',
+      status: 502,
+      path: '/down',
+      error_code: 'upstream_unavailable',
+      upstream_error: 'connect_refused',
+      user_agent: USER_AGENT,
+    });
+    expect(line).not.toHaveProperty('upstream_status');
+    expect(moved).toEqual([1, 1]);
+  });
+
+  it("times the upstream's responses in its histogram", async () => {
+    const count = 'gateway_upstream_request_duration_seconds_count{upstream="accounts"}';
+    const { moved } = await moving([count], () => exchange('/accounts', good));
+    expect(moved).toEqual([1]);
+  });
+});
