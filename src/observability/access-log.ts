@@ -13,6 +13,7 @@ export interface AccessEntry {
   readonly key: string | undefined;
   readonly errorCode: ErrorCode | undefined;
   readonly aborted: boolean;
+  readonly traceId: string | undefined;
 }
 
 export type AccessLog = (entry: AccessEntry) => void;
@@ -53,6 +54,7 @@ export function createAccessLog(logger: Logger): AccessLog | undefined {
     if (entry.key !== undefined) line += `,"key":${JSON.stringify(entry.key)}`;
     if (entry.errorCode !== undefined) line += `,"error_code":"${entry.errorCode}"`;
     if (entry.aborted) line += ',"aborted":true';
+    if (entry.traceId !== undefined) line += `,"trace_id":"${entry.traceId}"`;
     stream.write(`${line},"msg":"request"}\n`);
   };
 }
@@ -71,5 +73,6 @@ export function toLogFields(
     key: entry.key,
     error_code: entry.errorCode,
     aborted: entry.aborted ? true : undefined,
+    trace_id: entry.traceId,
   };
 }

@@ -34,6 +34,7 @@ const entry: AccessEntry = {
   key: 'ak_x',
   errorCode: undefined,
   aborted: false,
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
 };
 
 describe('createAccessLog', () => {
@@ -50,6 +51,7 @@ describe('createAccessLog', () => {
       msg: 'request',
     });
     expect(parsed.route).toBe('accounts "main"');
+    expect(parsed.trace_id).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
   });
 
   it('adds error_code and aborted only when they apply', () => {
