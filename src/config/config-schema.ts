@@ -629,6 +629,8 @@ export const configSchema = z.strictObject({
           /** Sent with every export (a collector's API key): kept out of every log line. */
           headers: z.record(z.string(), z.string()).default({}),
           timeoutMs: durationMs.default(10_000),
+          /** Spans wait at most this long in the batch before an export (or 512 of them). */
+          batchDelayMs: durationMs.default(5000),
         })
         .optional(),
     })

@@ -28,6 +28,7 @@ export interface OtlpSettings {
   /** Sent with every export (a collector's API token): never logged. */
   readonly headers: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
+  readonly batchDelayMs: number;
   readonly serviceName: string;
   readonly serviceVersion: string;
 }
@@ -47,7 +48,13 @@ export function createOtlpSpans(settings: OtlpSettings): SpanExport {
     // The gateway decided sampling already (the incoming flag, or tracing.sampleRatio):
     // it asks for spans only on sampled requests.
     sampler: new AlwaysOnSampler(),
-    spanProcessors: [new BatchSpanProcessor({ exporter, exportTimeoutMillis: settings.timeoutMs })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        exportTimeoutMillis: settings.timeoutMs,
+        scheduledDelayMillis: settings.batchDelayMs,
+      }),
+    ],
   });
   const tracer = provider.getTracer('accounts-gateway', settings.serviceVersion);
   return {
