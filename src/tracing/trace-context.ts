@@ -20,8 +20,7 @@ export const RANDOM = 0x02;
 const KNOWN_FLAGS = SAMPLED | RANDOM;
 
 const HEADER_LENGTH = 55; // 2 + 1 + 32 + 1 + 16 + 1 + 2
-const ZERO_TRACE_ID = '0'.repeat(32);
-const ZERO_SPAN_ID = '0'.repeat(16);
+const DASH = 0x2d;
 
 /**
  * The `traceparent` value, or undefined when it does not count (then a new trace starts):
@@ -32,22 +31,38 @@ const ZERO_SPAN_ID = '0'.repeat(16);
  */
 export function parseTraceparent(value: string | undefined): TraceParent | undefined {
   if (value === undefined || value.length < HEADER_LENGTH) return undefined;
-  const version = value.slice(0, 2);
-  if (!isLowerHex(version) || version === 'ff') return undefined;
+  const v0 = hexDigit(value.charCodeAt(0));
+  const v1 = hexDigit(value.charCodeAt(1));
+  if (v0 < 0 || v1 < 0 || (v0 === 15 && v1 === 15)) return undefined;
   if (
-    version === '00'
+    v0 === 0 && v1 === 0
       ? value.length !== HEADER_LENGTH
-      : value.length > HEADER_LENGTH && value[HEADER_LENGTH] !== '-'
+      : value.length > HEADER_LENGTH && value.charCodeAt(HEADER_LENGTH) !== DASH
   )
     return undefined;
-  if (value[2] !== '-' || value[35] !== '-' || value[52] !== '-') return undefined;
-  const traceId = value.slice(3, 35);
-  const parentId = value.slice(36, 52);
-  const flags = value.slice(53, 55);
-  if (!isLowerHex(traceId) || traceId === ZERO_TRACE_ID) return undefined;
-  if (!isLowerHex(parentId) || parentId === ZERO_SPAN_ID) return undefined;
-  if (!isLowerHex(flags)) return undefined;
-  return { traceId, parentId, flags: Number.parseInt(flags, 16) & KNOWN_FLAGS };
+  if (value.charCodeAt(2) !== DASH || value.charCodeAt(35) !== DASH) return undefined;
+  if (value.charCodeAt(52) !== DASH) return undefined;
+  // One pass over each id: lower-case hex digits, and not every one of them zero.
+  let traceBits = 0;
+  for (let i = 3; i < 35; i++) {
+    const digit = hexDigit(value.charCodeAt(i));
+    if (digit < 0) return undefined;
+    traceBits |= digit;
+  }
+  let parentBits = 0;
+  for (let i = 36; i < 52; i++) {
+    const digit = hexDigit(value.charCodeAt(i));
+    if (digit < 0) return undefined;
+    parentBits |= digit;
+  }
+  const f0 = hexDigit(value.charCodeAt(53));
+  const f1 = hexDigit(value.charCodeAt(54));
+  if (traceBits === 0 || parentBits === 0 || f0 < 0 || f1 < 0) return undefined;
+  return {
+    traceId: value.slice(3, 35),
+    parentId: value.slice(36, 52),
+    flags: ((f0 << 4) | f1) & KNOWN_FLAGS,
+  };
 }
 
 /** What the upstream receives: always version 00 (§3.2.4: a newer version is sent as 00). */
@@ -55,44 +70,105 @@ export function formatTraceparent(traceId: string, spanId: string, flags: number
   return `00-${traceId}-${spanId}-${flags < 16 ? '0' : ''}${flags.toString(16)}`;
 }
 
-function isLowerHex(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // 0-9, a-f
-    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
-  }
-  return true;
+/** The value of a lower-case hex digit (`0-9`, `a-f`), or -1. */
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1;
 }
 
 /** §3.3.1.1: a list of at most 32 members. */
 const MAX_MEMBERS = 32;
-// §3.3.1.3.1 key: simple-key (a letter first), or tenant-id "@" system-id (a tenant id may
-// begin with a digit).
-const KEY = /^(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})$/;
-// §3.3.1.3.2 value: 0*255(chr) nblk-chr; chr is 0x20-0x7E but for `,` and `=`; the last is not a space.
-const VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+const TAB = 0x09;
+const SPACE = 0x20;
+const COMMA = 0x2c;
+const EQUALS = 0x3d;
+const AT = 0x40;
 
 /**
  * The `tracestate` to pass on, or undefined. Only read beside a valid traceparent (§3.3.1:
- * "MUST NOT attempt to parse tracestate" otherwise). A malformed one is dropped as a whole
- * rather than passed on (§3.3.1.1 lets a participant discard it): the upstream then sees no
- * vendor data rather than data the gateway could not vouch is a list. Empty members (`a=1,,b=2`)
- * are allowed by the grammar; repeated keys, more than 32 members, or any bad member drop it.
- * Repeated headers reach here joined by `, `, which is the one list the spec combines them into.
+ * a participant that could not parse traceparent must not parse tracestate). A malformed one
+ * is dropped as a whole rather than passed on (§3.3.1.1 lets a participant discard it): the
+ * upstream then sees no vendor data rather than data the gateway could not vouch is a list.
+ * Empty members (`a=1,,b=2`) are allowed by the grammar; repeated keys, more than 32
+ * members, or any bad member drop it. Repeated headers reach here joined by `, `, which is
+ * the one list the spec combines them into. One pass over the characters, no regex and no
+ * split: it runs on every request that carries one.
  */
 export function parseTracestate(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  const members = value.split(',');
-  const keys = new Set<string>();
-  for (const raw of members) {
-    const member = raw.trim();
-    if (member === '') continue;
-    const eq = member.indexOf('=');
-    if (eq <= 0) return undefined;
-    const key = member.slice(0, eq);
-    if (!KEY.test(key) || !VALUE.test(member.slice(eq + 1)) || keys.has(key)) return undefined;
-    keys.add(key);
+  const keys: string[] = [];
+  const end = value.length;
+  let i = 0;
+  while (i < end) {
+    let c = value.charCodeAt(i);
+    // Optional whitespace around members, and empty members.
+    if (c === SPACE || c === TAB || c === COMMA) {
+      i += 1;
+      continue;
+    }
+    const keyStart = i;
+    let at = -1;
+    while (c !== EQUALS) {
+      if (c === AT && at === -1) at = i;
+      else if (!isKeyChar(c)) return undefined;
+      i += 1;
+      if (i === end) return undefined;
+      c = value.charCodeAt(i);
+    }
+    if (!isKey(value, keyStart, at, i)) return undefined;
+    const key = value.slice(keyStart, i);
+    i += 1;
+    const valueStart = i;
+    let last = -1; // the last character that is not optional whitespace
+    let tab = false;
+    for (; i < end; i += 1) {
+      c = value.charCodeAt(i);
+      if (c === COMMA) break;
+      // chr = %x20 / nblk-chr: printable ASCII but `,` and `=`; a tab only as trailing OWS.
+      if (c === TAB) tab = true;
+      else if (c < SPACE || c > 0x7e || c === EQUALS) return undefined;
+      else if (c !== SPACE) {
+        if (tab) return undefined;
+        last = i;
+      }
+    }
+    // §3.3.1.3.2: 1 to 256 characters, the last not a space.
+    if (last === -1 || last - valueStart >= 256) return undefined;
+    if (keys.includes(key) || keys.push(key) > MAX_MEMBERS) return undefined;
   }
-  if (keys.size === 0 || keys.size > MAX_MEMBERS) return undefined;
-  return value;
+  return keys.length === 0 ? undefined : value;
+}
+
+/** lcalpha / DIGIT / `_` `-` `*` `/` */
+function isKeyChar(c: number): boolean {
+  return (
+    (c >= 0x61 && c <= 0x7a) ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x5f ||
+    c === 0x2d ||
+    c === 0x2a ||
+    c === 0x2f
+  );
+}
+
+/**
+ * §3.3.1.3.1: a simple key (a letter first, at most 256), or tenant-id `@` system-id (the
+ * tenant 1 to 241 characters, a letter or digit first; the system 1 to 14, a letter first).
+ */
+function isKey(text: string, start: number, at: number, end: number): boolean {
+  const first = text.charCodeAt(start);
+  if (at === -1) return isLetter(first) && end - start <= 256;
+  return (
+    at > start &&
+    at - start <= 241 &&
+    (isLetter(first) || (first >= 0x30 && first <= 0x39)) &&
+    end - at - 1 >= 1 &&
+    end - at - 1 <= 14 &&
+    isLetter(text.charCodeAt(at + 1))
+  );
+}
+
+function isLetter(c: number): boolean {
+  return c >= 0x61 && c <= 0x7a;
 }

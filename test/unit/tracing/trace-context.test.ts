@@ -82,6 +82,8 @@ describe('parseTracestate', () => {
     ['a value with inner spaces', 'a=one two'],
     ['32 members', Array.from({ length: 32 }, (_, i) => `k${i}=v`).join(',')],
     ['two headers joined by Node', 'a=1, b=2'],
+    ['a tab after a value', 'a=1\t,b=2'],
+    ['a value beginning with a space', 'a= v'],
   ])('passes %s on as received', (_name, value) => {
     expect(parseTracestate(value)).toBe(value);
   });
@@ -102,6 +104,12 @@ describe('parseTracestate', () => {
     ['a value longer than 256', `a=${'v'.repeat(257)}`],
     ['a control character', 'a=v\u0001'],
     ['a non-ASCII character', 'a=vé'],
+    ['a tab inside a value', 'a=v\tw'],
+    ['a key with two @', 't@v@w=1'],
+    ['an empty system id', 't@=1'],
+    ['an empty tenant id', '@v=1'],
+    ['a system id beginning with a digit', 't@1v=1'],
+    ['a key cut by the end', 'a=1,b'],
   ])('drops a malformed list whole: %s', (_name, value) => {
     expect(parseTracestate(value)).toBeUndefined();
   });
