@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
@@ -32,6 +33,7 @@ let exporting: GatewayProcess;
 let exportingProbe: ModuleProbe;
 let silent: GatewayProcess;
 let silentProbe: ModuleProbe;
+let secretHash: string;
 
 function yaml(config: GatewayConfigInput, secretHash: string): string {
   return gatewayYaml({
@@ -52,7 +54,7 @@ beforeAll(async () => {
     startOtlpReceiver(),
     startOtlpReceiver(),
   ]);
-  const secretHash = await bcrypt.hash(SECRET, TEST_BCRYPT_COST);
+  secretHash = await bcrypt.hash(SECRET, TEST_BCRYPT_COST);
   exportingProbe = moduleProbe('/@opentelemetry/');
   silentProbe = moduleProbe('/@opentelemetry/');
   [exporting, silent] = await Promise.all([
@@ -260,6 +262,46 @@ describe('trace context', () => {
     });
     await receiver.spansOf(fence, 3);
     expect(receiver.spans.filter((span) => span.traceId === unsampled)).toEqual([]);
+  });
+});
+
+describe('across a reload and a drain', () => {
+  it('keeps exporting after a reload that changes the sampling, and sends the spans still queued when it drains', async () => {
+    // A batch delay far past the test: only the drain can send these spans.
+    const config = (sampleRatio: number) =>
+      yaml(
+        { tracing: { sampleRatio, otlp: { endpoint: receiver.endpoint, batchDelayMs: 600_000 } } },
+        secretHash,
+      );
+    const gateway = await startGateway(config(1));
+    try {
+      const before = '0123456789abcdef0123456789abcdef';
+      await send(gateway, {
+        authorization: AUTHORIZATION,
+        traceparent: `00-${before}-${CLIENT_PARENT}-01`,
+      });
+      writeFileSync(gateway.configFile, config(0));
+      gateway.child.kill('SIGHUP');
+      await gateway.waitForLog('configuration reloaded');
+      // sampleRatio 0 now: a trace the gateway starts is not sampled (random flag only)...
+      const started = sentTraceparent(
+        (await send(gateway, { authorization: AUTHORIZATION })).upstreamHeaders,
+      );
+      expect(started.flags).toBe('02');
+      // ...while a client's sampled trace still is, through the same provider.
+      const after = 'fedcba9876543210fedcba9876543210';
+      await send(gateway, {
+        authorization: AUTHORIZATION,
+        traceparent: `00-${after}-${CLIENT_PARENT}-01`,
+      });
+      expect(receiver.spans.filter((span) => [before, after].includes(span.traceId))).toEqual([]);
+      expect(await gateway.stop()).toBe(0);
+      expect(await receiver.spansOf(before, 3)).toHaveLength(3);
+      expect(await receiver.spansOf(after, 3)).toHaveLength(3);
+      expect(receiver.spans.filter((span) => span.traceId === started.traceId)).toEqual([]);
+    } finally {
+      await gateway.stop();
+    }
   });
 });
 
