@@ -44,6 +44,8 @@ export function createOtlpSpans(settings: OtlpSettings): SpanExport {
     resource: resourceFromAttributes({
       'service.name': settings.serviceName,
       'service.version': settings.serviceVersion,
+      // Each worker exports its own spans: the pid tells them apart.
+      'process.pid': process.pid,
     }),
     // The gateway decided sampling already (the incoming flag, or tracing.sampleRatio):
     // it asks for spans only on sampled requests.

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import bcrypt from 'bcrypt';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
@@ -12,7 +12,7 @@ import {
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../support/otlp-receiver.js';
-import { TEST_BCRYPT_COST } from '../support/seed-redis.js';
+import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 
 // W3C trace context through the gateway and its spans over OTLP (issue 16 point 3): what the
 // upstream receives, what the access line says, what a collector started here receives, and
@@ -299,6 +299,39 @@ describe('across a reload and a drain', () => {
       expect(await receiver.spansOf(before, 3)).toHaveLength(3);
       expect(await receiver.spansOf(after, 3)).toHaveLength(3);
       expect(receiver.spans.filter((span) => span.traceId === started.traceId)).toEqual([]);
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
+
+describe('serve --workers 2', () => {
+  it('has each worker export its own spans', async () => {
+    const keyPrefix = uniquePrefix('tracing');
+    await seedKey(inject('redisUrl'), keyPrefix, { key: KEY, secret: SECRET, subject: 'alice' });
+    const gateway = await startGateway(
+      gatewayYaml({
+        upstreamUrl: upstream.url,
+        redis: { url: inject('redisUrl'), keyPrefix },
+        config: {
+          admin: { enabled: false },
+          tracing: { otlp: { endpoint: receiver.endpoint, batchDelayMs: 50 } },
+        },
+      }),
+      ['--workers', '2'],
+    );
+    try {
+      const workers = (await gateway.waitForLog('gateway listening')).worker_pids as number[];
+      const traceId = '5555666677778888999900001111aaaa';
+      const { status } = await send(gateway, {
+        authorization: AUTHORIZATION,
+        traceparent: `00-${traceId}-${CLIENT_PARENT}-01`,
+      });
+      expect(status).toBe(200);
+      const spans = await receiver.spansOf(traceId, 3);
+      const pids = new Set(spans.map((span) => span.resource['process.pid']));
+      expect(pids.size).toBe(1);
+      expect(workers).toContain([...pids][0]);
     } finally {
       await gateway.stop();
     }
