@@ -105,7 +105,13 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const spanExport = await loadSpanExport(
     otlp === undefined
       ? undefined
-      : { ...otlp, serviceName: initial.tracing.serviceName, serviceVersion: buildVersion() },
+      : {
+          ...otlp,
+          serviceName: initial.tracing.serviceName,
+          serviceVersion: buildVersion(),
+          warn: (cause, suppressed) =>
+            logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)'),
+        },
   );
   // The CLI hands a key in (lifecycle/supervisor.ts chose it); a gateway made otherwise
   // generates its own here, kept across reloads.

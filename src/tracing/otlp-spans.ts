@@ -1,8 +1,10 @@
 import {
+  DiagLogLevel,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   createTraceState,
+  diag,
   trace,
   type Span,
   type Tracer,
@@ -31,10 +33,15 @@ export interface OtlpSettings {
   readonly batchDelayMs: number;
   readonly serviceName: string;
   readonly serviceVersion: string;
+  /** The SDK's own warnings and errors (a collector refusing an export), at most one a minute. */
+  readonly warn: (message: string, suppressed: number) => void;
 }
+
+const WARN_INTERVAL_MS = 60_000;
 
 /** One provider per process: a worker exports its own spans. */
 export function createOtlpSpans(settings: OtlpSettings): SpanExport {
+  reportDiagnostics(settings.warn);
   const exporter = new OTLPTraceExporter({
     url: settings.endpoint,
     headers: { ...settings.headers },
@@ -173,6 +180,33 @@ class OtlpRequestSpans implements RequestSpans {
     if (facts.status >= 500 || facts.aborted) server.setStatus({ code: SpanStatusCode.ERROR });
     server.end();
   }
+}
+
+/**
+ * The SDK reports a failed export through its global diagnostics, silent unless a logger is
+ * set. One line a minute at most: with a collector down, every batch fails.
+ */
+export function reportDiagnostics(
+  warn: OtlpSettings['warn'],
+  clock: () => number = Date.now,
+): void {
+  let lastMs = -Infinity;
+  let suppressed = 0;
+  const report = (message: string): void => {
+    const now = clock();
+    if (now - lastMs < WARN_INTERVAL_MS) {
+      suppressed += 1;
+      return;
+    }
+    warn(message, suppressed);
+    lastMs = now;
+    suppressed = 0;
+  };
+  const ignore = (): void => undefined;
+  diag.setLogger(
+    { error: report, warn: report, info: ignore, debug: ignore, verbose: ignore },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
 }
 
 function portOf(origin: URL): number {

@@ -305,6 +305,25 @@ describe('across a reload and a drain', () => {
   });
 });
 
+describe('a collector that refuses', () => {
+  it('logs that span export failed and keeps serving', async () => {
+    const refusing = await startOtlpReceiver(400);
+    const gateway = await startGateway(
+      yaml({ tracing: { otlp: { endpoint: refusing.endpoint, batchDelayMs: 50 } } }, secretHash),
+    );
+    try {
+      expect((await send(gateway, { authorization: AUTHORIZATION })).status).toBe(200);
+      const warning = await gateway.waitForLog('span export problem (spans may be lost)');
+      expect(warning.level).toBe(40);
+      expect(JSON.stringify(warning)).not.toContain(SECRET);
+      expect((await send(gateway, { authorization: AUTHORIZATION })).status).toBe(200);
+    } finally {
+      await gateway.stop();
+      await refusing.close();
+    }
+  });
+});
+
 describe('serve --workers 2', () => {
   it('has each worker export its own spans', async () => {
     const keyPrefix = uniquePrefix('tracing');

@@ -70,9 +70,10 @@ function attributes(list: OtlpAttribute[] = []): Record<string, string | number 
 
 /**
  * A collector's OTLP/HTTP traces endpoint on loopback (JSON, the exporter's default
- * encoding): it answers 200 to POST /v1/traces and records every span it got.
+ * encoding): it answers POST /v1/traces with `status` (200: accepted) and records every
+ * span it got.
  */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(status = 200): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const exports: IncomingHttpHeaders[] = [];
   const waiters: (() => void)[] = [];
@@ -102,7 +103,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               resource,
             });
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
       for (const wake of waiters.splice(0)) wake();
     });
   });
