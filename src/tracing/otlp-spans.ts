@@ -1,3 +1,6 @@
+// The one module that imports the OpenTelemetry SDK; it is itself imported by `import()`
+// (load-span-export.ts), and only when `tracing.otlp` is set.
+
 import {
   DiagLogLevel,
   ROOT_CONTEXT,
@@ -20,10 +23,6 @@ import type {
   UpstreamCall,
 } from './span-sink.js';
 
-/**
- * This module is the only one that imports the OpenTelemetry SDK, and it is itself imported
- * by `import()` (load-span-export.ts) only when `tracing.otlp` is set.
- */
 export interface OtlpSettings {
   /** The collector's traces URL (OTLP/HTTP JSON), `/v1/traces` included. */
   readonly endpoint: string;
