@@ -14,6 +14,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   concurrency: [],
   // TLS material from files: checked, then swapped in (the listener) or handed on (upstreams).
   tls: [],
+  // W3C trace context (pure) and the OTLP span export (the SDK, loaded only when configured).
+  tracing: [],
   // Configuration and what every layer above may use.
   config: ['identity', 'routing'],
   observability: ['errors', 'identity'],
@@ -37,7 +39,16 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   tokens: ['auth', 'config', 'errors', 'identity'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.
   proxy: ['errors', 'identity'],
-  http: ['auth', 'errors', 'identity', 'observability', 'protection', 'proxy', 'routing'],
+  http: [
+    'auth',
+    'errors',
+    'identity',
+    'observability',
+    'protection',
+    'proxy',
+    'routing',
+    'tracing',
+  ],
   endpoints: ['auth', 'credentials', 'errors', 'http', 'identity', 'protection', 'tokens'],
   admin: ['errors', 'http', 'observability'],
   'reference-upstream': ['http'],
@@ -86,6 +97,10 @@ export const PACKAGES: Readonly<Record<string, readonly string[]>> = {
   zod: ['config'],
   yaml: ['config'],
   yargs: ['<root>', 'commands'],
+  '@opentelemetry/api': ['tracing'],
+  '@opentelemetry/sdk-trace': ['tracing'],
+  '@opentelemetry/exporter-trace-otlp-http': ['tracing'],
+  '@opentelemetry/resources': ['tracing'],
 };
 
 /** Folders of src/ whose subfolders are rooms of their own (`backends/redis`, `backends/memory`). */

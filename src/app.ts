@@ -15,6 +15,8 @@ import { buildPipeline } from './pipeline.js';
 import { createSigningKeys } from './tokens/signing-key.js';
 import { createTokenSigner } from './tokens/token-signer.js';
 import { loadListenerTls } from './tls/listener-tls.js';
+import { buildVersion } from './observability/build-version.js';
+import { loadSpanExport } from './tracing/load-span-export.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -65,6 +67,9 @@ const RESTART_ONLY = [
   'credentials',
   // The store is made at start, with its retention.
   'keys.retainEndedDays',
+  // One span exporter per process, made at start (sampling and propagation do reload).
+  'tracing.otlp',
+  'tracing.serviceName',
 ] as const;
 
 /**
@@ -95,6 +100,19 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   showReadiness();
 
   let config = initial;
+  // The OpenTelemetry SDK is imported here, and only when an endpoint is configured.
+  const { otlp } = initial.tracing;
+  const spanExport = await loadSpanExport(
+    otlp === undefined
+      ? undefined
+      : {
+          ...otlp,
+          serviceName: initial.tracing.serviceName,
+          serviceVersion: buildVersion(),
+          warn: (cause, suppressed) =>
+            logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)'),
+        },
+  );
   // The CLI hands a key in (lifecycle/supervisor.ts chose it); a gateway made otherwise
   // generates its own here, kept across reloads.
   const signingKeys = createSigningKeys((message) => logger.warn(message));
@@ -107,6 +125,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     metrics,
     logger,
     now,
+    spans: spanExport?.sink,
   });
 
   store.subscribe(
@@ -172,6 +191,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       api.closeAllConnections();
       await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
       await pipeline.close();
+      // Once requests have drained: the last spans are queued, and sent now.
+      await spanExport?.shutdown();
       await store.close();
     })());
 
@@ -243,6 +264,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         metrics,
         logger,
         now,
+        spans: spanExport?.sink,
       });
       const previous = pipeline;
       config = effective;

@@ -32,6 +32,7 @@ import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
 import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from './tokens/token-signer.js';
+import type { SpanSink } from './tracing/span-sink.js';
 
 /** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
 export interface Pipeline {
@@ -54,6 +55,8 @@ export interface PipelineDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   now: () => number;
+  /** The process's span export (made once in app.ts); undefined when spans are not exported. */
+  spans?: SpanSink | undefined;
 }
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
@@ -252,6 +255,11 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     logQuery: config.logging.query,
     metrics: deps.metrics,
     rateLimiter,
+    tracing: {
+      propagate: config.tracing.propagate,
+      sampleRatio: config.tracing.sampleRatio,
+      spans: deps.spans,
+    },
   });
 
   return {

@@ -12,6 +12,7 @@ const FORWARDING_SUITE = [
   'test/e2e/smoke.test.ts',
   'test/e2e/reload.test.ts',
   'test/e2e/errors-framing.test.ts',
+  'test/e2e/tracing.test.ts',
 ];
 
 export default defineConfig({

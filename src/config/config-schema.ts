@@ -602,6 +602,39 @@ export const configSchema = z.strictObject({
       accounts: z.record(subject, z.array(accountSchema)).default({}),
     })
     .prefault({}),
+  /** W3C trace context and OTLP span export (README "Tracing"). */
+  tracing: z
+    .strictObject({
+      /** Continue a valid incoming traceparent; false: every request starts a trace of its own. */
+      propagate: bool().default(true),
+      /** The share of the traces the gateway starts that are sampled; an incoming flag is kept. */
+      sampleRatio: z
+        .preprocess(
+          (v) => (typeof v === 'string' && /^\d+(?:\.\d+)?$/.test(v) ? Number(v) : v),
+          z.number().min(0).max(1),
+        )
+        .default(1),
+      /** `service.name` of the exported spans. */
+      serviceName: z.string().min(1).max(256).default('accounts-gateway'),
+      /** Unset: no span is made and the OpenTelemetry SDK is never loaded. */
+      otlp: z
+        .strictObject({
+          /** The collector's OTLP/HTTP traces URL, `/v1/traces` included. */
+          endpoint: z
+            .string()
+            .refine(
+              (v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol),
+              'must be an http:// or https:// URL',
+            ),
+          /** Sent with every export (a collector's API key): kept out of every log line. */
+          headers: z.record(z.string(), z.string()).default({}),
+          timeoutMs: durationMs.default(10_000),
+          /** Spans wait at most this long in the batch before an export (or 512 of them). */
+          batchDelayMs: durationMs.default(5000),
+        })
+        .optional(),
+    })
+    .prefault({}),
   logging: z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -22,6 +22,15 @@ import type { RateLimiter, RateVerdict } from '../protection/rate-limiter.js';
 import type { Exchange } from '../proxy/forwarder.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
+import {
+  beginSpans,
+  beginTrace,
+  type RequestTrace,
+  type TraceSettings,
+} from '../tracing/request-trace.js';
+import type { RequestSpans } from '../tracing/span-sink.js';
+import { formatTraceparent } from '../tracing/trace-context.js';
+import { newSpanId } from '../tracing/trace-ids.js';
 import { checkFraming } from './check-framing.js';
 import type { ClientAddress } from '../protection/lockout.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
@@ -46,6 +55,7 @@ export interface RequestHandlerOptions {
   metrics: GatewayMetrics;
   /** Undefined when no rate limit is configured: then nothing is checked, no promise made. */
   rateLimiter?: RateLimiter | undefined;
+  tracing: TraceSettings;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -91,9 +101,11 @@ class RequestContext implements Exchange {
   upstreamError: UpstreamErrorKind | undefined = undefined;
   /** Why the credentials were refused, for the access line. */
   private authFailure: DenialReason | undefined = undefined;
-  /** The W3C trace id, once trace context is on (branch trace16 sets it). */
-  traceId: string | undefined = undefined;
   private client: ClientAddress | undefined = undefined;
+  /** W3C trace context: continued from the client's traceparent, or started here. */
+  readonly trace: RequestTrace;
+  /** Only on a sampled request while spans are exported. */
+  private readonly spans: RequestSpans | undefined;
 
   constructor(
     readonly shared: Shared,
@@ -102,6 +114,9 @@ class RequestContext implements Exchange {
   ) {
     this.requestId = pickRequestId(req.headers['x-request-id']);
     this.method = req.method ?? '';
+    const { tracing } = shared.options;
+    this.trace = beginTrace(tracing, req.headers.traceparent, req.headers.tracestate);
+    this.spans = beginSpans(tracing, this.trace, this.method);
   }
 
   run(): void {
@@ -173,6 +188,7 @@ class RequestContext implements Exchange {
       if (route.kind === 'endpoint') this.serve(route, param, query);
       return;
     }
+    this.spans?.beginAuth();
     const outcome = options.authenticator.authenticate(
       req.headers.authorization,
       route.schemes,
@@ -207,7 +223,14 @@ class RequestContext implements Exchange {
     param: string | undefined,
     query: string,
   ): void {
-    if (isDenial(outcome)) {
+    const denied = isDenial(outcome);
+    this.spans?.endAuth(
+      denied ? undefined : outcome.method,
+      denied ? undefined : outcome.subject,
+      denied ? undefined : outcome.key,
+      denied ? outcome.denied : undefined,
+    );
+    if (denied) {
       this.authFailure = outcome.denied;
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
     }
@@ -286,6 +309,17 @@ class RequestContext implements Exchange {
     if (res.destroyed) return;
     const { headerPolicy } = this.shared.options;
     const peer = this.peer();
+    this.path = (rest === undefined ? route.pathPrefix : route.restBase + rest) + query;
+    const { upstream } = route.forwarder;
+    // The upstream's parent is the gateway's span for this call (the CLIENT span when spans
+    // are exported), never the client's: W3C Trace Context §3.2 has each hop send its own.
+    const spanId =
+      this.spans?.beginUpstream({
+        method: this.method,
+        upstream: upstream.name,
+        origin: upstream.origin,
+        path: this.path,
+      }) ?? newSpanId();
     this.headers = buildUpstreamHeaders(headerPolicy, {
       headers: req.headers,
       identity,
@@ -294,8 +328,9 @@ class RequestContext implements Exchange {
       peerTrusted: this.peerTrusted(peer),
       upstreamHost: route.forwarder.upstream.host,
       encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
+      traceparent: formatTraceparent(this.trace.traceId, spanId, this.trace.flags),
+      tracestate: this.trace.state,
     });
-    this.path = (rest === undefined ? route.pathPrefix : route.restBase + rest) + query;
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (req.headers.expect !== undefined) res.writeContinue();
     this.upstreamStartedAt = performance.now();
@@ -333,6 +368,14 @@ class RequestContext implements Exchange {
     const bytesOut = bytesWritten - mark.written;
     mark.read = bytesRead;
     mark.written = bytesWritten;
+    this.spans?.end({
+      route: this.route,
+      status: res.statusCode,
+      target: req.url ?? '',
+      scheme: (req.socket as Partial<TLSSocket>).encrypted === true ? 'https' : 'http',
+      errorCode: error?.code,
+      aborted: !res.writableFinished,
+    });
     if (accessLog === undefined && (error === undefined || error.status < 500)) return;
     const entry: AccessEntry = {
       requestId: this.requestId,
@@ -353,7 +396,7 @@ class RequestContext implements Exchange {
       key: this.identity?.key,
       authFailure: this.authFailure,
       errorCode: error?.code,
-      traceId: this.traceId,
+      traceId: this.trace.traceId,
       aborted: !res.writableFinished,
     };
     // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.

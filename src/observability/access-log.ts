@@ -29,7 +29,7 @@ export interface AccessEntry {
   /** Why the credentials presented were refused (the denial's reason). */
   readonly authFailure: string | undefined;
   readonly errorCode: ErrorCode | undefined;
-  /** The W3C trace id (32 lowercase hex digits), when trace context is on. */
+  /** The W3C trace id (32 lowercase hex digits: written as it is). */
   readonly traceId: string | undefined;
   readonly aborted: boolean;
 }
@@ -116,7 +116,7 @@ export function createAccessLog(logger: Logger, options: AccessLogOptions): Acce
     if (entry.key !== undefined) line += `,"key":${JSON.stringify(entry.key)}`;
     if (entry.authFailure !== undefined) line += `,"auth_failure":"${entry.authFailure}"`;
     if (entry.errorCode !== undefined) line += `,"error_code":"${entry.errorCode}"`;
-    if (entry.traceId !== undefined) line += `,"trace_id":${JSON.stringify(entry.traceId)}`;
+    if (entry.traceId !== undefined) line += `,"trace_id":"${entry.traceId}"`;
     if (entry.aborted) line += ',"aborted":true';
     stream.write(`${line},"msg":"request"}\n`);
   };

@@ -27,6 +27,9 @@ const NEVER_ALLOWED: readonly string[] = [
   'authorization',
   'x-request-id',
   'forwarded',
+  // The gateway's own trace context replaces the client's (see tracing/request-trace).
+  'traceparent',
+  'tracestate',
   // With Expect on the outgoing request http-proxy-3 skips its proxyReq event, and with it
   // the forwarder's outgoing path and 504 timer; the gateway answers 100-continue itself.
   'expect',
@@ -67,6 +70,9 @@ export interface UpstreamRequestFacts {
   readonly peerTrusted: boolean;
   readonly upstreamHost: string;
   readonly encrypted: boolean;
+  /** W3C Trace Context: the gateway's span for the upstream call, never the client's header. */
+  readonly traceparent: string;
+  readonly tracestate: string | undefined;
 }
 
 /**
@@ -94,6 +100,8 @@ export function buildUpstreamHeaders(
   out['x-auth-subject'] = facts.identity.subject;
   out['x-auth-method'] = facts.identity.method;
   if (facts.identity.key !== undefined) out['x-auth-key'] = facts.identity.key;
+  out.traceparent = facts.traceparent;
+  if (facts.tracestate !== undefined) out.tracestate = facts.tracestate;
 
   const client = facts.peer;
   const trusted = facts.peerTrusted;

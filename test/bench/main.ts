@@ -79,6 +79,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     mixed: 2,
     pairs: 4,
     heap: 0,
+    // In process, not wrk rounds: its time is in setupSec.
+    trace: 0,
     workers: tools.workers ? 2 : 0,
     flood: 2,
     limits: 2,
@@ -107,6 +109,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     (want('pairs') ? 5 + options.pairsLarge / 50_000 : 0) +
     (want('cold') ? 3 : 0) +
     (want('heap') ? 2 + options.heapPairs / 25_000 : 0) +
+    (want('trace') ? 6 : 0) +
     (want('keys') ? 15 : 0) +
     // Per run: a topology started, warm-up and load, the failover (about 4 s), 3 s after it.
     (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0) +

@@ -8,6 +8,7 @@ export const SECTIONS = [
   'mixed',
   'pairs',
   'heap',
+  'trace',
   'workers',
   'flood',
   'limits',

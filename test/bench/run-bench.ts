@@ -10,6 +10,7 @@
 //   report.ts     medians, per-round ratios, the text table
 //   servers/      the upstream and the two bare engines
 //   heap-per-credential.ts  the in-process heap measurement (its own node --expose-gc)
+//   trace-cost.ts           the in-process trace context cost (its own node)
 //   fleet.ts      the fleet section: Redis CPU and script calls per master, 1 master and a Cluster
 //   fleet-figures.ts  its arithmetic (INFO parsing, µs per request, capacity), pure
 // Node runs these files by type stripping; resolve-hook.ts maps their `.js` imports to the

@@ -97,8 +97,8 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
   const { group, options } = ctx;
   const want = (s: Section): boolean => options.sections.includes(s);
   const results: SectionResult[] = [];
-  // Every section but the heap measurement (in process) forwards to the upstream.
-  const needsUpstream = options.sections.some((s) => s !== 'heap');
+  // Every section but the in-process ones (heap, trace) forwards to the upstream.
+  const needsUpstream = options.sections.some((s) => s !== 'heap' && s !== 'trace');
   const needsMainRedis = (
     ['cached', 'cold', 'mixed', 'workers', 'flood', 'limits', 'accuracy'] as const
   ).some(want);
@@ -205,6 +205,7 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
     if (section === 'pairs' && fixture !== undefined)
       results.push(await pairsSection(ctx, fixture));
     if (section === 'heap') results.push(await heapSection(ctx));
+    if (section === 'trace') results.push(await traceSection(ctx));
     if (section === 'workers' && fixture !== undefined && mainRedis !== undefined)
       results.push(await workersSection(ctx, tools, fixture, mainRedis));
     if ((section === 'limits' || section === 'accuracy') && fixture !== undefined && mainRedis) {
@@ -661,16 +662,23 @@ async function pairsSection(ctx: BenchContext, fixture: Fixture): Promise<Sectio
   };
 }
 
-async function heapSection(ctx: BenchContext): Promise<SectionResult> {
-  const { group, options } = ctx;
-  ctx.onNote(`heap: filling ${options.heapPairs.toLocaleString('en-US')} cached pairs in process`);
+/** Runs one of the bench's in-process scripts in a Node of its own; its JSON line, parsed. */
+async function runScript(
+  ctx: BenchContext,
+  name: string,
+  script: string,
+  args: readonly string[],
+  nodeFlags: readonly string[] = [],
+): Promise<unknown> {
   const hook = new URL('./resolve-hook.ts', import.meta.url).href;
-  const script = new URL('./heap-per-credential.ts', import.meta.url).pathname;
-  const child = group.start(
-    'heap',
+  const path = new URL(script, import.meta.url).pathname;
+  const child = ctx.group.start(
+    name,
     process.execPath,
-    ['--expose-gc', '--import', hook, script, String(options.heapPairs)],
-    { output: 'pipe' },
+    [...nodeFlags, '--import', hook, path, ...args],
+    {
+      output: 'pipe',
+    },
   );
   let out = '';
   child.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -678,8 +686,45 @@ async function heapSection(ctx: BenchContext): Promise<SectionResult> {
   const code = await child.exited;
   const line = out.split('\n').find((l) => l.startsWith('{'));
   if (code !== 0 || line === undefined)
-    throw new Error(`heap measurement failed (${String(code)}): ${out}`);
-  const result = JSON.parse(line) as {
+    throw new Error(`${name} measurement failed (${String(code)}): ${out}`);
+  return JSON.parse(line);
+}
+
+/**
+ * The trace context's own cost while spans are not exported (issue 16: under 1 µs per
+ * request): parse, a new span id and the outgoing traceparent, in process (trace-cost.ts).
+ */
+async function traceSection(ctx: BenchContext): Promise<SectionResult> {
+  ctx.onNote('trace: the trace context per request, in process');
+  const result = (await runScript(ctx, 'trace', './trace-cost.ts', [])) as {
+    iterations: number;
+    noHeaderNs: number;
+    traceparentNs: number;
+    withTracestateNs: number;
+  };
+  const ns = (value: number): string => `${formatNumber(value, 'int')} ns`;
+  return {
+    id: 'trace',
+    title: `trace context per request, spans not exported (in process, batches of ${result.iterations.toLocaleString('en-US')})`,
+    rows: [],
+    notes: [
+      `no traceparent (a trace started): ${ns(result.noHeaderNs)}; a traceparent continued: ${ns(result.traceparentNs)}; with a two-member tracestate: ${ns(result.withTracestateNs)} (parse, a span id for the upstream call, its traceparent; median batch)`,
+    ],
+    extra: { trace: result },
+  };
+}
+
+async function heapSection(ctx: BenchContext): Promise<SectionResult> {
+  const { options } = ctx;
+  ctx.onNote(`heap: filling ${options.heapPairs.toLocaleString('en-US')} cached pairs in process`);
+  // The script calls gc() before each reading.
+  const result = (await runScript(
+    ctx,
+    'heap',
+    './heap-per-credential.ts',
+    [String(options.heapPairs)],
+    ['--expose-gc'],
+  )) as {
     bytesPerCredential: number;
     sampleHits: number;
     sampleSize: number;

@@ -23,6 +23,8 @@ const policy = (
     ...overrides,
   });
 
+const GATEWAY_TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-53995c3f42cd8ad8-01';
+
 const facts = (
   headers: IncomingHttpHeaders,
   more: Partial<UpstreamRequestFacts> = {},
@@ -34,6 +36,8 @@ const facts = (
   peerTrusted: false,
   upstreamHost: 'upstream.internal:9000',
   encrypted: false,
+  traceparent: GATEWAY_TRACEPARENT,
+  tracestate: undefined,
   ...more,
 });
 
@@ -51,9 +55,23 @@ const GATEWAY_SET = {
   'x-auth-key': 'ak_alice',
   'x-forwarded-for': '203.0.113.9',
   'x-forwarded-proto': 'http',
+  traceparent: GATEWAY_TRACEPARENT,
 };
 
 describe('buildUpstreamHeaders', () => {
+  it('sends the gateway’s traceparent and tracestate, never the client’s, even when allow-listed', () => {
+    const client = {
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      tracestate: 'client=spoofed',
+      accept: '*/*',
+    };
+    const out = buildUpstreamHeaders(
+      policy({ allowHeaders: [...DEFAULT_ALLOW, 'traceparent', 'tracestate'] }),
+      facts(client, { tracestate: 'vendor=kept' }),
+    );
+    expect(out).toEqual({ ...GATEWAY_SET, accept: '*/*', tracestate: 'vendor=kept' });
+  });
+
   it('passes allow-listed headers and replaces everything else with the gateway’s own', () => {
     const out = buildUpstreamHeaders(
       policy(),
@@ -150,6 +168,7 @@ describe('buildUpstreamHeaders', () => {
       'x-auth-method': 'bearer',
       'x-forwarded-for': '203.0.113.9',
       'x-forwarded-proto': 'http',
+      traceparent: GATEWAY_TRACEPARENT,
     });
   });
 
