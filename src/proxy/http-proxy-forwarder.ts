@@ -1,4 +1,4 @@
-import { Agent, type IncomingMessage } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer } from 'http-proxy-3';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -13,6 +13,20 @@ interface ExchangeState {
 /** Per-request state rides on the request itself: cheaper for the GC than a WeakMap. */
 const STATE = Symbol('accounts-gateway.exchange');
 type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
+/** The upstream request and response carry what their shared listeners need: no closures. */
+type CarryingUpstreamRequest = ClientRequest & { [STATE]?: ExchangeState };
+const CLIENT = Symbol('accounts-gateway.client-response');
+type CarryingUpstreamResponse = IncomingMessage & { [CLIENT]?: ServerResponse };
+
+function onUpstreamTimeout(this: CarryingUpstreamRequest): void {
+  const state = this[STATE];
+  if (state !== undefined) state.timedOut = true;
+  this.destroy();
+}
+
+function onUpstreamResponseClose(this: CarryingUpstreamResponse): void {
+  if (!this.complete) this[CLIENT]?.destroy();
+}
 
 /**
  * The product's named engine. Every http-proxy-3 workaround lives here: the outgoing path,
@@ -56,10 +70,8 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
     if (!proxyReq.headersSent) proxyReq.path = state.exchange.path;
     // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
     // own flag so that a timeout answers 504 and a reset 502.
-    proxyReq.setTimeout(upstream.timeoutMs, () => {
-      state.timedOut = true;
-      proxyReq.destroy();
-    });
+    (proxyReq as CarryingUpstreamRequest)[STATE] = state;
+    proxyReq.setTimeout(upstream.timeoutMs, onUpstreamTimeout);
   });
 
   proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
@@ -78,10 +90,10 @@ export function createHttpProxyForwarder(upstream: UpstreamTarget): Forwarder {
         state?.exchange.requestId ?? '',
       );
     // A reset after the headers went out must reach the client as a cut connection, never
-    // as a response that ends cleanly and looks complete.
-    proxyRes.once('close', () => {
-      if (!proxyRes.complete) res.destroy();
-    });
+    // as a response that ends cleanly and looks complete. ('close' comes once: `on` spares
+    // the wrapper `once` makes.)
+    (proxyRes as CarryingUpstreamResponse)[CLIENT] = res;
+    proxyRes.on('close', onUpstreamResponseClose);
     proxyRes.pipe(res);
   });
 
