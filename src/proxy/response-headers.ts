@@ -40,10 +40,16 @@ export function writeProxiedHead(
   const fields: OutgoingHttpHeader[] = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || RESPONSE_HOP_BY_HOP.has(name) || named?.includes(name) === true)
+    if (
+      value === undefined ||
+      RESPONSE_HOP_BY_HOP.has(name) ||
+      name === 'x-request-id' ||
+      named?.includes(name) === true
+    )
       continue;
     fields.push(name, value);
   }
+  // The gateway's request id, in place of any the upstream sent.
   fields.push('x-request-id', requestId);
   if (statusMessage === undefined || statusMessage === '') res.writeHead(statusCode, fields);
   else res.writeHead(statusCode, statusMessage, fields);
