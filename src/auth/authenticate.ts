@@ -11,12 +11,14 @@ export interface Authenticator {
    * The identity behind an Authorization header, or a denial saying why not. Rejects only
    * when a dependency cannot answer (503). A cache hit returns synchronously: the hot path
    * pays for no promise, no Redis and no bcrypt. `from` is asked for the client address
-   * only by a check that consults the lockout (never on a cache hit).
+   * only by a check that consults the lockout (never on a cache hit). `connection` (the
+   * client's socket) lets the Basic cache remember a connection's repeated credentials.
    */
   authenticate(
     header: string | undefined,
     schemes: readonly AuthScheme[],
     from?: ClientAddressSource,
+    connection?: object,
   ): AuthOutcome | Promise<AuthOutcome>;
   /** The error a denial answers with on a route accepting `schemes`. */
   readonly refuse: Refuse;
@@ -33,12 +35,12 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const { basic, bearer } = options;
   return {
     refuse: createRefusal(options.realm),
-    authenticate(header, schemes, from) {
+    authenticate(header, schemes, from, connection) {
       // Cache hits first, looked up by the credentials exactly as sent: only a verified pair
       // or token is ever cached, so a hit needs no decoding and no syntax scan.
       const encoded = header === undefined ? undefined : basicCredentials(header);
       if (encoded !== undefined) {
-        const hit = schemes.includes('basic') ? basic.cached(encoded) : undefined;
+        const hit = schemes.includes('basic') ? basic.cached(encoded, connection) : undefined;
         if (hit !== undefined) return hit;
       } else if (header !== undefined && schemes.includes('bearer')) {
         const token = bearerToken(header);

@@ -11,6 +11,7 @@ import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache } from './identity-cache.js';
+import { perConnection } from './per-connection.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
 
@@ -40,9 +41,10 @@ export interface BasicAuthenticatorOptions {
 export interface BasicAuthenticator {
   /**
    * A pair verified within the cache TTL, looked up by its credentials exactly as they
-   * arrived (still base64): no parsing, no Redis, no bcrypt on the hot path.
+   * arrived (still base64): no parsing, no Redis, no bcrypt on the hot path. `connection`
+   * (the client's socket) lets a keep-alive client's repeated credentials skip their HMAC.
    */
-  cached(encoded: string): Identity | undefined;
+  cached(encoded: string, connection?: object): Identity | undefined;
   /**
    * Full check: the identity, or the invalid_credentials denial. Rejects with a
    * GatewayError for 503s (store down, overloaded) and for a lockout (429 `rate_limited`,
@@ -73,6 +75,8 @@ const NO_ADDRESS: ClientAddress = { address: '', network: '' };
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
   const cacheKey = createCacheKeyFunction();
+  // A keep-alive client's repeated credentials: their cache id once per connection.
+  const connectionCacheKey = perConnection(cacheKey);
   const now = options.now ?? Date.now;
   const cache = createIdentityCache({
     maxEntries: options.cacheMaxEntries,
@@ -122,9 +126,9 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   };
 
   return {
-    cached(encoded) {
+    cached(encoded, connection) {
       if (!caching) return undefined;
-      const hit = cache.get(cacheKey(encoded));
+      const hit = cache.get(connectionCacheKey(encoded, connection));
       // A Basic identity always has its key; the check keeps the types honest.
       if (hit?.key !== undefined) lastUse?.touch(hit.key);
       return hit;

@@ -170,6 +170,14 @@ class RequestContext implements Exchange {
     return normalizeAddress(this.req.socket.remoteAddress ?? '');
   }
 
+  /**
+   * The connection, when it is the client's own: one from a trusted proxy carries many
+   * clients' credentials, which must not be compared with each other (however briefly).
+   */
+  private ownConnection(): object | undefined {
+    return this.peerTrusted(this.peer()) ? undefined : this.req.socket;
+  }
+
   /** The peer is in `server.trustedProxies`: its X-Forwarded-* and forward-auth headers count. */
   private peerTrusted(peer: string): boolean {
     return this.shared.options.addressing.trusted.has(peer);
@@ -193,6 +201,7 @@ class RequestContext implements Exchange {
       req.headers.authorization,
       route.schemes,
       this,
+      this.ownConnection(),
     );
     if (outcome instanceof Promise) {
       outcome.then(

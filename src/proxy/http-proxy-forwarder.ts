@@ -1,4 +1,4 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer } from 'http-proxy-3';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -26,6 +26,14 @@ interface ExchangeState {
  */
 const STATE = Symbol('accounts-gateway.exchange');
 type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
+/** The upstream request carries what its shared timeout listener needs: no closure. */
+type CarryingUpstreamRequest = ClientRequest & { [STATE]?: ExchangeState };
+
+function onUpstreamTimeout(this: CarryingUpstreamRequest): void {
+  const state = this[STATE];
+  if (state !== undefined) state.timedOut = true;
+  this.destroy();
+}
 
 /**
  * The product's named engine. Every http-proxy-3 workaround lives here: the outgoing path,
@@ -72,10 +80,8 @@ export function createHttpProxyForwarder(
     if (!proxyReq.headersSent) proxyReq.path = state.exchange.path;
     // http-proxy-3 reports its own proxyTimeout as ECONNRESET, like a real reset: keep our
     // own flag so that a timeout answers 504 and a reset 502.
-    proxyReq.setTimeout(upstream.timeoutMs, () => {
-      state.timedOut = true;
-      proxyReq.destroy();
-    });
+    (proxyReq as CarryingUpstreamRequest)[STATE] = state;
+    proxyReq.setTimeout(upstream.timeoutMs, onUpstreamTimeout);
   });
 
   proxy.on('proxyRes', (proxyRes, req: CarryingRequest, res) => {
@@ -97,8 +103,9 @@ export function createHttpProxyForwarder(
     if (state !== undefined) {
       (proxyRes as CarryingRequest)[STATE] = state;
       // Before pipe's own listener: the time is taken before the client's response ends.
-      proxyRes.once('end', onUpstreamEnd);
-      proxyRes.once('close', onUpstreamClose);
+      // ('end' and 'close' come once each: `on` spares the wrapper `once` makes.)
+      proxyRes.on('end', onUpstreamEnd);
+      proxyRes.on('close', onUpstreamClose);
     }
     proxyRes.pipe(res);
   });

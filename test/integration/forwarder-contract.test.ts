@@ -202,6 +202,16 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     ]).toEqual([418, 'yes', undefined, undefined, 'req-1', 'short and stout']);
   });
 
+  it('passes each of several Set-Cookie fields on as its own field', async () => {
+    const upstream = createServer((_req, res) => {
+      res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+      res.end('ok');
+    });
+    const { port } = await front(engine, await listen(upstream));
+    const answer = await send(port, {});
+    expect(answer.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
+  });
+
   it('keeps the headers set on the response before forwarding, beside the upstream ones', async () => {
     const upstream = createServer((req, res) => {
       res.writeHead(req.url === '/missing' ? 404 : 200, { 'x-upstream': 'yes' });

@@ -253,6 +253,26 @@ describe('createBasicAuthenticator: cache', () => {
     expect([store.lookups(), counted.compares().length]).toEqual([lookups, compares]);
   });
 
+  it('answers a connection’s repeated pair from the cache, and not once the pair is evicted', async () => {
+    const { basic } = setup();
+    const connection = {};
+    await basic.verify(KEY, SECRET);
+    const alice = { subject: 'alice', method: 'basic', key: KEY, scopes: [] };
+    expect(basic.cached(encoded(KEY, SECRET), connection)).toEqual(alice);
+    expect(basic.cached(encoded(KEY, SECRET), connection)).toEqual(alice);
+    basic.evictKey(KEY);
+    expect(basic.cached(encoded(KEY, SECRET), connection)).toBeUndefined();
+  });
+
+  it('misses the cache for another secret sent on the connection of a cached pair', async () => {
+    const { basic } = setup();
+    const connection = {};
+    await basic.verify(KEY, SECRET);
+    expect(basic.cached(encoded(KEY, SECRET), connection)).toBeDefined();
+    expect(basic.cached(encoded(KEY, `${SECRET}x`), connection)).toBeUndefined();
+    expect(basic.cached(encoded(KEY, SECRET), connection)).toBeDefined();
+  });
+
   it('misses the cache for any other secret of a cached key', async () => {
     const { basic } = setup();
     await basic.verify(KEY, SECRET);

@@ -34,6 +34,11 @@ describe('createRouteTable: exact paths', () => {
     });
   });
 
+  it('answers an exact path without a query with the same match every time, allocating none', () => {
+    expect(table.match('/accounts')).toBe(table.match('/accounts'));
+    expect(table.match('/accounts?a=1')).not.toBe(table.match('/accounts?a=1'));
+  });
+
   it('keeps the raw query byte for byte, odd characters included', () => {
     const query = `?a=1&b='"<>&c=%zz%00%0a&d=../..&e=\\&f=%2e&g=é&&=`;
     expect(table.match(`/accounts${query}`)).toEqual({
