@@ -4,6 +4,65 @@ export type { Logger };
 
 /** How long a buffered log line may wait before it is written. */
 const FLUSH_INTERVAL_MS = 500;
+/** Characters gathered before sonic-boom is handed them: its own batch size (minLength). */
+const CHUNK_CHARS = 4096;
+
+type SonicBoom = ReturnType<typeof pino.destination>;
+
+/**
+ * Lines gathered into chunks before sonic-boom sees them. Its write() measures the byte
+ * length of its whole pending string on every call, which flattens that string: handed one
+ * short line at a time, the measuring costs more than the line (about 1.4 µs a request under
+ * load, profiled). Every line goes through here, so their order is kept; flush() and
+ * flushSync() hand over what is gathered first, and the process's end does too.
+ */
+class ChunkedDestination {
+  private pending = '';
+
+  constructor(private readonly sonic: SonicBoom) {
+    handOverAtExit(this);
+  }
+
+  write(line: string): boolean {
+    this.pending += line;
+    if (this.pending.length >= CHUNK_CHARS) this.handOver();
+    return true;
+  }
+
+  flush(callback?: (error?: Error) => void): void {
+    this.handOver();
+    this.sonic.flush(callback);
+  }
+
+  flushSync(): void {
+    this.handOver();
+    this.sonic.flushSync();
+  }
+
+  handOver(): void {
+    // sonic-boom's typings leave out `destroyed`; writing to a destroyed one throws.
+    if (this.pending === '' || (this.sonic as { destroyed?: boolean }).destroyed === true) return;
+    this.sonic.write(this.pending);
+    this.pending = '';
+  }
+}
+
+const gathering = new Set<WeakRef<ChunkedDestination>>();
+
+/**
+ * One pair of process listeners for every destination, ahead of pino's own (registered when a
+ * destination is made), which flush and end sonic-boom: what is gathered must be in it by then.
+ */
+function handOverAtExit(destination: ChunkedDestination): void {
+  if (gathering.size === 0) {
+    const handOverAll = (): void => {
+      for (const ref of gathering) ref.deref()?.handOver();
+    };
+    process.prependListener('beforeExit', handOverAll);
+    process.prependListener('exit', handOverAll);
+  }
+  gathering.add(new WeakRef(destination));
+}
 
 /**
  * JSON logs, written asynchronously and in batches (one write per 4 KiB or per
@@ -15,7 +74,9 @@ export function createLogger(
   destination: number | NodeJS.WritableStream = 1,
 ): Logger {
   if (typeof destination !== 'number') return pino(loggerOptions(level), destination);
-  const stream = pino.destination({ dest: destination, sync: false, minLength: 4096 });
+  const stream = new ChunkedDestination(
+    pino.destination({ dest: destination, sync: false, minLength: CHUNK_CHARS }),
+  );
   const logger = pino(loggerOptions(level), stream);
   setInterval(() => logger.flush(), FLUSH_INTERVAL_MS).unref();
   return logger;
