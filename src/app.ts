@@ -81,7 +81,12 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const { logger } = deps;
   const now = deps.now ?? Date.now;
   // A worker's reloads are counted by its primary, which decides them.
-  const metrics = createMetrics({ countReloads: deps.worker !== true, now });
+  const metrics = createMetrics({
+    countReloads: deps.worker !== true,
+    now,
+    // HTTPS on or off needs a restart: the TLS families exist from the start or never.
+    tls: initial.server.tls !== undefined,
+  });
   const backend = deps.backend ?? createBackend(initial, now, logger, metrics);
   const store = backend.credentials;
   // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
