@@ -16,6 +16,7 @@ import { createSigningKeys } from './tokens/signing-key.js';
 import { createTokenSigner } from './tokens/token-signer.js';
 import { loadListenerTls } from './tls/listener-tls.js';
 import { buildVersion } from './observability/build-version.js';
+import { MAX_PATH_CHARS } from './observability/access-log.js';
 import { loadSpanExport } from './tracing/load-span-export.js';
 
 export interface GatewayDeps {
@@ -114,6 +115,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
           ...otlp,
           serviceName: initial.tracing.serviceName,
           serviceVersion: buildVersion(),
+          maxPathChars: MAX_PATH_CHARS,
           warn: (cause, suppressed) =>
             logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)'),
         },
@@ -190,14 +192,15 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
 
   // Frees everything, once: after a drain, or at once when a port failed to open.
   let released: Promise<void> | undefined;
-  const release = (): Promise<void> =>
+  // `flushWithinMs`: what the drain left for the last spans.
+  const release = (flushWithinMs: number): Promise<void> =>
     (released ??= (async () => {
       listenerTls?.close();
       api.closeAllConnections();
       await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
       await pipeline.close();
       // Once requests have drained: the last spans are queued, and sent now.
-      await spanExport?.shutdown();
+      await spanExport?.shutdown(flushWithinMs);
       await store.close();
     })());
 
@@ -224,7 +227,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         bound = await opened;
       } catch (error) {
         // Nothing may keep serving (nor keep the process alive) once the start has failed.
-        await release().catch((cleanup: unknown) =>
+        // No drain to bound the flush: one export timeout at most.
+        await release(Infinity).catch((cleanup: unknown) =>
           logger.error({ err: cleanup }, 'freeing what was opened failed'),
         );
         throw error;
@@ -293,6 +297,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       api.closeAfterResponses();
       // The drain timeout bounds the whole shutdown, the delay included.
       const { drainTimeoutMs, shutdownDelayMs } = config.server;
+      const endsAtMs = performance.now() + drainTimeoutMs;
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, drainTimeoutMs).unref());
       await opening;
       // Serving on while a load balancer that polls /readyz stops sending here: a refused
@@ -302,7 +307,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         deadline,
       ]);
       await drain(server, deadline, () => api.closeAllConnections());
-      await release();
+      await release(endsAtMs - performance.now());
     },
   };
 }

@@ -12,6 +12,7 @@ import {
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../support/otlp-receiver.js';
+import { freePort } from '../support/redis-server.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 
 // W3C trace context through the gateway and its spans over OTLP (issue 16 point 3): what the
@@ -322,6 +323,64 @@ describe('a collector that refuses', () => {
       await refusing.close();
     }
   });
+});
+
+describe('a collector at shutdown', () => {
+  const WARNING = 'span export problem (spans may be lost)';
+  /** The causes of the export warnings a gateway logged up to its last line ('stopped'). */
+  const warnings = async (gateway: GatewayProcess): Promise<unknown[]> => {
+    await gateway.waitForLog('stopped');
+    return gateway.logs.filter((line) => line.msg === WARNING).map((line) => line.cause);
+  };
+  // A batch delay far past the test: the spans wait for the drain's flush.
+  const sampled = {
+    authorization: AUTHORIZATION,
+    traceparent: `00-${TRACE_ID}-${CLIENT_PARENT}-01`,
+  };
+
+  it('that is down drains with exit 0 and one warning', async () => {
+    const endpoint = `http://127.0.0.1:${await freePort()}/v1/traces`;
+    const gateway = await startGateway(
+      yaml({ tracing: { otlp: { endpoint, timeoutMs: 2000, batchDelayMs: 600_000 } } }, secretHash),
+    );
+    try {
+      expect((await send(gateway, sampled)).status).toBe(200);
+      expect(await gateway.stop()).toBe(0);
+      const [cause, ...more] = await warnings(gateway);
+      expect(more).toEqual([]);
+      // A sentence: never the SDK's JSON of the error, stack included.
+      expect(cause).toMatch(/^spans not sent at shutdown: [^\n{]+$/);
+      expect(gateway.logs.filter((line) => line.msg === 'shutdown failed')).toEqual([]);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('that never answers holds the drain no longer than server.drainTimeoutMs, then exits 0', async () => {
+    const hung = await startOtlpReceiver('never');
+    // The export's own bound (a minute) is far past the drain's: the drain's is the one kept.
+    const gateway = await startGateway(
+      yaml(
+        {
+          server: { drainTimeoutMs: 1000 },
+          tracing: { otlp: { endpoint: hung.endpoint, timeoutMs: 60_000, batchDelayMs: 600_000 } },
+        },
+        secretHash,
+      ),
+    );
+    try {
+      expect((await send(gateway, sampled)).status).toBe(200);
+      expect(await gateway.stop()).toBe(0);
+      // The spans reached the collector, which never answered.
+      expect(await hung.spansOf(TRACE_ID, 3)).toHaveLength(3);
+      expect(await warnings(gateway)).toEqual([
+        'spans not sent at shutdown: the drain ended before the collector answered',
+      ]);
+    } finally {
+      await gateway.stop();
+      await hung.close();
+    }
+  }, 20_000);
 });
 
 describe('serve --workers 2', () => {
