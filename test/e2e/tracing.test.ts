@@ -12,6 +12,7 @@ import {
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../support/otlp-receiver.js';
+import { MAX_PATH_CHARS } from '../../src/observability/access-log.js';
 import { freePort } from '../support/redis-server.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 
@@ -223,6 +224,14 @@ describe('trace context', () => {
     });
     const sent = sentTraceparent(upstreamHeaders);
     expect([sent.traceId, sent.flags]).toEqual([TRACE_ID, '00']);
+  });
+
+  it('cuts the path in its spans to the access line’s bound', async () => {
+    const traceId = 'aaaabbbbccccddddeeeeffff00002222';
+    const path = `/accounts/${'a'.repeat(12_000)}`;
+    await send(exporting, { traceparent: `00-${traceId}-${CLIENT_PARENT}-01` }, path);
+    const server = byKind(await receiver.spansOf(traceId, 1), SPAN_KIND.server);
+    expect(server.attributes['url.path']).toBe(path.slice(0, MAX_PATH_CHARS));
   });
 
   it('yields a request span with its 401 status and a denied authentication span for a wrong secret', async () => {
