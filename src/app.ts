@@ -17,6 +17,7 @@ import { createTokenSigner } from './tokens/token-signer.js';
 import { loadListenerTls } from './tls/listener-tls.js';
 import { buildVersion } from './observability/build-version.js';
 import { MAX_PATH_CHARS } from './observability/access-log.js';
+import { throttledWarnings } from './observability/throttled-warnings.js';
 import { loadSpanExport } from './tracing/load-span-export.js';
 
 export interface GatewayDeps {
@@ -124,6 +125,12 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   // generates its own here, kept across reloads.
   const signingKeys = createSigningKeys((message) => logger.warn(message));
   let signer = await createTokenSigner(signingKeys.resolve(config.tokens), now);
+  // One warning per issuer a minute at most, kept across reloads like the fetch counters.
+  const jwksFetchFailed = throttledWarnings(
+    (issuer, reason, suppressed) =>
+      logger.warn({ issuer, reason, suppressed }, 'JWKS fetch failed'),
+    now,
+  );
   let pipeline = await buildPipeline(config, {
     backend,
     hasher,
@@ -133,6 +140,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     logger,
     now,
     spans: spanExport?.sink,
+    jwksFetchFailed,
   });
 
   store.subscribe(
@@ -274,6 +282,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         logger,
         now,
         spans: spanExport?.sink,
+        jwksFetchFailed,
       });
       const previous = pipeline;
       config = effective;
