@@ -347,8 +347,15 @@ describe('a collector at shutdown', () => {
     traceparent: `00-${TRACE_ID}-${CLIENT_PARENT}-01`,
   };
 
-  it('that is down drains with exit 0 and one warning', async () => {
-    const endpoint = `http://127.0.0.1:${await freePort()}/v1/traces`;
+  /** A collector the test starts (or a closed port), and how to stop it. */
+  type Collector = () => Promise<{ endpoint: string; close?: () => Promise<void> }>;
+  const collectors: [string, Collector][] = [
+    ['is down', async () => ({ endpoint: `http://127.0.0.1:${await freePort()}/v1/traces` })],
+    ['refuses the export', () => startOtlpReceiver(400)],
+  ];
+
+  it.each(collectors)('that %s drains with exit 0 and one warning', async (_name, collector) => {
+    const { endpoint, close } = await collector();
     const gateway = await startGateway(
       yaml({ tracing: { otlp: { endpoint, timeoutMs: 2000, batchDelayMs: 600_000 } } }, secretHash),
     );
@@ -362,6 +369,7 @@ describe('a collector at shutdown', () => {
       expect(gateway.logs.filter((line) => line.msg === 'shutdown failed')).toEqual([]);
     } finally {
       await gateway.stop();
+      await close?.();
     }
   });
 
