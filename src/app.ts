@@ -16,6 +16,8 @@ import { createSigningKeys } from './tokens/signing-key.js';
 import { createTokenSigner } from './tokens/token-signer.js';
 import { loadListenerTls } from './tls/listener-tls.js';
 import { buildVersion } from './observability/build-version.js';
+import { MAX_PATH_CHARS } from './observability/access-log.js';
+import { throttledWarnings } from './observability/throttled-warnings.js';
 import { loadSpanExport } from './tracing/load-span-export.js';
 
 export interface GatewayDeps {
@@ -81,7 +83,12 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   const { logger } = deps;
   const now = deps.now ?? Date.now;
   // A worker's reloads are counted by its primary, which decides them.
-  const metrics = createMetrics({ countReloads: deps.worker !== true, now });
+  const metrics = createMetrics({
+    countReloads: deps.worker !== true,
+    now,
+    // HTTPS on or off needs a restart: the TLS families exist from the start or never.
+    tls: initial.server.tls !== undefined,
+  });
   const backend = deps.backend ?? createBackend(initial, now, logger, metrics);
   const store = backend.credentials;
   // Connected or not, the start goes on; waiting for the first outcome (a few seconds at
@@ -109,6 +116,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
           ...otlp,
           serviceName: initial.tracing.serviceName,
           serviceVersion: buildVersion(),
+          maxPathChars: MAX_PATH_CHARS,
           warn: (cause, suppressed) =>
             logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)'),
         },
@@ -117,6 +125,12 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   // generates its own here, kept across reloads.
   const signingKeys = createSigningKeys((message) => logger.warn(message));
   let signer = await createTokenSigner(signingKeys.resolve(config.tokens), now);
+  // One warning per issuer a minute at most, kept across reloads like the fetch counters.
+  const jwksFetchFailed = throttledWarnings(
+    (issuer, reason, suppressed) =>
+      logger.warn({ issuer, reason, suppressed }, 'JWKS fetch failed'),
+    now,
+  );
   let pipeline = await buildPipeline(config, {
     backend,
     hasher,
@@ -126,6 +140,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     logger,
     now,
     spans: spanExport?.sink,
+    jwksFetchFailed,
   });
 
   store.subscribe(
@@ -185,14 +200,15 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
 
   // Frees everything, once: after a drain, or at once when a port failed to open.
   let released: Promise<void> | undefined;
-  const release = (): Promise<void> =>
+  // `flushWithinMs`: what the drain left for the last spans.
+  const release = (flushWithinMs: number): Promise<void> =>
     (released ??= (async () => {
       listenerTls?.close();
       api.closeAllConnections();
       await Promise.all([server, ...(admin === undefined ? [] : [admin])].map(closeServer));
       await pipeline.close();
       // Once requests have drained: the last spans are queued, and sent now.
-      await spanExport?.shutdown();
+      await spanExport?.shutdown(flushWithinMs);
       await store.close();
     })());
 
@@ -219,7 +235,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         bound = await opened;
       } catch (error) {
         // Nothing may keep serving (nor keep the process alive) once the start has failed.
-        await release().catch((cleanup: unknown) =>
+        // No drain to bound the flush: one export timeout at most.
+        await release(Infinity).catch((cleanup: unknown) =>
           logger.error({ err: cleanup }, 'freeing what was opened failed'),
         );
         throw error;
@@ -265,6 +282,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         logger,
         now,
         spans: spanExport?.sink,
+        jwksFetchFailed,
       });
       const previous = pipeline;
       config = effective;
@@ -288,6 +306,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       api.closeAfterResponses();
       // The drain timeout bounds the whole shutdown, the delay included.
       const { drainTimeoutMs, shutdownDelayMs } = config.server;
+      const endsAtMs = performance.now() + drainTimeoutMs;
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, drainTimeoutMs).unref());
       await opening;
       // Serving on while a load balancer that polls /readyz stops sending here: a refused
@@ -297,7 +316,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         deadline,
       ]);
       await drain(server, deadline, () => api.closeAllConnections());
-      await release();
+      await release(endsAtMs - performance.now());
     },
   };
 }

@@ -57,6 +57,8 @@ export interface PipelineDeps {
   now: () => number;
   /** The process's span export (made once in app.ts); undefined when spans are not exported. */
   spans?: SpanSink | undefined;
+  /** Logs an issuer's failed JWKS fetch (made once in app.ts: its pace outlives a reload). */
+  jwksFetchFailed?: ((issuer: string) => (reason: string) => void) | undefined;
 }
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
@@ -113,7 +115,15 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
   const issuers = config.auth.bearer.issuers.map((issuer) => {
     const label = issuer.issuer ?? issuer.name;
     const fetches = issuer.jwksUrl === undefined ? undefined : deps.metrics.jwksFetches(label);
-    return { label, source: createKeySource(issuer, { now, ...(fetches && { fetches }) }) };
+    const onFetchFailure = deps.jwksFetchFailed?.(label);
+    return {
+      label,
+      source: createKeySource(issuer, {
+        now,
+        ...(fetches && { fetches }),
+        ...(onFetchFailure && { onFetchFailure }),
+      }),
+    };
   });
   const bearer = createBearerVerifier({
     sources: [signer.keySource, ...issuers.map(({ source }) => source)],

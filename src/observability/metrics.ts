@@ -183,7 +183,7 @@ function histogramValues(
  * every call, a cost paid on every request for a value read once per scrape.
  */
 export function createMetrics(
-  options: { countReloads: boolean; now?: () => number } = { countReloads: true },
+  options: { countReloads: boolean; now?: () => number; tls?: boolean } = { countReloads: true },
 ): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -321,18 +321,9 @@ export function createMetrics(
     registers: [registry],
   });
 
-  const tlsNotAfter = new Gauge({
-    name: 'gateway_tls_certificate_not_after_seconds',
-    help: "The not-after (Unix seconds) of the API port's TLS certificate; across workers, the earliest: a worker still serving an older certificate is what an expiry alert must see.",
-    registers: [registry],
-    aggregator: 'min',
-  });
-  const tlsReloads = new Counter({
-    name: 'gateway_tls_reloads_total',
-    help: 'Certificates of the API port read again (SIGHUP or a change of the files), by outcome: loaded, or refused (the served one stays).',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
+  // Only with server.tls: a not-after of 0 on a plain-HTTP gateway would read as a
+  // certificate expired in 1970 and fire every expiry alert.
+  const tls = options.tls === true ? tlsMetrics(registry) : undefined;
 
   registerScraped(
     registry,
@@ -437,9 +428,25 @@ export function createMetrics(
     },
     observeRevocationLag: (seconds) => revocationLag.observe(seconds),
     countRevocationResubscribe: () => revocationResubscribes.inc(),
-    setTlsCertificateNotAfter: (notAfterSec) => tlsNotAfter.set(notAfterSec),
-    countTlsReload: (outcome) => tlsReloads.inc({ outcome }),
+    setTlsCertificateNotAfter: (notAfterSec) => tls?.notAfter.set(notAfterSec),
+    countTlsReload: (outcome) => tls?.reloads.inc({ outcome }),
   };
+}
+
+function tlsMetrics(registry: Registry): { notAfter: Gauge; reloads: Counter } {
+  const notAfter = new Gauge({
+    name: 'gateway_tls_certificate_not_after_seconds',
+    help: "The not-after (Unix seconds) of the API port's TLS certificate; across workers, the earliest: a worker still serving an older certificate is what an expiry alert must see.",
+    registers: [registry],
+    aggregator: 'min',
+  });
+  const reloads = new Counter({
+    name: 'gateway_tls_reloads_total',
+    help: 'Certificates of the API port read again (SIGHUP or a change of the files), by outcome: loaded, or refused (the served one stays).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return { notAfter, reloads };
 }
 
 function readyGauge(registry: Registry): Gauge {

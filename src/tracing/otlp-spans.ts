@@ -15,6 +15,7 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { diagnosticCause } from './diagnostic-cause.js';
 import type {
   RequestEnd,
   RequestSpans,
@@ -32,6 +33,8 @@ export interface OtlpSettings {
   readonly batchDelayMs: number;
   readonly serviceName: string;
   readonly serviceVersion: string;
+  /** Paths (client input) are cut to this many UTF-16 units: the access line's bound. */
+  readonly maxPathChars: number;
   /** The SDK's own warnings and errors (a collector refusing an export), at most one a minute. */
   readonly warn: (message: string, suppressed: number) => void;
 }
@@ -66,14 +69,40 @@ export function createOtlpSpans(settings: OtlpSettings): SpanExport {
   });
   const tracer = provider.getTracer('accounts-gateway', settings.serviceVersion);
   return {
-    sink: { begin: (parent, method) => new OtlpRequestSpans(tracer, parent, method) },
-    // A collector that does not answer holds the shutdown one export timeout at most.
-    shutdown: () =>
-      Promise.race([
-        provider.shutdown(),
-        new Promise<void>((resolve) => setTimeout(resolve, settings.timeoutMs).unref()),
-      ]),
+    sink: {
+      begin: (parent, method) =>
+        new OtlpRequestSpans(tracer, parent, method, settings.maxPathChars),
+    },
+    shutdown: (withinMs) => flushAtShutdown(provider, settings, withinMs),
   };
+}
+
+/**
+ * The last spans, sent within what the drain left (and one export timeout at most): a
+ * collector that is down or does not answer costs its spans, never the drain's exit code
+ * nor its bound. Each outcome but success is one warning, said plainly.
+ */
+async function flushAtShutdown(
+  provider: TracerProvider,
+  settings: OtlpSettings,
+  withinMs: number,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const outOfTime = new Promise<string>((resolve) => {
+    timer = setTimeout(
+      () => resolve('the drain ended before the collector answered'),
+      Math.max(0, Math.min(withinMs, settings.timeoutMs)),
+    );
+    timer.unref();
+  });
+  const flushed = provider.shutdown().then(
+    () => undefined,
+    (error: unknown) => diagnosticCause(error),
+  );
+  const problem = await Promise.race([flushed, outOfTime]);
+  clearTimeout(timer);
+  // A shutdown warning is not held back by the minute's limit: it is the process's last.
+  if (problem !== undefined) settings.warn(`spans not sent at shutdown: ${problem}`, 0);
 }
 
 class OtlpRequestSpans implements RequestSpans {
@@ -86,6 +115,7 @@ class OtlpRequestSpans implements RequestSpans {
     private readonly tracer: Tracer,
     parent: SpanParent,
     private readonly method: string,
+    private readonly maxPathChars: number,
   ) {
     const context =
       parent.parentId === undefined
@@ -103,6 +133,13 @@ class OtlpRequestSpans implements RequestSpans {
       context,
     );
     this.traceId = this.server.spanContext().traceId;
+  }
+
+  /** The path alone (a query may carry anything, secrets included), cut as the access line's. */
+  private pathOf(target: string): string {
+    const query = target.indexOf('?');
+    const path = query === -1 ? target : target.slice(0, query);
+    return path.length > this.maxPathChars ? path.slice(0, this.maxPathChars) : path;
   }
 
   private child(name: string, kind: SpanKind): Span {
@@ -138,7 +175,7 @@ class OtlpRequestSpans implements RequestSpans {
       'http.request.method': call.method,
       'server.address': call.origin.hostname,
       'server.port': portOf(call.origin),
-      'url.path': withoutQuery(call.path),
+      'url.path': this.pathOf(call.path),
       'gateway.upstream': call.upstream,
     });
     this.upstream = span;
@@ -171,7 +208,7 @@ class OtlpRequestSpans implements RequestSpans {
       server.setAttribute('http.route', facts.route);
     }
     server.setAttributes({
-      'url.path': withoutQuery(facts.target),
+      'url.path': this.pathOf(facts.target),
       'url.scheme': facts.scheme,
       'http.response.status_code': facts.status,
     });
@@ -191,13 +228,13 @@ export function reportDiagnostics(
 ): void {
   let lastMs = -Infinity;
   let suppressed = 0;
-  const report = (message: string): void => {
+  const report = (message: unknown): void => {
     const now = clock();
     if (now - lastMs < WARN_INTERVAL_MS) {
       suppressed += 1;
       return;
     }
-    warn(message, suppressed);
+    warn(diagnosticCause(message), suppressed);
     lastMs = now;
     suppressed = 0;
   };
@@ -211,10 +248,4 @@ export function reportDiagnostics(
 function portOf(origin: URL): number {
   if (origin.port !== '') return Number(origin.port);
   return origin.protocol === 'https:' ? 443 : 80;
-}
-
-/** The path alone: a query may carry anything, secrets included. */
-function withoutQuery(target: string): string {
-  const query = target.indexOf('?');
-  return query === -1 ? target : target.slice(0, query);
 }

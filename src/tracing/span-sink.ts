@@ -58,6 +58,9 @@ export interface SpanSink {
 /** The export of one process: its sink, and the flush that runs once requests have drained. */
 export interface SpanExport {
   readonly sink: SpanSink;
-  /** Sends the spans still queued and stops the exporter. */
-  shutdown(): Promise<void>;
+  /**
+   * Sends the spans still queued and stops the exporter, within `withinMs` (what the drain
+   * left); never rejects: spans that cannot be sent are dropped with a warning.
+   */
+  shutdown(withinMs: number): Promise<void>;
 }

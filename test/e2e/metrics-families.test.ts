@@ -137,6 +137,8 @@ describe.each([
     expect(sample(text, 'gateway_config_last_reload_success_timestamp_seconds')).toBeGreaterThan(
       started,
     );
+    // Without server.tls, no certificate: a not-after of 0 would read as expired in 1970.
+    expect(text).not.toMatch(/gateway_tls_/);
     // One series at 1, never a sum over workers.
     const info = text.split('\n').filter((line) => line.startsWith('gateway_build_info{'));
     expect(info).toEqual([

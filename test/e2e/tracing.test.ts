@@ -12,6 +12,8 @@ import {
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../support/otlp-receiver.js';
+import { MAX_PATH_CHARS } from '../../src/observability/access-log.js';
+import { freePort } from '../support/redis-server.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 
 // W3C trace context through the gateway and its spans over OTLP (issue 16 point 3): what the
@@ -224,6 +226,14 @@ describe('trace context', () => {
     expect([sent.traceId, sent.flags]).toEqual([TRACE_ID, '00']);
   });
 
+  it('cuts the path in its spans to the access line’s bound', async () => {
+    const traceId = 'aaaabbbbccccddddeeeeffff00002222';
+    const path = `/accounts/${'a'.repeat(12_000)}`;
+    await send(exporting, { traceparent: `00-${traceId}-${CLIENT_PARENT}-01` }, path);
+    const server = byKind(await receiver.spansOf(traceId, 1), SPAN_KIND.server);
+    expect(server.attributes['url.path']).toBe(path.slice(0, MAX_PATH_CHARS));
+  });
+
   it('yields a request span with its 401 status and a denied authentication span for a wrong secret', async () => {
     const traceId = 'aaaabbbbccccddddeeeeffff00001111';
     const { status, upstreamHeaders } = await send(exporting, {
@@ -322,6 +332,72 @@ describe('a collector that refuses', () => {
       await refusing.close();
     }
   });
+});
+
+describe('a collector at shutdown', () => {
+  const WARNING = 'span export problem (spans may be lost)';
+  /** The causes of the export warnings a gateway logged up to its last line ('stopped'). */
+  const warnings = async (gateway: GatewayProcess): Promise<unknown[]> => {
+    await gateway.waitForLog('stopped');
+    return gateway.logs.filter((line) => line.msg === WARNING).map((line) => line.cause);
+  };
+  // A batch delay far past the test: the spans wait for the drain's flush.
+  const sampled = {
+    authorization: AUTHORIZATION,
+    traceparent: `00-${TRACE_ID}-${CLIENT_PARENT}-01`,
+  };
+
+  /** A collector the test starts (or a closed port), and how to stop it. */
+  type Collector = () => Promise<{ endpoint: string; close?: () => Promise<void> }>;
+  const collectors: [string, Collector][] = [
+    ['is down', async () => ({ endpoint: `http://127.0.0.1:${await freePort()}/v1/traces` })],
+    ['refuses the export', () => startOtlpReceiver(400)],
+  ];
+
+  it.each(collectors)('that %s drains with exit 0 and one warning', async (_name, collector) => {
+    const { endpoint, close } = await collector();
+    const gateway = await startGateway(
+      yaml({ tracing: { otlp: { endpoint, timeoutMs: 2000, batchDelayMs: 600_000 } } }, secretHash),
+    );
+    try {
+      expect((await send(gateway, sampled)).status).toBe(200);
+      expect(await gateway.stop()).toBe(0);
+      const [cause, ...more] = await warnings(gateway);
+      expect(more).toEqual([]);
+      // A sentence: never the SDK's JSON of the error, stack included.
+      expect(cause).toMatch(/^spans not sent at shutdown: [^\n{]+$/);
+      expect(gateway.logs.filter((line) => line.msg === 'shutdown failed')).toEqual([]);
+    } finally {
+      await gateway.stop();
+      await close?.();
+    }
+  });
+
+  it('that never answers holds the drain no longer than server.drainTimeoutMs, then exits 0', async () => {
+    const hung = await startOtlpReceiver('never');
+    // The export's own bound (a minute) is far past the drain's: the drain's is the one kept.
+    const gateway = await startGateway(
+      yaml(
+        {
+          server: { drainTimeoutMs: 1000 },
+          tracing: { otlp: { endpoint: hung.endpoint, timeoutMs: 60_000, batchDelayMs: 600_000 } },
+        },
+        secretHash,
+      ),
+    );
+    try {
+      expect((await send(gateway, sampled)).status).toBe(200);
+      expect(await gateway.stop()).toBe(0);
+      // The spans reached the collector, which never answered.
+      expect(await hung.spansOf(TRACE_ID, 3)).toHaveLength(3);
+      expect(await warnings(gateway)).toEqual([
+        'spans not sent at shutdown: the drain ended before the collector answered',
+      ]);
+    } finally {
+      await gateway.stop();
+      await hung.close();
+    }
+  }, 20_000);
 });
 
 describe('serve --workers 2', () => {

@@ -1,7 +1,7 @@
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { Backend } from '../../src/backends/backend.js';
-import { createLogger } from '../../src/observability/create-logger.js';
+import { createLogger, type Logger } from '../../src/observability/create-logger.js';
 import { gatewayYaml, type GatewayConfigInput } from './gateway-yaml.js';
 import { TEST_BCRYPT_COST } from './seed-redis.js';
 
@@ -19,6 +19,8 @@ export interface GatewayOptions {
   now?: () => number;
   /** A backend of the test's own (e.g. the memory backend) instead of Redis at `redisUrl`. */
   backend?: Backend;
+  /** Where the gateway logs (a test's captured logger); silent by default. */
+  logger?: Logger;
 }
 
 export interface RunningGateway {
@@ -44,7 +46,7 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
   });
   const config = parseConfig(yaml, 'integration-test.yaml');
   const gateway = await createGateway(config, {
-    logger: createLogger('silent'),
+    logger: options.logger ?? createLogger('silent'),
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.backend === undefined ? {} : { backend: options.backend }),
   });

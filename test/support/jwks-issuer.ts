@@ -14,22 +14,29 @@ export interface JwksIssuer {
   entry(extra?: Partial<IssuerEntry>): IssuerEntry;
   /** A token of `subject`, signed by its key, under `kid`, issued at `nowMs` for an hour. */
   token(kid: string, nowMs?: number): Promise<string>;
-  /** What the endpoint answers from now on: the key set (200), or 500. */
-  answer(next: 'keys' | 'error'): void;
+  /**
+   * What the endpoint answers from now on: the key set (200), 500, a 200 that is not a key
+   * set, or nothing at all (the request hangs until close).
+   */
+  answer(next: JwksAnswer): void;
   /** Requests the endpoint has had. */
   hits(): number;
   close(): Promise<void>;
 }
 
+export type JwksAnswer = 'keys' | 'error' | 'not-keys' | 'hang';
+
 export async function startJwksIssuer(issuer = 'https://issuer.example'): Promise<JwksIssuer> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const keySet = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] });
-  let answer: 'keys' | 'error' = 'keys';
+  let answer: JwksAnswer = 'keys';
   let hits = 0;
   const server = createServer((_req, res) => {
     hits += 1;
     if (answer === 'keys') res.writeHead(200, { 'content-type': 'application/json' }).end(keySet);
-    else res.writeHead(500).end('unavailable');
+    else if (answer === 'not-keys')
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":"none"}');
+    else if (answer === 'error') res.writeHead(500).end('unavailable');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -70,10 +70,10 @@ function attributes(list: OtlpAttribute[] = []): Record<string, string | number 
 
 /**
  * A collector's OTLP/HTTP traces endpoint on loopback (JSON, the exporter's default
- * encoding): it answers POST /v1/traces with `status` (200: accepted) and records every
- * span it got.
+ * encoding): it answers POST /v1/traces with `status` (200: accepted; 'never': it reads the
+ * export and never answers, a hung collector) and records every span it got.
  */
-export async function startOtlpReceiver(status = 200): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(status: number | 'never' = 200): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const exports: IncomingHttpHeaders[] = [];
   const waiters: (() => void)[] = [];
@@ -103,7 +103,8 @@ export async function startOtlpReceiver(status = 200): Promise<OtlpReceiver> {
               resource,
             });
       }
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      if (status !== 'never')
+        res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
       for (const wake of waiters.splice(0)) wake();
     });
   });

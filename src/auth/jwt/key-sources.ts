@@ -36,6 +36,8 @@ export interface KeySourceOptions {
   readonly fetches?: FetchCounters;
   /** Milliseconds since the epoch. */
   readonly now?: () => number;
+  /** A JWKS fetch gave no key set: why, in a few words (never a token, nor the body). */
+  readonly onFetchFailure?: (reason: string) => void;
 }
 
 /** The JWKS endpoint could not be reached or read: a technical failure (503), never a 401. */
@@ -69,7 +71,7 @@ export function createKeySource(
   };
   if (config.secret !== undefined) return { ...base, key: new TextEncoder().encode(config.secret) };
   if (config.jwksUrl !== undefined) {
-    const { fetchTimeoutMs, fetches, now } = options;
+    const { fetchTimeoutMs, fetches, now, onFetchFailure } = options;
     const key = createResilientRemoteJwks(
       new URL(config.jwksUrl),
       {
@@ -78,6 +80,7 @@ export function createKeySource(
       },
       now,
       fetches,
+      onFetchFailure,
     );
     return { ...base, key, fetchedAtMs: key.fetchedAtMs };
   }
@@ -105,6 +108,7 @@ export function createResilientRemoteJwks(
   timing: JwksTiming | number,
   now: () => number = Date.now,
   fetches: FetchCounters = { fetches: 0, failures: 0 },
+  onFetchFailure: (reason: string) => void = () => undefined,
 ): RemoteKeySet {
   // A bare number is the fetch timeout, with the other settings at their defaults.
   const settings =
@@ -118,7 +122,7 @@ export function createResilientRemoteJwks(
     cooldownDuration: settings.cooldownMs,
     cacheMaxAge: settings.cacheMaxAgeMs,
     [jwksCache]: fetched as JWKSCacheInput,
-    [customFetch]: countedFetch(fetches, () => (fetchedAtMs = now())),
+    [customFetch]: countedFetch(fetches, () => (fetchedAtMs = now()), onFetchFailure),
   });
   let lastGood: JSONWebKeySet | undefined;
   let stale: JWTVerifyGetKey | undefined;
@@ -170,26 +174,47 @@ export function createResilientRemoteJwks(
  * jose's fetch of a JWKS, counted: a fetch fails unless it ends in what jose takes as a key
  * set (200, JSON, a JSON Web Key Set: the same checks, made first here, so a body jose would
  * refuse counts as failed). jose reads only the status and the body of what this returns.
+ * Each failure is also told, by why: the status, a timeout, no answer, not a key set.
  */
 function countedFetch(
   counters: FetchCounters,
   fetchedOk: () => void,
+  failed: (reason: string) => void,
 ): (url: string, init: RequestInit) => Promise<Response> {
+  const fail = (reason: string): void => {
+    counters.failures += 1;
+    failed(reason);
+  };
   return async (url, init) => {
     counters.fetches += 1;
+    let body: string;
     try {
       const response = await fetch(url, init);
       if (response.status !== 200) {
-        counters.failures += 1;
+        fail(`status ${response.status}`);
         return response;
       }
-      const body = await response.text();
-      createLocalJWKSet(JSON.parse(body) as JSONWebKeySet);
-      fetchedOk();
-      return new Response(body, { status: 200 });
+      body = await response.text();
     } catch (error) {
-      counters.failures += 1;
+      fail(unreachable(error));
       throw error;
     }
+    try {
+      createLocalJWKSet(JSON.parse(body) as JSONWebKeySet);
+    } catch (error) {
+      fail('not a JSON Web Key Set');
+      throw error;
+    }
+    fetchedOk();
+    return new Response(body, { status: 200 });
   };
+}
+
+/** Why a fetch threw: jose's timeout aborts it; fetch() puts the socket's error in `cause`. */
+function unreachable(error: unknown): string {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))
+    return 'timeout';
+  const cause = error instanceof Error ? error.cause : undefined;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? `no answer (${code})` : 'no answer';
 }

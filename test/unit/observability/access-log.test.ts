@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -197,5 +198,17 @@ describe('jsonString', () => {
   it('stays valid JSON when the cut splits a surrogate pair', () => {
     const cut = jsonString(`${'a'.repeat(9)}\ud83d\ude00`, 10);
     expect([cut, JSON.parse(cut)]).toEqual(['"aaaaaaaaa\\ud83d"', 'aaaaaaaaa\ud83d']);
+  });
+});
+
+describe('the README example under Logs', () => {
+  // What operators copy into their log queries: the fields of a proxied, authenticated
+  // request's line, in the order written.
+  it('has the fields of a proxied, authenticated request’s line, trace_id included, in order', () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const open = readme.indexOf('```json\n', readme.indexOf('**Logs.**')) + '```json\n'.length;
+    const example = JSON.parse(readme.slice(open, readme.indexOf('\n```', open))) as object;
+    const line = lineFor({ ...entry, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(Object.keys(example)).toEqual(Object.keys(line));
   });
 });

@@ -154,3 +154,21 @@ describe('the Redis connection and JWKS metrics', () => {
     ]);
   });
 });
+
+describe('the TLS metrics', () => {
+  it('are absent without server.tls, where a not-after of 0 would read as a certificate expired in 1970', async () => {
+    const metrics = createMetrics({ countReloads: false });
+    metrics.setTlsCertificateNotAfter(1_900_000_000);
+    metrics.countTlsReload('loaded');
+    expect(await metrics.scrape()).not.toMatch(/gateway_tls_/);
+  });
+
+  it('show the served certificate and the reloads with server.tls', async () => {
+    const metrics = createMetrics({ countReloads: false, tls: true });
+    metrics.setTlsCertificateNotAfter(1_900_000_000);
+    metrics.countTlsReload('loaded');
+    const text = await metrics.scrape();
+    expect(text).toMatch(/^gateway_tls_certificate_not_after_seconds 1900000000$/m);
+    expect(text).toMatch(/^gateway_tls_reloads_total\{outcome="loaded"\} 1$/m);
+  });
+});

@@ -1,5 +1,6 @@
 import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
+import { diagnosticCause } from '../../../src/tracing/diagnostic-cause.js';
 import { reportDiagnostics } from '../../../src/tracing/otlp-spans.js';
 
 afterEach(() => diag.disable());
@@ -23,5 +24,25 @@ describe('reportDiagnostics', () => {
       ['export failed: 400', 0],
       ['a minute later', 2],
     ]);
+  });
+});
+
+describe('the cause of a span-export warning', () => {
+  it('is the message of the error the SDK handed over as JSON, never its stack', () => {
+    const reported: string[] = [];
+    reportDiagnostics((message) => reported.push(message));
+    // What the SDK's global error handler passes for an export timeout.
+    const error = new Error('Timeout');
+    diag.error(JSON.stringify({ stack: error.stack, message: error.message, name: 'Error' }));
+    expect(reported).toEqual(['Timeout']);
+  });
+
+  it('is one line, cut to a sentence’s length', () => {
+    expect(diagnosticCause('export failed\n    at somewhere (file.js:1:1)')).toBe('export failed');
+    expect(diagnosticCause(new Error('connect ECONNREFUSED 127.0.0.1:4318'))).toBe(
+      'connect ECONNREFUSED 127.0.0.1:4318',
+    );
+    expect(diagnosticCause('x'.repeat(500))).toHaveLength(201);
+    expect(diagnosticCause('{"stack":"Error\\n at x"}')).toBe('unknown error');
   });
 });

@@ -9,8 +9,10 @@ import { describe, expect, it } from 'vitest';
 import {
   createKeySource,
   createResilientRemoteJwks,
+  DEFAULT_JWKS_TIMING,
   KeySourceUnavailableError,
 } from '../../../../src/auth/jwt/key-sources.js';
+import { startJwksIssuer } from '../../../support/jwks-issuer.js';
 
 describe('createKeySource', () => {
   it('turns a secret into its UTF-8 bytes and keeps the allow-list, issuer and audience', () => {
@@ -108,5 +110,44 @@ describe('createKeySource', () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('a failed JWKS fetch', () => {
+  it('is told by why: the status, not a key set, a timeout, no answer', async () => {
+    const issuer = await startJwksIssuer();
+    let nowMs = 0;
+    const reasons: string[] = [];
+    const remote = createResilientRemoteJwks(
+      new URL(issuer.entry().jwksUrl ?? ''),
+      { ...DEFAULT_JWKS_TIMING, timeoutMs: 200, cooldownMs: 1 },
+      () => nowMs,
+      { fetches: 0, failures: 0 },
+      (reason) => reasons.push(reason),
+    );
+    const attempt = async (): Promise<void> => {
+      // Past the backoff of the previous failure (at most a minute).
+      nowMs += 60_000;
+      await expect(
+        remote({ alg: 'ES256', kid: 'k1' }, { payload: '', signature: '' }),
+      ).rejects.toBeInstanceOf(KeySourceUnavailableError);
+    };
+    try {
+      issuer.answer('error');
+      await attempt();
+      issuer.answer('not-keys');
+      await attempt();
+      issuer.answer('hang');
+      await attempt();
+    } finally {
+      await issuer.close();
+    }
+    await attempt();
+    expect(reasons).toEqual([
+      'status 500',
+      'not a JSON Web Key Set',
+      'timeout',
+      'no answer (ECONNREFUSED)',
+    ]);
   });
 });
