@@ -85,6 +85,11 @@ type MarkedSocket = Socket & { [BYTES_MARK]?: { read: number; written: number } 
 class RequestContext implements Exchange {
   readonly requestId: string;
   readonly startedAt = performance.now();
+  /**
+   * The client's connection, taken on arrival: undici sets req.socket to null once it has
+   * consumed a request body (its util.destroy), and finish() still needs the socket after.
+   */
+  private readonly socket: MarkedSocket;
   /** The method the route's rules see: a forward-auth check's is the request it names. */
   method: string;
   route = 'none';
@@ -113,6 +118,7 @@ class RequestContext implements Exchange {
     readonly res: ServerResponse,
   ) {
     this.requestId = pickRequestId(req.headers['x-request-id']);
+    this.socket = req.socket;
     this.method = req.method ?? '';
     const { tracing } = shared.options;
     this.trace = beginTrace(tracing, req.headers.traceparent, req.headers.tracestate);
@@ -167,7 +173,11 @@ class RequestContext implements Exchange {
 
   /** The connected peer's address, normalized (a proxy's, when one is in front). */
   private peer(): string {
-    return normalizeAddress(this.req.socket.remoteAddress ?? '');
+    return normalizeAddress(this.socket.remoteAddress ?? '');
+  }
+
+  private encrypted(): boolean {
+    return (this.socket as Partial<TLSSocket>).encrypted === true;
   }
 
   /** The peer is in `server.trustedProxies`: its X-Forwarded-* and forward-auth headers count. */
@@ -208,10 +218,9 @@ class RequestContext implements Exchange {
    * a cache hit; worked out once per request.
    */
   clientAddress(): ClientAddress {
-    const { req } = this;
     this.client ??= resolveClientAddress(
-      req.socket.remoteAddress ?? '',
-      req.headers['x-forwarded-for'],
+      this.socket.remoteAddress ?? '',
+      this.req.headers['x-forwarded-for'],
       this.shared.options.addressing,
     );
     return this.client;
@@ -327,7 +336,7 @@ class RequestContext implements Exchange {
       peer,
       peerTrusted: this.peerTrusted(peer),
       upstreamHost: route.forwarder.upstream.host,
-      encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
+      encrypted: this.encrypted(),
       traceparent: formatTraceparent(this.trace.traceId, spanId, this.trace.flags),
       tracestate: this.trace.state,
     });
@@ -361,7 +370,7 @@ class RequestContext implements Exchange {
     const durationMs = performance.now() - this.startedAt;
     const source = this.upstreamStatus === undefined ? 'gateway' : 'upstream';
     options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000, source);
-    const socket = req.socket as MarkedSocket;
+    const { socket } = this;
     const mark = (socket[BYTES_MARK] ??= { read: 0, written: 0 });
     const { bytesRead, bytesWritten } = socket;
     const bytesIn = bytesRead - mark.read;
@@ -372,7 +381,7 @@ class RequestContext implements Exchange {
       route: this.route,
       status: res.statusCode,
       target: req.url ?? '',
-      scheme: (req.socket as Partial<TLSSocket>).encrypted === true ? 'https' : 'http',
+      scheme: this.encrypted() ? 'https' : 'http',
       errorCode: error?.code,
       aborted: !res.writableFinished,
     });
