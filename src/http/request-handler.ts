@@ -96,7 +96,10 @@ class RequestContext implements Exchange {
   /** Set when the request is a forward-auth check: answered, never forwarded. */
   private checking: ForwardAuthRoute | undefined = undefined;
   identity: Identity | undefined = undefined;
+  /** The failure the error envelope answered. */
   error: GatewayError | undefined = undefined;
+  /** A failure after the head went out: the response was cut, no envelope sent. */
+  private cut: GatewayError | undefined = undefined;
   // The Exchange, once the request is accepted for forwarding.
   path = '';
   headers: OutgoingHttpHeaders = {};
@@ -356,7 +359,10 @@ class RequestContext implements Exchange {
   /** Every failure ends here: the envelope, or a cut connection once the response started. */
   onError(error: unknown): void {
     const failure = toGatewayError(error);
-    this.error = failure;
+    // Once the head went out no envelope can follow (writeError cuts the connection): the
+    // line then has the cause but no error_code, whichever engine reported the cut.
+    if (this.res.headersSent) this.cut = failure;
+    else this.error = failure;
     // nginx's auth_request hands its config the check's status and headers, never the body:
     // the code lets it answer invalid_path or token_expired rather than guess from the status.
     if (this.checking !== undefined && !this.res.headersSent)
@@ -385,7 +391,9 @@ class RequestContext implements Exchange {
       errorCode: error?.code,
       aborted: !res.writableFinished,
     });
-    if (accessLog === undefined && (error === undefined || error.status < 500)) return;
+    const failure = error ?? this.cut;
+    const failed = failure !== undefined && failure.status >= 500;
+    if (accessLog === undefined && !failed) return;
     const entry: AccessEntry = {
       requestId: this.requestId,
       method: this.method,
@@ -409,9 +417,9 @@ class RequestContext implements Exchange {
       aborted: !res.writableFinished,
     };
     // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
-    if (error !== undefined && error.status >= 500) {
+    if (failed) {
       options.logger.warn(
-        { ...toLogFields(entry, this.shared.logOptions), cause: describeFailure(error) },
+        { ...toLogFields(entry, this.shared.logOptions), cause: describeFailure(failure) },
         'request failed',
       );
     } else {
