@@ -12,7 +12,6 @@ import { describeFailure } from '../errors/describe-failure.js';
 import { FORWARD_AUTH_MESSAGES, GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import {
   createAccessLog,
-  toLogFields,
   type AccessEntry,
   type AccessLog,
   type AccessLogOptions,
@@ -64,7 +63,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 interface Shared {
   readonly options: RequestHandlerOptions;
   readonly accessLog: AccessLog | undefined;
-  readonly logOptions: AccessLogOptions;
+  /** The `request failed` warnings: written whether or not access lines are on. */
+  readonly failureLog: AccessLog | undefined;
 }
 
 const CONTEXT = Symbol('accounts-gateway.request');
@@ -372,7 +372,7 @@ class RequestContext implements Exchange {
 
   finish(): void {
     const { req, res, error } = this;
-    const { options, accessLog } = this.shared;
+    const { options, accessLog, failureLog } = this.shared;
     const durationMs = performance.now() - this.startedAt;
     const source = this.upstreamStatus === undefined ? 'gateway' : 'upstream';
     options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000, source);
@@ -417,14 +417,8 @@ class RequestContext implements Exchange {
       aborted: !res.writableFinished,
     };
     // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
-    if (failed) {
-      options.logger.warn(
-        { ...toLogFields(entry, this.shared.logOptions), cause: describeFailure(failure) },
-        'request failed',
-      );
-    } else {
-      accessLog?.(entry);
-    }
+    if (failed) failureLog?.(entry, describeFailure(failure));
+    else accessLog?.(entry);
   }
 }
 
@@ -437,8 +431,8 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
   const logOptions: AccessLogOptions = { query: options.logQuery };
   const shared: Shared = {
     options,
-    logOptions,
     accessLog: options.logRequests ? createAccessLog(options.logger, logOptions) : undefined,
+    failureLog: createAccessLog(options.logger, logOptions, true),
   };
   return (req, res: CarryingResponse) => {
     const context = new RequestContext(shared, req, res);
