@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
-import { isDenial, type AuthOutcome, type DenialReason } from '../auth/denial.js';
+import { isDenial, isDenialReason, type AuthOutcome, type DenialReason } from '../auth/denial.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
@@ -242,10 +242,8 @@ class RequestContext implements Exchange {
       denied ? undefined : outcome.key,
       denied ? outcome.denied : undefined,
     );
-    if (denied) {
-      this.authFailure = outcome.denied;
+    if (denied)
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
-    }
     this.identity = outcome;
     this.shared.options.metrics.countAuthSuccess(outcome.method);
     // Authenticated, and now authorized: the route's scopes, all of them (RFC 6750 §3.1's
@@ -359,6 +357,9 @@ class RequestContext implements Exchange {
   /** Every failure ends here: the envelope, or a cut connection once the response started. */
   onError(error: unknown): void {
     const failure = toGatewayError(error);
+    // A refusal's code is its denial's reason, on a proxied route as on the gateway's own
+    // endpoints (a wrong password on POST /auth/token, a key refused on /keys).
+    if (isDenialReason(failure.code)) this.authFailure = failure.code;
     // Once the head went out no envelope can follow (writeError cuts the connection): the
     // line then has the cause but no error_code, whichever engine reported the cut.
     if (this.res.headersSent) this.cut = failure;

@@ -7,7 +7,8 @@ import { gatewayYaml } from '../support/gateway-yaml.js';
 import { rawRequest } from '../support/raw-request.js';
 import { freePort } from '../support/redis-server.js';
 import { scrapeMetric } from '../support/scrape-metric.js';
-import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { JSON_TYPE, send } from '../support/send.js';
 
 // The access line (issue 16 point 1) as an operator reads it off the built gateway's log,
 // and the upstream metrics moved by the same requests (point 2), on both engines: a proxied
@@ -17,6 +18,8 @@ const KEY = 'ak_access_line';
 const SECRET = 'access-line-secret-0123456789abcdef';
 const prefix = uniquePrefix('accessline');
 const USER_AGENT = 'probe/1.0 "quoted" \\ and more';
+
+const USER = { username: 'lena-web', subject: 'lena', password: 'lena-web-password-0123' };
 
 let upstream: EchoUpstream;
 
@@ -33,6 +36,7 @@ beforeAll(async () => {
     res.end(found ? 'found' : 'no such account');
   });
   await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'lena' });
+  await putUser(inject('redisUrl'), prefix, USER);
 });
 
 afterAll(async () => {
@@ -192,6 +196,29 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
     });
     expect(['upstream_status', 'upstream_ms', 'subject'].filter((f) => f in line)).toEqual([]);
     expect(moved).toEqual([1]);
+  });
+
+  it('writes the reason a password was refused on POST /auth/token, for a wrong password and an unknown user', async () => {
+    const lines: LogLine[] = [];
+    for (const username of [USER.username, 'nobody-by-this-name']) {
+      run += 1;
+      const requestId = `access-line-token-${engine}-${run}`;
+      const answer = await send(gateway.url, '/auth/token', {
+        method: 'POST',
+        headers: { ...JSON_TYPE, 'x-request-id': requestId },
+        body: JSON.stringify({ username, password: 'not-the-password' }),
+      });
+      expect(answer.status).toBe(401);
+      lines.push(await lineOf(gateway, requestId));
+    }
+    for (const line of lines)
+      expect(line).toMatchObject({
+        msg: 'request',
+        route: 'token',
+        status: 401,
+        auth_failure: 'invalid_credentials',
+        error_code: 'invalid_credentials',
+      });
   });
 
   it('writes the error kind of a refused upstream and counts it', async () => {
