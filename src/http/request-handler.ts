@@ -31,6 +31,7 @@ import type { RequestSpans } from '../tracing/span-sink.js';
 import { formatTraceparent } from '../tracing/trace-context.js';
 import { newSpanId } from '../tracing/trace-ids.js';
 import { checkFraming } from './check-framing.js';
+import { takeExchangeBytes, type ExchangeBytes } from './connection-bytes.js';
 import type { ClientAddress } from '../protection/lockout.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
 import { pickRequestId } from './request-id.js';
@@ -71,25 +72,21 @@ const CONTEXT = Symbol('accounts-gateway.request');
 type CarryingResponse = ServerResponse & { [CONTEXT]?: RequestContext };
 
 /**
- * The connection's byte counters when its previous response ended: a request's bytes are
- * the difference (nginx's $request_length and $bytes_sent), one object per connection.
- */
-const BYTES_MARK = Symbol('accounts-gateway.bytes-mark');
-type MarkedSocket = Socket & { [BYTES_MARK]?: { read: number; written: number } };
-
-/**
  * One request from arrival to close. Its steps are methods and it is the forwarder's
  * Exchange itself, so the hot path allocates this one object and no closure: the close
  * listener is shared and finds the context on the response.
  */
-class RequestContext implements Exchange {
+class RequestContext implements Exchange, ExchangeBytes {
   readonly requestId: string;
   readonly startedAt = performance.now();
   /**
    * The client's connection, taken on arrival: undici sets req.socket to null once it has
    * consumed a request body (its util.destroy), and finish() still needs the socket after.
    */
-  private readonly socket: MarkedSocket;
+  private readonly socket: Socket;
+  // Set by finish() (see connection-bytes).
+  bytesIn = 0;
+  bytesOut = 0;
   /** The method the route's rules see: a forward-auth check's is the request it names. */
   method: string;
   route = 'none';
@@ -377,13 +374,7 @@ class RequestContext implements Exchange {
     const durationMs = performance.now() - this.startedAt;
     const source = this.upstreamStatus === undefined ? 'gateway' : 'upstream';
     options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000, source);
-    const { socket } = this;
-    const mark = (socket[BYTES_MARK] ??= { read: 0, written: 0 });
-    const { bytesRead, bytesWritten } = socket;
-    const bytesIn = bytesRead - mark.read;
-    const bytesOut = bytesWritten - mark.written;
-    mark.read = bytesRead;
-    mark.written = bytesWritten;
+    takeExchangeBytes(this.socket, this);
     this.spans?.end({
       route: this.route,
       status: res.statusCode,
@@ -404,8 +395,8 @@ class RequestContext implements Exchange {
       durationMs,
       clientAddress: this.clientAddress().address,
       userAgent: req.headers['user-agent'],
-      bytesIn,
-      bytesOut,
+      bytesIn: this.bytesIn,
+      bytesOut: this.bytesOut,
       upstreamStatus: this.upstreamStatus,
       upstreamMs: this.upstreamMs,
       upstreamError: this.upstreamError,

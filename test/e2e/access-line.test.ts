@@ -239,6 +239,38 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
     expect(moved).toEqual([1, 1]);
   });
 
+  it.each([
+    ['a NUL in a header value', 'GET /accounts HTTP/1.1\r\nHost: x\r\nUser-Agent: a\x00b\r\n\r\n'],
+    ['bytes over 0x7F in the target', 'GET /accounts/\xff\xc3 HTTP/1.1\r\nHost: x\r\n\r\n'],
+  ])(
+    "counts and logs a request Node's parser refused, with %s, as a 400 of route none",
+    async (_what, head) => {
+      const series = 'gateway_requests_total{route="none",status="400",source="gateway"}';
+      const { result: answer, moved } = await moving([series], () =>
+        rawRequest(gateway.port, head),
+      );
+      expect(answer.status).toBe(400);
+      const requestId = answer.headers['x-request-id'];
+      expect(requestId).toBeTypeOf('string');
+      const line = await lineOf(gateway, requestId as string);
+      // The head did not parse: no method, path or user agent, the peer's address.
+      expect(line).toMatchObject({
+        msg: 'request',
+        method: '',
+        path: '',
+        route: 'none',
+        status: 400,
+        client_address: '127.0.0.1',
+        bytes_in: Buffer.byteLength(head, 'latin1'),
+        bytes_out: Buffer.byteLength(answer.raw, 'latin1'),
+        error_code: 'bad_request',
+      });
+      expect(line).not.toHaveProperty('user_agent');
+      expect(moved).toEqual([1]);
+      expect(gateway.child.exitCode).toBeNull();
+    },
+  );
+
   it("times the upstream's responses in its histogram", async () => {
     const count = 'gateway_upstream_request_duration_seconds_count{upstream="accounts"}';
     const { moved } = await moving([count], () => exchange('/accounts', good));
