@@ -408,7 +408,8 @@ class RequestContext implements Exchange, ExchangeBytes {
       traceId: this.trace.traceId,
       aborted: !res.writableFinished,
     };
-    // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
+    // Failures of ours (5xx, or a response cut after its head) are warnings with their cause,
+    // whether or not access lines are on.
     if (failed) failureLog?.(entry, describeFailure(failure));
     else accessLog?.(entry);
   }
