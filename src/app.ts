@@ -174,6 +174,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
     (req, res) => pipeline.handler(req, res),
     config.server,
     listenerTls?.serverOptions,
+    (socket, code, requestId) => pipeline.rejected(socket, code, requestId),
   );
   const { server } = api;
   metrics.readFrom({

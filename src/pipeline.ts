@@ -21,6 +21,7 @@ import { createTokenEndpoint } from './endpoints/token-endpoint.js';
 import type { ClientAddressing } from './http/client-address.js';
 import { createTrustedProxies } from './http/ip-network.js';
 import { closeServer, listenOn } from './http/listen.js';
+import { createRejectedRequestLog, type RejectedRequestLog } from './http/rejected-request.js';
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ForwardAuthRoute, ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
@@ -37,6 +38,8 @@ import type { SpanSink } from './tracing/span-sink.js';
 /** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
 export interface Pipeline {
   readonly handler: RequestHandler;
+  /** Counts and logs the requests Node's parser refused (see create-server). */
+  readonly rejected: RejectedRequestLog;
   readonly basic: BasicAuthenticator;
   readonly bearer: BearerVerifier;
   /** When the key set in use of each JWKS issuer was fetched (those fetched so far). */
@@ -274,6 +277,11 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
 
   return {
     handler,
+    rejected: createRejectedRequestLog({
+      logger: deps.logger,
+      logRequests: config.logging.requests,
+      metrics: deps.metrics,
+    }),
     basic,
     bearer,
     jwksFetchedAt: () =>

@@ -33,6 +33,13 @@ export const DENIED: { readonly [R in DenialReason]: Denial } = {
   token_expired: Object.freeze({ denied: 'token_expired' }),
 };
 
+const REASONS: ReadonlySet<string> = new Set(Object.keys(DENIED));
+
+/** Whether an error code reports refused credentials: each denial's reason is its code. */
+export function isDenialReason(code: string): code is DenialReason {
+  return REASONS.has(code);
+}
+
 export function deny(reason: DenialReason, cause?: unknown): Denial {
   return cause === undefined ? DENIED[reason] : { denied: reason, cause };
 }

@@ -5,6 +5,7 @@ import type { SecureContextOptions, Server as TlsServer, TlsOptions } from 'node
 import { writeError, writeRawError } from '../errors/error-envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import type { RejectedRequestLog } from './rejected-request.js';
 import type { RequestHandler } from './request-handler.js';
 import { pickRequestId } from './request-id.js';
 
@@ -42,12 +43,14 @@ type TrackedSocket = Socket & { [LAST_RESPONSE]?: ServerResponse };
 
 /**
  * The API server: plain HTTP, or HTTPS with `tls` (the first certificate, the minimum
- * version; later ones come through setSecureContext).
+ * version; later ones come through setSecureContext). `rejected` hears of each request
+ * Node's parser refused, which never reaches `handler`.
  */
 export function createGatewayServer(
   handler: RequestHandler,
   limits: ServerLimits,
   tls?: SecureContextOptions,
+  rejected: RejectedRequestLog = () => undefined,
 ): GatewayServer {
   // One integer and one shared listener per request, on the hot path: no closure per request.
   let inFlight = 0;
@@ -110,7 +113,7 @@ export function createGatewayServer(
     // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
     // reach a client that has no TLS session, so the connection is closed.
     if (tls !== undefined && !sockets.has(socket)) socket.destroy();
-    else answerClientError(error, socket);
+    else answerClientError(error, socket, rejected);
   });
   const closeAfterResponses = (): void => {
     closing = true;
@@ -139,7 +142,11 @@ export function createGatewayServer(
  * request received while that one's message is incomplete (its body broke, or never came),
  * else to a new request whose head did not parse.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: TrackedSocket): void {
+function answerClientError(
+  error: NodeJS.ErrnoException,
+  socket: TrackedSocket,
+  rejected: RejectedRequestLog,
+): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -159,11 +166,15 @@ function answerClientError(error: NodeJS.ErrnoException, socket: TrackedSocket):
     return;
   }
   // A new request: answered after the responses of the requests before it.
-  if (last !== undefined && !last.writableFinished && !last.destroyed) {
-    last.once('close', () => writeRawError(socket, code, pickRequestId(undefined)));
-    return;
-  }
-  writeRawError(socket, code, pickRequestId(undefined));
+  const answer = (): void => {
+    const requestId = pickRequestId(undefined);
+    // writeRawError cuts a connection it can no longer write to: no answer, nothing counted.
+    const answered = socket.writable;
+    writeRawError(socket, code, requestId);
+    if (answered) rejected(socket, code, requestId);
+  };
+  if (last !== undefined && !last.writableFinished && !last.destroyed) last.once('close', answer);
+  else answer();
 }
 
 function clientErrorCode(code: string | undefined): ErrorCode {

@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Authenticator } from '../auth/authenticate.js';
-import { isDenial, type AuthOutcome, type DenialReason } from '../auth/denial.js';
+import { isDenial, isDenialReason, type AuthOutcome, type DenialReason } from '../auth/denial.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
@@ -12,7 +12,6 @@ import { describeFailure } from '../errors/describe-failure.js';
 import { FORWARD_AUTH_MESSAGES, GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import {
   createAccessLog,
-  toLogFields,
   type AccessEntry,
   type AccessLog,
   type AccessLogOptions,
@@ -32,6 +31,7 @@ import type { RequestSpans } from '../tracing/span-sink.js';
 import { formatTraceparent } from '../tracing/trace-context.js';
 import { newSpanId } from '../tracing/trace-ids.js';
 import { checkFraming } from './check-framing.js';
+import { takeExchangeBytes, type ExchangeBytes } from './connection-bytes.js';
 import type { ClientAddress } from '../protection/lockout.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
 import { pickRequestId } from './request-id.js';
@@ -64,34 +64,39 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 interface Shared {
   readonly options: RequestHandlerOptions;
   readonly accessLog: AccessLog | undefined;
-  readonly logOptions: AccessLogOptions;
+  /** The `request failed` warnings: written whether or not access lines are on. */
+  readonly failureLog: AccessLog | undefined;
 }
 
 const CONTEXT = Symbol('accounts-gateway.request');
 type CarryingResponse = ServerResponse & { [CONTEXT]?: RequestContext };
 
 /**
- * The connection's byte counters when its previous response ended: a request's bytes are
- * the difference (nginx's $request_length and $bytes_sent), one object per connection.
- */
-const BYTES_MARK = Symbol('accounts-gateway.bytes-mark');
-type MarkedSocket = Socket & { [BYTES_MARK]?: { read: number; written: number } };
-
-/**
  * One request from arrival to close. Its steps are methods and it is the forwarder's
  * Exchange itself, so the hot path allocates this one object and no closure: the close
  * listener is shared and finds the context on the response.
  */
-class RequestContext implements Exchange {
+class RequestContext implements Exchange, ExchangeBytes {
   readonly requestId: string;
   readonly startedAt = performance.now();
+  /**
+   * The client's connection, taken on arrival: undici sets req.socket to null once it has
+   * consumed a request body (its util.destroy), and finish() still needs the socket after.
+   */
+  private readonly socket: Socket;
+  // Set by finish() (see connection-bytes).
+  bytesIn = 0;
+  bytesOut = 0;
   /** The method the route's rules see: a forward-auth check's is the request it names. */
   method: string;
   route = 'none';
   /** Set when the request is a forward-auth check: answered, never forwarded. */
   private checking: ForwardAuthRoute | undefined = undefined;
   identity: Identity | undefined = undefined;
+  /** The failure the error envelope answered. */
   error: GatewayError | undefined = undefined;
+  /** A failure after the head went out: the response was cut, no envelope sent. */
+  private cut: GatewayError | undefined = undefined;
   // The Exchange, once the request is accepted for forwarding.
   path = '';
   headers: OutgoingHttpHeaders = {};
@@ -113,6 +118,7 @@ class RequestContext implements Exchange {
     readonly res: ServerResponse,
   ) {
     this.requestId = pickRequestId(req.headers['x-request-id']);
+    this.socket = req.socket;
     this.method = req.method ?? '';
     const { tracing } = shared.options;
     this.trace = beginTrace(tracing, req.headers.traceparent, req.headers.tracestate);
@@ -167,7 +173,11 @@ class RequestContext implements Exchange {
 
   /** The connected peer's address, normalized (a proxy's, when one is in front). */
   private peer(): string {
-    return normalizeAddress(this.req.socket.remoteAddress ?? '');
+    return normalizeAddress(this.socket.remoteAddress ?? '');
+  }
+
+  private encrypted(): boolean {
+    return (this.socket as Partial<TLSSocket>).encrypted === true;
   }
 
   /**
@@ -217,10 +227,9 @@ class RequestContext implements Exchange {
    * a cache hit; worked out once per request.
    */
   clientAddress(): ClientAddress {
-    const { req } = this;
     this.client ??= resolveClientAddress(
-      req.socket.remoteAddress ?? '',
-      req.headers['x-forwarded-for'],
+      this.socket.remoteAddress ?? '',
+      this.req.headers['x-forwarded-for'],
       this.shared.options.addressing,
     );
     return this.client;
@@ -239,10 +248,8 @@ class RequestContext implements Exchange {
       denied ? undefined : outcome.key,
       denied ? outcome.denied : undefined,
     );
-    if (denied) {
-      this.authFailure = outcome.denied;
+    if (denied)
       return this.onError(this.shared.options.authenticator.refuse(outcome, route.schemes ?? []));
-    }
     this.identity = outcome;
     this.shared.options.metrics.countAuthSuccess(outcome.method);
     // Authenticated, and now authorized: the route's scopes, all of them (RFC 6750 §3.1's
@@ -336,7 +343,7 @@ class RequestContext implements Exchange {
       peer,
       peerTrusted: this.peerTrusted(peer),
       upstreamHost: route.forwarder.upstream.host,
-      encrypted: (req.socket as Partial<TLSSocket>).encrypted === true,
+      encrypted: this.encrypted(),
       traceparent: formatTraceparent(this.trace.traceId, spanId, this.trace.flags),
       tracestate: this.trace.state,
     });
@@ -356,7 +363,13 @@ class RequestContext implements Exchange {
   /** Every failure ends here: the envelope, or a cut connection once the response started. */
   onError(error: unknown): void {
     const failure = toGatewayError(error);
-    this.error = failure;
+    // A refusal's code is its denial's reason, on a proxied route as on the gateway's own
+    // endpoints (a wrong password on POST /auth/token, a key refused on /keys).
+    if (isDenialReason(failure.code)) this.authFailure = failure.code;
+    // Once the head went out no envelope can follow (writeError cuts the connection): the
+    // line then has the cause but no error_code, whichever engine reported the cut.
+    if (this.res.headersSent) this.cut = failure;
+    else this.error = failure;
     // nginx's auth_request hands its config the check's status and headers, never the body:
     // the code lets it answer invalid_path or token_expired rather than guess from the status.
     if (this.checking !== undefined && !this.res.headersSent)
@@ -366,26 +379,22 @@ class RequestContext implements Exchange {
 
   finish(): void {
     const { req, res, error } = this;
-    const { options, accessLog } = this.shared;
+    const { options, accessLog, failureLog } = this.shared;
     const durationMs = performance.now() - this.startedAt;
     const source = this.upstreamStatus === undefined ? 'gateway' : 'upstream';
     options.metrics.observeRequest(this.route, res.statusCode, durationMs / 1000, source);
-    const socket = req.socket as MarkedSocket;
-    const mark = (socket[BYTES_MARK] ??= { read: 0, written: 0 });
-    const { bytesRead, bytesWritten } = socket;
-    const bytesIn = bytesRead - mark.read;
-    const bytesOut = bytesWritten - mark.written;
-    mark.read = bytesRead;
-    mark.written = bytesWritten;
+    takeExchangeBytes(this.socket, this);
     this.spans?.end({
       route: this.route,
       status: res.statusCode,
       target: req.url ?? '',
-      scheme: (req.socket as Partial<TLSSocket>).encrypted === true ? 'https' : 'http',
+      scheme: this.encrypted() ? 'https' : 'http',
       errorCode: error?.code,
       aborted: !res.writableFinished,
     });
-    if (accessLog === undefined && (error === undefined || error.status < 500)) return;
+    const failure = error ?? this.cut;
+    const failed = failure !== undefined && failure.status >= 500;
+    if (accessLog === undefined && !failed) return;
     const entry: AccessEntry = {
       requestId: this.requestId,
       method: this.method,
@@ -395,8 +404,8 @@ class RequestContext implements Exchange {
       durationMs,
       clientAddress: this.clientAddress().address,
       userAgent: req.headers['user-agent'],
-      bytesIn,
-      bytesOut,
+      bytesIn: this.bytesIn,
+      bytesOut: this.bytesOut,
       upstreamStatus: this.upstreamStatus,
       upstreamMs: this.upstreamMs,
       upstreamError: this.upstreamError,
@@ -408,15 +417,10 @@ class RequestContext implements Exchange {
       traceId: this.trace.traceId,
       aborted: !res.writableFinished,
     };
-    // Failures of ours (5xx) are warnings with their cause, whether or not access lines are on.
-    if (error !== undefined && error.status >= 500) {
-      options.logger.warn(
-        { ...toLogFields(entry, this.shared.logOptions), cause: describeFailure(error) },
-        'request failed',
-      );
-    } else {
-      accessLog?.(entry);
-    }
+    // Failures of ours (5xx, or a response cut after its head) are warnings with their cause,
+    // whether or not access lines are on.
+    if (failed) failureLog?.(entry, describeFailure(failure));
+    else accessLog?.(entry);
   }
 }
 
@@ -429,8 +433,8 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
   const logOptions: AccessLogOptions = { query: options.logQuery };
   const shared: Shared = {
     options,
-    logOptions,
     accessLog: options.logRequests ? createAccessLog(options.logger, logOptions) : undefined,
+    failureLog: createAccessLog(options.logger, logOptions, true),
   };
   return (req, res: CarryingResponse) => {
     const context = new RequestContext(shared, req, res);

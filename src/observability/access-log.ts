@@ -39,26 +39,36 @@ export interface AccessLogOptions {
   readonly query: boolean;
 }
 
-export type AccessLog = (entry: AccessEntry) => void;
+/** Writes the request's line; with a cause, the warning that replaces it for a failure. */
+export type AccessLog = (entry: AccessEntry, cause?: string) => void;
 
 /** Client input is cut to these many UTF-16 units before it is written. */
 export const MAX_PATH_CHARS = 1024;
 export const MAX_USER_AGENT_CHARS = 256;
 const MAX_ADDRESS_CHARS = 64;
+/** A cause is the gateway's words about a foreign error: bounded all the same. */
+const MAX_CAUSE_CHARS = 2048;
 
 type Writable = { write(line: string): unknown };
+
+/** DEL and the C1 controls: JSON.stringify leaves them raw (RFC 8259 §7 only requires C0). */
+const C1_CONTROLS = /[\u007f-\u009f]/g;
+const escapeControl = (c: string): string => `\\u00${c.charCodeAt(0).toString(16)}`;
 
 /**
  * `value`, cut to `maxChars`, as a JSON string. Plain printable ASCII without `"` or `\` (the
  * common path and user agent) is quoted as it is; anything else goes through JSON.stringify,
- * which escapes control characters, quotes and backslashes and writes a lone surrogate (one
- * left by the cut, too) as a \u escape, so the line stays one line of valid JSON (RFC 8259 §7).
+ * which escapes C0 controls, quotes and backslashes and writes a lone surrogate (one left by
+ * the cut, too) as a \u escape, so the line stays one line of valid JSON (RFC 8259 §7); DEL
+ * and C1 controls (a Latin-1 user agent's bytes 0x80-0x9F) are escaped here, since a terminal
+ * or a log viewer may act on them.
  */
 export function jsonString(value: string, maxChars: number): string {
   const text = value.length > maxChars ? value.slice(0, maxChars) : value;
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(text);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c)
+      return JSON.stringify(text).replace(C1_CONTROLS, escapeControl);
   }
   return `"${text}"`;
 }
@@ -78,28 +88,38 @@ const roundMs = (ms: number): number => Math.round(ms * 100) / 100;
  * path (field walk, redaction wrapper) costs several microseconds on every request. The
  * fields the client wrote (path, user agent) are escaped and bounded here; no header but the
  * user agent is written, so no Authorization or cookie, and no query unless configured.
- * Undefined when info lines are off.
+ * `failures`: the `request failed` warnings instead (the same fields and a cause), written the
+ * same way so that their path and user agent are escaped alike. Undefined when the level is off.
  */
-export function createAccessLog(logger: Logger, options: AccessLogOptions): AccessLog | undefined {
-  if (!logger.isLevelEnabled('info')) return undefined;
+export function createAccessLog(
+  logger: Logger,
+  options: AccessLogOptions,
+  failures = false,
+): AccessLog | undefined {
+  const level = failures ? 'warn' : 'info';
+  if (!logger.isLevelEnabled(level)) return undefined;
+  const msg = failures ? 'request failed' : 'request';
   const stream = (logger as unknown as Record<symbol, Writable | undefined>)[
     pino.symbols.streamSym
   ];
-  if (stream === undefined) return (entry) => logger.info(toLogFields(entry, options), 'request');
+  if (stream === undefined)
+    return (entry, cause) => logger[level]({ ...toLogFields(entry, options), cause }, msg);
+  const head = `{"level":${failures ? 40 : 30},"time":"`;
+  const tail = `,"msg":"${msg}"}\n`;
   const bindings = Object.entries(logger.bindings())
     .map(([name, value]) => `,${JSON.stringify(name)}:${JSON.stringify(value)}`)
     .join('');
   // toISOString() costs about as much as the rest of the line: reuse it within a millisecond.
   let lastMs = 0;
   let lastIso = '';
-  return (entry) => {
+  return (entry, cause) => {
     const nowMs = Date.now();
     if (nowMs !== lastMs) {
       lastMs = nowMs;
       lastIso = new Date(nowMs).toISOString();
     }
     // Field by field, no intermediate object: the same fields and order as toLogFields().
-    let line = `{"level":30,"time":"${lastIso}"${bindings},"request_id":${JSON.stringify(entry.requestId)}`;
+    let line = `${head}${lastIso}"${bindings},"request_id":${JSON.stringify(entry.requestId)}`;
     line += `,"method":${JSON.stringify(entry.method)}`;
     line += `,"path":${jsonString(logPath(entry.target, options.query), MAX_PATH_CHARS)}`;
     line += `,"route":${JSON.stringify(entry.route)}`;
@@ -118,7 +138,8 @@ export function createAccessLog(logger: Logger, options: AccessLogOptions): Acce
     if (entry.errorCode !== undefined) line += `,"error_code":"${entry.errorCode}"`;
     if (entry.traceId !== undefined) line += `,"trace_id":"${entry.traceId}"`;
     if (entry.aborted) line += ',"aborted":true';
-    stream.write(`${line},"msg":"request"}\n`);
+    if (cause !== undefined) line += `,"cause":${jsonString(cause, MAX_CAUSE_CHARS)}`;
+    stream.write(line + tail);
   };
 }
 

@@ -115,26 +115,38 @@ export function createHttpProxyForwarder(
     if (state !== undefined) upstreamEnded(state.exchange, observer);
   }
 
-  // A reset after the headers went out must reach the client as a cut connection, never as
-  // a response that ends cleanly and looks complete.
+  // A reset after the headers went out must reach the client as a cut connection (onError
+  // destroys it once the head is sent), never as a response that ends cleanly and looks
+  // complete; it is reported as the undici engine reports it, through onError.
   function onUpstreamClose(this: CarryingRequest): void {
     const state = this[STATE];
     if (state === undefined || this.complete) return;
     // Cut by the client (http-proxy-3 then aborts the upstream request): not the upstream's failure.
-    if (!state.res.destroyed)
-      upstreamFailed(state.exchange, observer, state.timedOut ? 'timeout' : 'reset');
-    state.res.destroy();
+    if (state.res.destroyed) return;
+    upstreamFailed(state.exchange, observer, state.timedOut ? 'timeout' : 'reset');
+    state.exchange.onError(failure(state, this.errored ?? new Error('upstream response cut')));
+  }
+
+  /** 504 for a timeout (ours, or the connect timeout's), else 502. */
+  function failure(state: ExchangeState, error: Error): GatewayError {
+    // http-proxy-3 reports our own timer as ECONNRESET "socket hang up": say what happened.
+    if (state.timedOut) {
+      const cause = new Error(`no data from the upstream within ${upstream.timeoutMs} ms`);
+      cause.name = 'UpstreamTimeout';
+      return new GatewayError('upstream_timeout', { cause });
+    }
+    const code = (error as NodeJS.ErrnoException).code;
+    const timedOut = code === 'ECONNECT_TIMEOUT';
+    return new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', {
+      cause: error,
+    });
   }
 
   const onProxyError = (error: Error, req: CarryingRequest): void => {
     const state = req[STATE];
     if (state === undefined) return;
-    const code = (error as NodeJS.ErrnoException).code;
-    const timedOut = state.timedOut || code === 'ECONNECT_TIMEOUT';
     upstreamFailed(state.exchange, observer, upstreamErrorKind(error, state.timedOut));
-    state.exchange.onError(
-      new GatewayError(timedOut ? 'upstream_timeout' : 'upstream_unavailable', { cause: error }),
-    );
+    state.exchange.onError(failure(state, error));
   };
 
   return {

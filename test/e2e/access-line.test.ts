@@ -7,7 +7,8 @@ import { gatewayYaml } from '../support/gateway-yaml.js';
 import { rawRequest } from '../support/raw-request.js';
 import { freePort } from '../support/redis-server.js';
 import { scrapeMetric } from '../support/scrape-metric.js';
-import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { JSON_TYPE, send } from '../support/send.js';
 
 // The access line (issue 16 point 1) as an operator reads it off the built gateway's log,
 // and the upstream metrics moved by the same requests (point 2), on both engines: a proxied
@@ -18,16 +19,24 @@ const SECRET = 'access-line-secret-0123456789abcdef';
 const prefix = uniquePrefix('accessline');
 const USER_AGENT = 'probe/1.0 "quoted" \\ and more';
 
+const USER = { username: 'lena-web', subject: 'lena', password: 'lena-web-password-0123' };
+
 let upstream: EchoUpstream;
 
 beforeAll(async () => {
   upstream = await startEchoUpstream();
   upstream.respondWith((req, res) => {
+    // Called once the body has been read whole: the last request recorded is this one.
+    if (req.method === 'POST') {
+      res.end(`received ${upstream.received.at(-1)?.body.length ?? 0} bytes`);
+      return;
+    }
     const found = req.url?.startsWith('/accounts/missing') !== true;
     res.writeHead(found ? 200 : 404, { 'content-type': 'text/plain' });
     res.end(found ? 'found' : 'no such account');
   });
   await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'lena' });
+  await putUser(inject('redisUrl'), prefix, USER);
 });
 
 afterAll(async () => {
@@ -63,6 +72,7 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
             {
               name: 'accounts',
               paths: ['/accounts', '/accounts/'],
+              methods: ['GET', 'POST'],
               upstream: 'accounts',
               upstreamPath: '/accounts',
             },
@@ -88,17 +98,22 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
   async function exchange(
     target: string,
     authorization: string,
-  ): Promise<{ status: number; sent: number; received: number; line: LogLine }> {
+    body?: string,
+  ): Promise<{ status: number; body: string; sent: number; received: number; line: LogLine }> {
     run += 1;
     const requestId = `access-line-${engine}-${run}`;
+    const method = body === undefined ? 'GET' : 'POST';
+    const framing = body === undefined ? '' : `Content-Length: ${body.length}\r\n`;
     const head =
-      `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${authorization}\r\n` +
+      `${method} ${target} HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${authorization}\r\n` +
       `User-Agent: ${USER_AGENT}\r\nX-Forwarded-For: 198.51.100.1, 203.0.113.9\r\n` +
-      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n`;
-    const answer = await rawRequest(gateway.port, head);
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n${framing}\r\n`;
+    const bytes = head + (body ?? '');
+    const answer = await rawRequest(gateway.port, bytes);
     return {
       status: answer.status,
-      sent: Buffer.byteLength(head, 'latin1'),
+      body: answer.body,
+      sent: Buffer.byteLength(bytes, 'latin1'),
       received: Buffer.byteLength(answer.raw, 'latin1'),
       line: await lineOf(gateway, requestId),
     };
@@ -140,6 +155,17 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
     expect(JSON.stringify(line)).not.toMatch(/hidden|authorization|Basic /i);
   });
 
+  it('forwards a request body, counts it in bytes_in and stays up for the next request', async () => {
+    const body = 'x'.repeat(1000);
+    const posted = await exchange('/accounts', good, body);
+    expect([posted.status, posted.body]).toEqual([200, 'received 1000 bytes']);
+    expect(posted.line).toMatchObject({ method: 'POST', status: 200, bytes_in: posted.sent });
+    // undici sets req.socket to null once it has consumed the body: this crashed the process.
+    const next = await exchange('/accounts', good);
+    expect([next.status, next.line.status]).toEqual([200, 200]);
+    expect(gateway.child.exitCode).toBeNull();
+  });
+
   it("writes the upstream's 404 as its status, counted with source upstream", async () => {
     const series = 'gateway_requests_total{route="account-items",status="404",source="upstream"}';
     const { result, moved } = await moving([series], () => exchange('/accounts/missing', good));
@@ -172,6 +198,29 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
     expect(moved).toEqual([1]);
   });
 
+  it('writes the reason a password was refused on POST /auth/token, for a wrong password and an unknown user', async () => {
+    const lines: LogLine[] = [];
+    for (const username of [USER.username, 'nobody-by-this-name']) {
+      run += 1;
+      const requestId = `access-line-token-${engine}-${run}`;
+      const answer = await send(gateway.url, '/auth/token', {
+        method: 'POST',
+        headers: { ...JSON_TYPE, 'x-request-id': requestId },
+        body: JSON.stringify({ username, password: 'not-the-password' }),
+      });
+      expect(answer.status).toBe(401);
+      lines.push(await lineOf(gateway, requestId));
+    }
+    for (const line of lines)
+      expect(line).toMatchObject({
+        msg: 'request',
+        route: 'token',
+        status: 401,
+        auth_failure: 'invalid_credentials',
+        error_code: 'invalid_credentials',
+      });
+  });
+
   it('writes the error kind of a refused upstream and counts it', async () => {
     const errors = 'gateway_upstream_errors_total{upstream="down",kind="connect_refused"}';
     const answered = 'gateway_requests_total{route="down",status="502",source="gateway"}';
@@ -189,6 +238,38 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
     expect(line).not.toHaveProperty('upstream_status');
     expect(moved).toEqual([1, 1]);
   });
+
+  it.each([
+    ['a NUL in a header value', 'GET /accounts HTTP/1.1\r\nHost: x\r\nUser-Agent: a\x00b\r\n\r\n'],
+    ['bytes over 0x7F in the target', 'GET /accounts/\xff\xc3 HTTP/1.1\r\nHost: x\r\n\r\n'],
+  ])(
+    "counts and logs a request Node's parser refused, with %s, as a 400 of route none",
+    async (_what, head) => {
+      const series = 'gateway_requests_total{route="none",status="400",source="gateway"}';
+      const { result: answer, moved } = await moving([series], () =>
+        rawRequest(gateway.port, head),
+      );
+      expect(answer.status).toBe(400);
+      const requestId = answer.headers['x-request-id'];
+      expect(requestId).toBeTypeOf('string');
+      const line = await lineOf(gateway, requestId as string);
+      // The head did not parse: no method, path or user agent, the peer's address.
+      expect(line).toMatchObject({
+        msg: 'request',
+        method: '',
+        path: '',
+        route: 'none',
+        status: 400,
+        client_address: '127.0.0.1',
+        bytes_in: Buffer.byteLength(head, 'latin1'),
+        bytes_out: Buffer.byteLength(answer.raw, 'latin1'),
+        error_code: 'bad_request',
+      });
+      expect(line).not.toHaveProperty('user_agent');
+      expect(moved).toEqual([1]);
+      expect(gateway.child.exitCode).toBeNull();
+    },
+  );
 
   it("times the upstream's responses in its histogram", async () => {
     const count = 'gateway_upstream_request_duration_seconds_count{upstream="accounts"}';

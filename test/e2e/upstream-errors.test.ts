@@ -6,6 +6,7 @@ import type { ErrorCode } from '../../src/errors/error-codes.js';
 import { basicHeader } from '../support/basic-header.js';
 import { ECHO_BODY, startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError, GENERATED_REQUEST_ID } from '../support/expect-gateway-error.js';
+import { untilLog, type LogLine } from '../support/gateway-logs.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { openIdleConnection } from '../support/idle-connection.js';
@@ -168,6 +169,14 @@ async function expectEnvelope(
   expectGatewayError(answer, code, { message });
 }
 
+/** The warning a failed request logs instead of its access line. */
+const failedLine = (requestId: string): Promise<LogLine> =>
+  untilLog(
+    gateway,
+    `the warning of ${requestId}`,
+    (line) => line.msg === 'request failed' && line.request_id === requestId,
+  );
+
 /** One request over a raw socket, read until the gateway closes the connection. */
 function rawUntilClose(port: number, bytes: string) {
   return rawRequest(port, bytes, { untilClosed: true });
@@ -217,6 +226,17 @@ describe('when the upstream fails before answering', () => {
     expect(idleClosedBefore).toBe(false);
   });
 
+  it("logs the 504 with the gateway's own timeout as its cause, not a reset", async () => {
+    const res = await get('/accounts', 'timeout-cause-1');
+    expect(res.status).toBe(504);
+    await res.arrayBuffer();
+    const line = await failedLine('timeout-cause-1');
+    expect(line).toMatchObject({ upstream_error: 'timeout', error_code: 'upstream_timeout' });
+    // http-proxy-3 reports its proxy timer as ECONNRESET "socket hang up".
+    expect(line.cause).toMatch(/timeout/i);
+    expect(line.cause).not.toMatch(/hang up|ECONNRESET/);
+  });
+
   it('answers 502 upstream_unavailable when the upstream replies with garbage bytes', async () => {
     await expectEnvelope(
       await get('/garbage'),
@@ -248,6 +268,23 @@ describe('when the upstream fails after its headers', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-length')).toBe('1000');
     await expect(res.text()).rejects.toThrow();
+  });
+
+  it('logs a response cut after its head as a warning with upstream_error, aborted and the cause, without an error_code', async () => {
+    const res = await get('/partial', 'cut-line-1');
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    const line = await failedLine('cut-line-1');
+    expect(line).toMatchObject({
+      level: 40,
+      status: 200,
+      upstream_status: 200,
+      upstream_error: 'reset',
+      aborted: true,
+    });
+    expect(line.cause).toBeTypeOf('string');
+    // No envelope was sent: the client got the upstream's 200 head and a cut body.
+    expect(line).not.toHaveProperty('error_code');
   });
 
   it('closes a raw connection before Content-Length bytes have arrived', async () => {

@@ -74,15 +74,19 @@ function exitOf(gateway: GatewayProcess): Promise<{ code: number | null; signal:
 let requestCount = 0;
 const nextRequestId = (what: string): string => `${what}-${(requestCount += 1)}`;
 
-/** A GET on a fresh connection: the next request may reach the other worker. */
+/** A request (a GET unless `body` is given) on a fresh connection: the next may reach the other worker. */
 async function freshGet(
   gateway: GatewayProcess,
   path: string,
   headers: Record<string, string>,
   what = 'req',
+  body?: string,
 ): Promise<{ answer: HttpAnswer; pid: Promise<number> }> {
   const id = nextRequestId(what);
-  const answer = await send(gateway.url, path, { headers: { ...headers, 'x-request-id': id } });
+  const answer = await send(gateway.url, path, {
+    headers: { ...headers, 'x-request-id': id },
+    ...(body === undefined ? {} : { method: 'POST', body }),
+  });
   return { answer, pid: servedBy(gateway, id) };
 }
 
@@ -96,13 +100,14 @@ async function onBothWorkers(
   path: string,
   headers: Record<string, string>,
   status: number,
+  body?: string,
 ): Promise<Set<number>> {
   const seen = new Set<number>();
   // In batches: a worker's log lines come every 500 ms, so wait for a batch's at once.
   for (let batch = 0; batch < 6 && seen.size < 2; batch += 1) {
     const pids: Promise<number>[] = [];
     for (let i = 0; i < 6; i += 1) {
-      const { answer, pid } = await freshGet(gateway, path, headers);
+      const { answer, pid } = await freshGet(gateway, path, headers, 'req', body);
       expect(answer.status, answer.body).toBe(status);
       pids.push(pid);
     }
@@ -211,7 +216,15 @@ describe('serve --workers 2 on one Redis', () => {
             upstream: 'accounts',
             upstreamPath: '/accounts',
           },
+          {
+            name: 'posts',
+            paths: ['/posts'],
+            methods: ['POST'],
+            upstream: 'posts',
+            upstreamPath: '/accounts',
+          },
         ],
+        upstreams: { posts: { url: upstream.url, engine: 'undici' } },
       },
     });
 
@@ -246,6 +259,14 @@ describe('serve --workers 2 on one Redis', () => {
     expect(listening.map((line) => line.port)).toEqual([gateway.port, gateway.port]);
     const served = await onBothWorkers(gateway, '/accounts', basic, 200);
     expect([...served].sort()).toEqual([...workers].sort());
+  });
+
+  it('a POST with a body through the undici engine leaves both workers running', async () => {
+    const workers = await workerPidsAtStart(gateway);
+    // undici sets req.socket to null once it has consumed the body: each POST killed a worker.
+    const served = await onBothWorkers(gateway, '/posts', basic, 200, 'a body');
+    expect([...served].sort()).toEqual([...workers].sort());
+    expect(gateway.logs.filter((line) => line.msg === 'worker died')).toEqual([]);
   });
 
   it('/metrics on the one admin port sums the requests of both workers', async () => {

@@ -283,18 +283,21 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     ]);
   });
 
-  it('records and counts a reset after the headers as an upstream reset', async () => {
+  it('records, counts and reports a reset after the headers as an upstream reset', async () => {
     const upstream = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100' });
       res.write('part', () => res.destroy());
     });
-    const { port, exchanges, observed } = await front(engine, await listen(upstream));
+    const { port, errors, exchanges, observed } = await front(engine, await listen(upstream));
     await send(port, {}).catch(() => undefined);
     await vi.waitFor(() => expect(observed.errors).toEqual(['reset']));
     expect([upstreamFields(exchanges[0]), observed.seconds]).toEqual([
       [200, 'number', 'reset'],
       [],
     ]);
+    // Through onError on every engine, so the request's line reads the same (its cause).
+    await vi.waitFor(() => expect(errors.map((e) => e.code)).toEqual(['upstream_unavailable']));
+    expect(errors[0]?.cause).toBeInstanceOf(Error);
   });
 
   it('records and counts an upstream silent past the timeout once, as a timeout', async () => {

@@ -160,6 +160,38 @@ describe('createAccessLog', () => {
     ]);
   });
 
+  it('writes DEL and the C1 controls of a Latin-1 user agent and path as \\u escapes, never raw', () => {
+    const { lines, logger } = capture();
+    // NEL (U+0085) is a line break to some log viewers; CSI (U+009B) starts a terminal sequence.
+    const userAgent = 'agent\u0085\u009b2J\u007f\u0080\u009f';
+    createAccessLog(logger, QUERY_OFF)?.({ ...entry, userAgent, target: `/a${userAgent}` });
+    expect(lines[0]).toContain('"user_agent":"agent\\u0085\\u009b2J\\u007f\\u0080\\u009f"');
+    expect(lines[0]).not.toMatch(/[\u007f-\u009f]/);
+    const parsed = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+    expect([parsed.user_agent, parsed.path]).toEqual([userAgent, `/a${userAgent}`]);
+  });
+
+  it('writes a failure as the request failed warning: level 40, the same fields, its cause, escaped alike', () => {
+    const { lines, logger } = capture('warn');
+    const failed = {
+      ...entry,
+      status: 502,
+      userAgent: 'agent\u0085',
+      errorCode: 'upstream_unavailable' as const,
+    };
+    createAccessLog(logger, QUERY_OFF, true)?.(failed, 'Error ECONNREFUSED: connect refused');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/[\u007f-\u009f]/);
+    expect(JSON.parse(lines[0] ?? '')).toEqual({
+      level: 40,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
+      service: 'accounts-gateway',
+      ...JSON.parse(JSON.stringify(toLogFields(failed, QUERY_OFF))),
+      cause: 'Error ECONNREFUSED: connect refused',
+      msg: 'request failed',
+    });
+  });
+
   it('cuts a 10 KB user agent and a long path to their bounds', () => {
     const parsed = lineFor({
       ...entry,
@@ -193,6 +225,10 @@ describe('jsonString', () => {
   it('writes what JSON.stringify writes for anything else', () => {
     for (const value of ['a"b', 'a\\b', 'tab\there', 'é', '\ud83d\ude00', '\udc00'])
       expect(jsonString(value, 256)).toBe(JSON.stringify(value));
+  });
+
+  it('escapes DEL and the C1 controls, which JSON.stringify leaves raw', () => {
+    expect(jsonString('a\u007f\u0080\u009f\u00a0é', 256)).toBe('"a\\u007f\\u0080\\u009f\u00a0é"');
   });
 
   it('stays valid JSON when the cut splits a surrogate pair', () => {
