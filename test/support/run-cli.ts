@@ -47,8 +47,9 @@ export function runCommand(
     commands.add(child);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Decoded as a stream, so a character split between two chunks comes out whole.
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     // The command may exit (a usage error) before it reads stdin.
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.stdin ?? '');
