@@ -1,9 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfigFile } from '../../../src/config/load-config.js';
+import { NGINX, proxyTestsRun } from '../../support/proxy-process.js';
 
 // No Docker engine runs the tests: config/compose.yaml is held against what it relies on
 // instead (the Dockerfile, the gateway's schema, the nginx example and its own services).
@@ -126,6 +129,36 @@ describe('config/compose.yaml', () => {
     expect(example).toContain(`proxy_pass http://127.0.0.1:${servicePort};`);
     // nginx comes from the shared loopback: the gateway trusts it, and only it.
     expect(gatewayConfig().server.trustedProxies).toEqual(['127.0.0.1']);
+  });
+
+  it.runIf(proxyTestsRun(NGINX))('mounts files nginx accepts together in its http block', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'compose-nginx-'));
+    try {
+      // The image includes conf.d/*.conf inside `http { }`; `nginx -t` binds nothing.
+      const includes = (nginx?.volumes ?? []).map(
+        (volume) => `  include ${join(CONFIG, volume.split(':')[0] ?? '')};`,
+      );
+      const conf = join(dir, 'nginx.conf');
+      writeFileSync(
+        conf,
+        [
+          `pid ${join(dir, 'nginx.pid')};`,
+          `error_log ${join(dir, 'error.log')};`,
+          'events {}',
+          'http {',
+          ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+            (kind) => `  ${kind}_temp_path ${join(dir, kind)};`,
+          ),
+          ...includes,
+          '}',
+        ].join('\n'),
+      );
+      expect(() =>
+        execFileSync(NGINX, ['-t', '-q', '-p', dir, '-c', conf], { stdio: 'pipe' }),
+      ).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
