@@ -3,6 +3,8 @@
 #   docker run --rm -p 8080:8080 accounts-gateway                  # the embedded demo
 #   docker run --rm -p 8080:8080 -e GATEWAY_REDIS_URL=redis://redis:6379 accounts-gateway
 #   docker run --rm -v "$PWD/my.yaml:/app/config/gateway.yaml:ro" accounts-gateway check
+#   docker run --rm -p 8080:8080 -p 127.0.0.1:9090:9090 -e GATEWAY_ADMIN_HOST=0.0.0.0 accounts-gateway
+# With its Redis and the nginx example: docker compose -f config/compose.yaml up --build --wait
 
 # --- deps: every dependency (dev included), for the build --------------------------------
 FROM node:24-bookworm-slim AS deps
@@ -33,8 +35,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # config/gateway.yaml binds the API to ${GATEWAY_HOST:-127.0.0.1}: listen on every interface
-# in the container. The admin port stays on loopback (admin.host defaults to 127.0.0.1): it
-# serves the HEALTHCHECK below, from inside the container.
+# in the container. The admin port stays on loopback (${GATEWAY_ADMIN_HOST:-127.0.0.1}): it
+# serves the HEALTHCHECK below, from inside the container; EXPOSE 9090 reaches it once
+# GATEWAY_ADMIN_HOST=0.0.0.0 is set (keep that port private: it has no authentication).
 ENV GATEWAY_HOST=0.0.0.0
 USER node
 EXPOSE 8080 9090
