@@ -8,6 +8,7 @@ import {
   parseScopesOption,
   removeUserCommand,
   revokeKeyCommand,
+  showKeyCommand,
   withStore,
   type Output,
 } from './commands/admin-commands.js';
@@ -19,6 +20,7 @@ import {
 } from './commands/config-options.js';
 import { checkConnections } from './commands/check-connections.js';
 import { checkKeyMaterial } from './commands/check-key-material.js';
+import { checkCostOption, hashPasswordCommand } from './commands/hash-password.js';
 import { migrateCommand } from './commands/migrate-command.js';
 import { readPassword } from './commands/read-password.js';
 import { oneGateway } from './commands/serve.js';
@@ -160,9 +162,27 @@ async function main(argv: string[]): Promise<number> {
         .command(
           'list',
           "List a subject's pairs (never a secret)",
-          (c) => withJson(c).option('subject', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .option('subject', { type: 'string', demandOption: true })
+              .example(
+                '$0 keys list --subject alice',
+                'key, status, created, expiry, scopes, label',
+              ),
           (args) =>
             runAdmin(args, (_config, store, out) => listKeysCommand(store, out, args.subject)),
+        )
+        .command(
+          'show <key>',
+          'Show one pair (never its secret or hash)',
+          (c) =>
+            withJson(c)
+              .positional('key', { type: 'string', demandOption: true })
+              .example(
+                '$0 keys show ak_... --json',
+                'the pair as GET /keys shows it, with its subject',
+              ),
+          (args) => runAdmin(args, (_config, store, out) => showKeyCommand(store, out, args.key)),
         )
         .command(
           'revoke <key>',
@@ -170,7 +190,7 @@ async function main(argv: string[]): Promise<number> {
           (c) => withJson(c).positional('key', { type: 'string', demandOption: true }),
           (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
         )
-        .demandCommand(1, 'Name a keys command: create, list or revoke.'),
+        .demandCommand(1, 'Name a keys command: create, list, show or revoke.'),
     )
     .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
       y
@@ -223,6 +243,27 @@ async function main(argv: string[]): Promise<number> {
         .demandCommand(1, 'Name a users command: add, passwd or remove.'),
     )
     .command(
+      'hash-password',
+      'Print a bcrypt hash of a secret read from stdin or a prompt (for the web application)',
+      (c) =>
+        withConfigOptions(c)
+          .option('cost', {
+            type: 'number',
+            describe: 'bcrypt cost (default: credentials.bcryptCost of the configuration)',
+          })
+          .example('$0 hash-password < secret.txt', 'its first line, at the configured cost')
+          .example('$0 hash-password --cost 12', 'asks twice without echo, then prints the hash'),
+      async (args) => {
+        // The cost is checked before a prompt asks for anything.
+        const cost =
+          args.cost === undefined
+            ? loadConfigFromArgs(args).credentials.bcryptCost
+            : checkCostOption(args.cost);
+        const secret = await readPassword();
+        await hashPasswordCommand(secret, cost, (text) => process.stdout.write(text));
+      },
+    )
+    .command(
       'migrate',
       'Move pairs and users from the single-slot key layout (singleSlotPrefix); a dry run without --apply',
       (c) =>
@@ -237,7 +278,7 @@ async function main(argv: string[]): Promise<number> {
         await migrateCommand(config, output, args.apply);
       },
     )
-    .demandCommand(1, 'Name a command: serve, check, keys, users or migrate.')
+    .demandCommand(1, 'Name a command: serve, check, keys, users, hash-password or migrate.')
     .strict()
     .help()
     .fail((message, error) => {
