@@ -77,49 +77,64 @@ async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
     .scriptName('accounts-gateway')
-    .command('serve', 'Run the gateway', withWorkersOption, async (args) => {
-      const slot = await workerSlot();
-      if (slot !== undefined) {
-        // A worker of `serve --workers`: its configuration comes from the primary.
-        const { serveWorker } = await import('./workers/worker.js');
+    .command(
+      'serve',
+      'Run the gateway',
+      (y) =>
+        withWorkersOption(y)
+          .example('$0 serve -c gateway.yaml', 'serve with this configuration')
+          .example('$0 serve --workers auto', 'one process per core on the API port'),
+      async (args) => {
+        const slot = await workerSlot();
+        if (slot !== undefined) {
+          // A worker of `serve --workers`: its configuration comes from the primary.
+          const { serveWorker } = await import('./workers/worker.js');
+          serving = true;
+          exitCode = await serveWorker(slot);
+          return;
+        }
+        const config = loadServeConfig(args);
+        await checkKeyMaterial(config, args.config, { startFiles: true });
+        // SIGHUP validates what a start does, key material included, but for the files only a
+        // start reads (see KeyMaterialScope).
+        const reloadConfig = async (): Promise<GatewayConfig> => {
+          const next = loadServeConfig(args);
+          await checkKeyMaterial(next, args.config, { startFiles: false });
+          return next;
+        };
+        const { workers } = config.server;
+        const primary = workers === 1 ? undefined : await import('./workers/primary.js');
+        const count = primary?.resolveWorkerCount(workers) ?? 1;
+        const set = count > 1 ? primary : undefined;
+        const { level } = config.logging;
+        const logger = set === undefined ? createLogger(level) : set.primaryLogger(level);
+        // The supervisor resolves or rejects only after its log lines are written.
         serving = true;
-        exitCode = await serveWorker(slot);
-        return;
-      }
-      const config = loadServeConfig(args);
-      await checkKeyMaterial(config, args.config, { startFiles: true });
-      // SIGHUP validates what a start does, key material included, but for the files only a
-      // start reads (see KeyMaterialScope).
-      const reloadConfig = async (): Promise<GatewayConfig> => {
-        const next = loadServeConfig(args);
-        await checkKeyMaterial(next, args.config, { startFiles: false });
-        return next;
-      };
-      const { workers } = config.server;
-      const primary = workers === 1 ? undefined : await import('./workers/primary.js');
-      const count = primary?.resolveWorkerCount(workers) ?? 1;
-      const set = count > 1 ? primary : undefined;
-      const { level } = config.logging;
-      const logger = set === undefined ? createLogger(level) : set.primaryLogger(level);
-      // The supervisor resolves or rejects only after its log lines are written.
-      serving = true;
-      exitCode = await supervise({
-        config,
-        reloadConfig,
-        logger,
-        target: (resolved) =>
-          set === undefined ? oneGateway(resolved, logger) : set.workerSet(resolved, count, logger),
-      });
-    })
+        exitCode = await supervise({
+          config,
+          reloadConfig,
+          logger,
+          target: (resolved) =>
+            set === undefined
+              ? oneGateway(resolved, logger)
+              : set.workerSet(resolved, count, logger),
+        });
+      },
+    )
     .command(
       'check',
       'Validate a configuration file and exit',
       (y) =>
-        withWorkersOption(y).option('connect', {
-          type: 'boolean',
-          default: false,
-          describe: 'also try Redis and every upstream, and say what answered',
-        }),
+        withWorkersOption(y)
+          .option('connect', {
+            type: 'boolean',
+            default: false,
+            describe: 'also try Redis and every upstream, and say what answered',
+          })
+          .example(
+            '$0 check -c gateway.yaml --connect',
+            'validate, then try Redis and the upstreams',
+          ),
       async (args) => {
         const config = loadServeConfig(args);
         await checkKeyMaterial(config, args.config, { startFiles: true });
@@ -145,7 +160,11 @@ async function main(argv: string[]): Promise<number> {
                 type: 'string',
                 describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
               })
-              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' }),
+              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' })
+              .example(
+                '$0 keys create --subject alice --expires 90d --scopes read',
+                'prints the secret once',
+              ),
           (args) =>
             runAdmin(args, (config, store, out) =>
               createKeyCommand(
@@ -187,9 +206,13 @@ async function main(argv: string[]): Promise<number> {
         .command(
           'revoke <key>',
           'Revoke a pair on every gateway at once',
-          (c) => withJson(c).positional('key', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .positional('key', { type: 'string', demandOption: true })
+              .example('$0 keys revoke ak_...', 'refused by every gateway at once'),
           (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
         )
+        .example('$0 keys list --subject alice', "the subject's pairs")
         .demandCommand(1, 'Name a keys command: create, list, show or revoke.'),
     )
     .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
@@ -204,7 +227,11 @@ async function main(argv: string[]): Promise<number> {
               .option('scopes', {
                 type: 'string',
                 describe: 'scopes of the user’s tokens, comma-separated',
-              }),
+              })
+              .example(
+                '$0 users add alice --subject alice < password.txt',
+                'the password from a file',
+              ),
           async (args) => {
             const scopes = parseScopesOption(args.scopes);
             const password = await readPassword();
@@ -216,7 +243,10 @@ async function main(argv: string[]): Promise<number> {
         .command(
           'passwd <username>',
           "Change a user's password (read from stdin or a prompt)",
-          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .positional('username', { type: 'string', demandOption: true })
+              .example('$0 users passwd alice', 'asks twice without echo'),
           async (args) => {
             const password = await readPassword();
             await runAdmin(args, (config, store, out) =>
@@ -234,12 +264,14 @@ async function main(argv: string[]): Promise<number> {
                 type: 'boolean',
                 default: false,
                 describe: "also revoke every active pair of the user's subject, on every gateway",
-              }),
+              })
+              .example('$0 users remove alice --revoke-keys', "and revoke the subject's pairs"),
           (args) =>
             runAdmin(args, (_config, store, out) =>
               removeUserCommand(store, out, args.username, args.revokeKeys),
             ),
         )
+        .example('$0 users passwd alice', 'change a password')
         .demandCommand(1, 'Name a users command: add, passwd or remove.'),
     )
     .command(
@@ -267,17 +299,23 @@ async function main(argv: string[]): Promise<number> {
       'migrate',
       'Move pairs and users from the single-slot key layout (singleSlotPrefix); a dry run without --apply',
       (c) =>
-        withJson(c).option('apply', {
-          type: 'boolean',
-          default: false,
-          describe: 'move them (without it, only say what would move)',
-        }),
+        withJson(c)
+          .option('apply', {
+            type: 'boolean',
+            default: false,
+            describe: 'move them (without it, only say what would move)',
+          })
+          .example('$0 migrate', 'say what would move')
+          .example('$0 migrate --apply', 'move it'),
       async (args) => {
         const config = loadConfigFromArgs(args);
         const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
         await migrateCommand(config, output, args.apply);
       },
     )
+    // `completion` prints a bash/zsh script that completes commands and options.
+    .completion('completion', 'Print a shell completion script (source it from ~/.bashrc)')
+    .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
     .demandCommand(1, 'Name a command: serve, check, keys, users, hash-password or migrate.')
     .strict()
     .help()
