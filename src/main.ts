@@ -5,6 +5,7 @@ import {
   changePasswordCommand,
   createKeyCommand,
   listKeysCommand,
+  listUsersCommand,
   parseScopesOption,
   removeUserCommand,
   revokeKeyCommand,
@@ -241,6 +242,13 @@ async function main(argv: string[]): Promise<number> {
           },
         )
         .command(
+          'list',
+          'List every user (never a password hash)',
+          (c) =>
+            withJson(c).example('$0 users list --json', 'username, subject, created_at, scopes'),
+          (args) => runAdmin(args, (config, store, out) => listUsersCommand(config, store, out)),
+        )
+        .command(
           'passwd <username>',
           "Change a user's password (read from stdin or a prompt)",
           (c) =>
@@ -272,7 +280,7 @@ async function main(argv: string[]): Promise<number> {
             ),
         )
         .example('$0 users passwd alice', 'change a password')
-        .demandCommand(1, 'Name a users command: add, passwd or remove.'),
+        .demandCommand(1, 'Name a users command: add, list, passwd or remove.'),
     )
     .command(
       'hash-password',

@@ -11,6 +11,7 @@ import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
 import { RedisUnavailableError } from '../backends/redis/client.js';
+import { listUsernames } from '../backends/redis/usernames.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
@@ -298,5 +299,34 @@ export async function removeUserCommand(
     output,
     { username, removed: true, subject, revoked_keys: revoked, active_keys: left },
     human,
+  );
+}
+
+/** Every user: name, subject, creation and scopes (never the password hash), by name. */
+export async function listUsersCommand(
+  config: GatewayConfig,
+  store: CredentialStore,
+  output: Output,
+): Promise<void> {
+  const usernames = await asCliFailure(() => listUsernames(adminRedisConfig(config)));
+  const users = [];
+  for (const username of usernames) {
+    // Removed since the scan: not listed.
+    const user = await store.getUser(username);
+    if (user !== undefined) users.push(user);
+  }
+  print(
+    output,
+    users.map((u) => ({
+      username: u.username,
+      subject: u.subject,
+      created_at: u.createdAt,
+      scopes: u.scopes,
+    })),
+    users.length === 0
+      ? 'no users'
+      : users
+          .map((u) => `${u.username}  ${u.subject}  ${u.createdAt}  scopes ${scopesText(u.scopes)}`)
+          .join('\n'),
   );
 }

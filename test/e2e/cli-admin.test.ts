@@ -15,7 +15,7 @@ import { generateSigningKey } from '../support/generate-signing-key.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
-import { uniquePrefix } from '../support/seed-redis.js';
+import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
 import { issueToken, JSON_TYPE, send } from '../support/send.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -236,6 +236,62 @@ describe('users add | passwd | remove', () => {
     });
     const token = await issueToken(gateway.url, 'gina', 'gina-password-1');
     expect(decodeJwt(token).scope).toBe('accounts:read keys');
+  });
+
+  it('lists every user by name, also those still in the single-slot layout, never a password hash, in text and with --json', async () => {
+    const keyPrefix = uniquePrefix('cliusers');
+    const singleSlotPrefix = uniqueSingleSlotPrefix('cliusers');
+    const config = writeConfig(
+      gatewayYaml({ config: { credentials: { redis: { keyPrefix, singleSlotPrefix } } } }),
+    );
+    const users = (args: string[], stdin?: string) =>
+      runCli(['users', ...args, '--config', config, '--redis-url', redisUrl], {
+        ...(stdin === undefined ? {} : { stdin }),
+      });
+    expect(await users(['list'])).toEqual({ code: 0, stdout: 'no users\n', stderr: '' });
+    expect((await users(['add', 'bob', '--subject', 'sub-bob'], 'password-b\n')).code).toBe(0);
+    expect(
+      (
+        await users(
+          ['add', 'alice', '--subject', 'sub-a', '--scopes', 'read,write'],
+          'password-a\n',
+        )
+      ).code,
+    ).toBe(0);
+    const redis = new Redis(redisUrl);
+    try {
+      await redis.hset(`${singleSlotPrefix}user:carol`, {
+        password_hash: await bcrypt.hash('password-c', 4),
+        subject: 'sub-c',
+        created_at: '2026-01-02T03:04:05.000Z',
+        scopes: '',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    const human = await users(['list']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(
+      /^alice {2}sub-a {2}\S+Z {2}scopes read,write\nbob {2}sub-bob {2}\S+Z {2}scopes -\ncarol {2}sub-c {2}2026-01-02T03:04:05\.000Z {2}scopes -\n$/,
+    );
+    const json = await users(['list', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        username: 'alice',
+        subject: 'sub-a',
+        created_at: expect.stringMatching(ISO) as unknown,
+        scopes: ['read', 'write'],
+      },
+      {
+        username: 'bob',
+        subject: 'sub-bob',
+        created_at: expect.stringMatching(ISO) as unknown,
+        scopes: [],
+      },
+      { username: 'carol', subject: 'sub-c', created_at: '2026-01-02T03:04:05.000Z', scopes: [] },
+    ]);
+    expect(human.stdout + json.stdout).not.toMatch(/hash|\$2[aby]\$/);
   });
 
   it('prints JSON with --json', async () => {

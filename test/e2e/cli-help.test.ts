@@ -17,6 +17,7 @@ const COMMANDS = [
   ['keys', 'revoke'],
   ['users'],
   ['users', 'add'],
+  ['users', 'list'],
   ['users', 'passwd'],
   ['users', 'remove'],
   ['hash-password'],
