@@ -51,6 +51,11 @@ const withWorkersOption = <T>(y: Argv<T>) =>
     describe: 'processes serving the API port: a number, or auto (one per core)',
   });
 
+const withServeOptions = <T>(y: Argv<T>) =>
+  withWorkersOption(y)
+    .example('$0 serve -c gateway.yaml', 'serve with this configuration')
+    .example('$0 serve --workers auto', 'one process per core on the API port');
+
 /** The configuration with every override, --workers included. */
 function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
   return loadConfigFromArgs(args);
@@ -78,50 +83,40 @@ async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
     .scriptName('accounts-gateway')
-    .command(
-      'serve',
-      'Run the gateway',
-      (y) =>
-        withWorkersOption(y)
-          .example('$0 serve -c gateway.yaml', 'serve with this configuration')
-          .example('$0 serve --workers auto', 'one process per core on the API port'),
-      async (args) => {
-        const slot = await workerSlot();
-        if (slot !== undefined) {
-          // A worker of `serve --workers`: its configuration comes from the primary.
-          const { serveWorker } = await import('./workers/worker.js');
-          serving = true;
-          exitCode = await serveWorker(slot);
-          return;
-        }
-        const config = loadServeConfig(args);
-        await checkKeyMaterial(config, args.config, { startFiles: true });
-        // SIGHUP validates what a start does, key material included, but for the files only a
-        // start reads (see KeyMaterialScope).
-        const reloadConfig = async (): Promise<GatewayConfig> => {
-          const next = loadServeConfig(args);
-          await checkKeyMaterial(next, args.config, { startFiles: false });
-          return next;
-        };
-        const { workers } = config.server;
-        const primary = workers === 1 ? undefined : await import('./workers/primary.js');
-        const count = primary?.resolveWorkerCount(workers) ?? 1;
-        const set = count > 1 ? primary : undefined;
-        const { level } = config.logging;
-        const logger = set === undefined ? createLogger(level) : set.primaryLogger(level);
-        // The supervisor resolves or rejects only after its log lines are written.
+    .command('serve', 'Run the gateway', withServeOptions, async (args) => {
+      const slot = await workerSlot();
+      if (slot !== undefined) {
+        // A worker of `serve --workers`: its configuration comes from the primary.
+        const { serveWorker } = await import('./workers/worker.js');
         serving = true;
-        exitCode = await supervise({
-          config,
-          reloadConfig,
-          logger,
-          target: (resolved) =>
-            set === undefined
-              ? oneGateway(resolved, logger)
-              : set.workerSet(resolved, count, logger),
-        });
-      },
-    )
+        exitCode = await serveWorker(slot);
+        return;
+      }
+      const config = loadServeConfig(args);
+      await checkKeyMaterial(config, args.config, { startFiles: true });
+      // SIGHUP validates what a start does, key material included, but for the files only a
+      // start reads (see KeyMaterialScope).
+      const reloadConfig = async (): Promise<GatewayConfig> => {
+        const next = loadServeConfig(args);
+        await checkKeyMaterial(next, args.config, { startFiles: false });
+        return next;
+      };
+      const { workers } = config.server;
+      const primary = workers === 1 ? undefined : await import('./workers/primary.js');
+      const count = primary?.resolveWorkerCount(workers) ?? 1;
+      const set = count > 1 ? primary : undefined;
+      const { level } = config.logging;
+      const logger = set === undefined ? createLogger(level) : set.primaryLogger(level);
+      // The supervisor resolves or rejects only after its log lines are written.
+      serving = true;
+      exitCode = await supervise({
+        config,
+        reloadConfig,
+        logger,
+        target: (resolved) =>
+          set === undefined ? oneGateway(resolved, logger) : set.workerSet(resolved, count, logger),
+      });
+    })
     .command(
       'check',
       'Validate a configuration file and exit',
