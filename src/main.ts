@@ -5,9 +5,11 @@ import {
   changePasswordCommand,
   createKeyCommand,
   listKeysCommand,
+  listUsersCommand,
   parseScopesOption,
   removeUserCommand,
   revokeKeyCommand,
+  showKeyCommand,
   withStore,
   type Output,
 } from './commands/admin-commands.js';
@@ -19,6 +21,7 @@ import {
 } from './commands/config-options.js';
 import { checkConnections } from './commands/check-connections.js';
 import { checkKeyMaterial } from './commands/check-key-material.js';
+import { checkCostOption, hashPasswordCommand } from './commands/hash-password.js';
 import { migrateCommand } from './commands/migrate-command.js';
 import { readPassword } from './commands/read-password.js';
 import { oneGateway } from './commands/serve.js';
@@ -48,6 +51,11 @@ const withWorkersOption = <T>(y: Argv<T>) =>
     describe: 'processes serving the API port: a number, or auto (one per core)',
   });
 
+const withServeOptions = <T>(y: Argv<T>) =>
+  withWorkersOption(y)
+    .example('$0 serve -c gateway.yaml', 'serve with this configuration')
+    .example('$0 serve --workers auto', 'one process per core on the API port');
+
 /** The configuration with every override, --workers included. */
 function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
   return loadConfigFromArgs(args);
@@ -75,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   await yargs(argv)
     .scriptName('accounts-gateway')
-    .command('serve', 'Run the gateway', withWorkersOption, async (args) => {
+    .command('serve', 'Run the gateway', withServeOptions, async (args) => {
       const slot = await workerSlot();
       if (slot !== undefined) {
         // A worker of `serve --workers`: its configuration comes from the primary.
@@ -113,11 +121,16 @@ async function main(argv: string[]): Promise<number> {
       'check',
       'Validate a configuration file and exit',
       (y) =>
-        withWorkersOption(y).option('connect', {
-          type: 'boolean',
-          default: false,
-          describe: 'also try Redis and every upstream, and say what answered',
-        }),
+        withWorkersOption(y)
+          .option('connect', {
+            type: 'boolean',
+            default: false,
+            describe: 'also try Redis and every upstream, and say what answered',
+          })
+          .example(
+            '$0 check -c gateway.yaml --connect',
+            'validate, then try Redis and the upstreams',
+          ),
       async (args) => {
         const config = loadServeConfig(args);
         await checkKeyMaterial(config, args.config, { startFiles: true });
@@ -143,7 +156,11 @@ async function main(argv: string[]): Promise<number> {
                 type: 'string',
                 describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
               })
-              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' }),
+              .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' })
+              .example(
+                '$0 keys create --subject alice --expires 90d --scopes read',
+                'prints the secret once',
+              ),
           (args) =>
             runAdmin(args, (config, store, out) =>
               createKeyCommand(
@@ -160,17 +177,39 @@ async function main(argv: string[]): Promise<number> {
         .command(
           'list',
           "List a subject's pairs (never a secret)",
-          (c) => withJson(c).option('subject', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .option('subject', { type: 'string', demandOption: true })
+              .example(
+                '$0 keys list --subject alice',
+                'key, status, created, expiry, scopes, label',
+              ),
           (args) =>
             runAdmin(args, (_config, store, out) => listKeysCommand(store, out, args.subject)),
         )
         .command(
+          'show <key>',
+          'Show one pair (never its secret or hash)',
+          (c) =>
+            withJson(c)
+              .positional('key', { type: 'string', demandOption: true })
+              .example(
+                '$0 keys show ak_... --json',
+                'the pair as GET /keys shows it, with its subject',
+              ),
+          (args) => runAdmin(args, (_config, store, out) => showKeyCommand(store, out, args.key)),
+        )
+        .command(
           'revoke <key>',
           'Revoke a pair on every gateway at once',
-          (c) => withJson(c).positional('key', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .positional('key', { type: 'string', demandOption: true })
+              .example('$0 keys revoke ak_...', 'refused by every gateway at once'),
           (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
         )
-        .demandCommand(1, 'Name a keys command: create, list or revoke.'),
+        .example('$0 keys list --subject alice', "the subject's pairs")
+        .demandCommand(1, 'Name a keys command: create, list, show or revoke.'),
     )
     .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
       y
@@ -184,7 +223,11 @@ async function main(argv: string[]): Promise<number> {
               .option('scopes', {
                 type: 'string',
                 describe: 'scopes of the user’s tokens, comma-separated',
-              }),
+              })
+              .example(
+                '$0 users add alice --subject alice < password.txt',
+                'the password from a file',
+              ),
           async (args) => {
             const scopes = parseScopesOption(args.scopes);
             const password = await readPassword();
@@ -194,9 +237,19 @@ async function main(argv: string[]): Promise<number> {
           },
         )
         .command(
+          'list',
+          'List every user (never a password hash)',
+          (c) =>
+            withJson(c).example('$0 users list --json', 'username, subject, created_at, scopes'),
+          (args) => runAdmin(args, (config, store, out) => listUsersCommand(config, store, out)),
+        )
+        .command(
           'passwd <username>',
           "Change a user's password (read from stdin or a prompt)",
-          (c) => withJson(c).positional('username', { type: 'string', demandOption: true }),
+          (c) =>
+            withJson(c)
+              .positional('username', { type: 'string', demandOption: true })
+              .example('$0 users passwd alice', 'asks twice without echo'),
           async (args) => {
             const password = await readPassword();
             await runAdmin(args, (config, store, out) =>
@@ -214,30 +267,59 @@ async function main(argv: string[]): Promise<number> {
                 type: 'boolean',
                 default: false,
                 describe: "also revoke every active pair of the user's subject, on every gateway",
-              }),
+              })
+              .example('$0 users remove alice --revoke-keys', "and revoke the subject's pairs"),
           (args) =>
             runAdmin(args, (_config, store, out) =>
               removeUserCommand(store, out, args.username, args.revokeKeys),
             ),
         )
-        .demandCommand(1, 'Name a users command: add, passwd or remove.'),
+        .example('$0 users passwd alice', 'change a password')
+        .demandCommand(1, 'Name a users command: add, list, passwd or remove.'),
+    )
+    .command(
+      'hash-password',
+      'Print a bcrypt hash of a secret read from stdin or a prompt (for the web application)',
+      (c) =>
+        withConfigOptions(c)
+          .option('cost', {
+            type: 'number',
+            describe: 'bcrypt cost (default: credentials.bcryptCost of the configuration)',
+          })
+          .example('$0 hash-password < secret.txt', 'its first line, at the configured cost')
+          .example('$0 hash-password --cost 12', 'asks twice without echo, then prints the hash'),
+      async (args) => {
+        // The cost is checked before a prompt asks for anything.
+        const cost =
+          args.cost === undefined
+            ? loadConfigFromArgs(args).credentials.bcryptCost
+            : checkCostOption(args.cost);
+        const secret = await readPassword();
+        await hashPasswordCommand(secret, cost, (text) => process.stdout.write(text));
+      },
     )
     .command(
       'migrate',
       'Move pairs and users from the single-slot key layout (singleSlotPrefix); a dry run without --apply',
       (c) =>
-        withJson(c).option('apply', {
-          type: 'boolean',
-          default: false,
-          describe: 'move them (without it, only say what would move)',
-        }),
+        withJson(c)
+          .option('apply', {
+            type: 'boolean',
+            default: false,
+            describe: 'move them (without it, only say what would move)',
+          })
+          .example('$0 migrate', 'say what would move')
+          .example('$0 migrate --apply', 'move it'),
       async (args) => {
         const config = loadConfigFromArgs(args);
         const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
         await migrateCommand(config, output, args.apply);
       },
     )
-    .demandCommand(1, 'Name a command: serve, check, keys, users or migrate.')
+    // `completion` prints a bash/zsh script that completes commands and options.
+    .completion('completion', 'Print a shell completion script (source it from ~/.bashrc)')
+    .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
+    .demandCommand(1, 'Name a command: serve, check, keys, users, hash-password or migrate.')
     .strict()
     .help()
     .fail((message, error) => {

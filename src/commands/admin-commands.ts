@@ -11,6 +11,7 @@ import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
 import { isValidLabel, keyView, viewStatus } from '../credentials/key-view.js';
 import { RedisUnavailableError } from '../backends/redis/client.js';
+import { listUsernames } from '../backends/redis/usernames.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
@@ -150,13 +151,47 @@ export async function listKeysCommand(
   checkSubject(subject);
   const records = await allPairs(store, subject);
   const nowMs = Date.now();
+  // The label last: it is the one field that may hold spaces.
   const lines = records.map(
-    (r) => `${r.key}  ${viewStatus(r, nowMs).padEnd(7)}  ${r.createdAt}  ${r.label}`,
+    (r) =>
+      `${r.key}  ${viewStatus(r, nowMs).padEnd(7)}  ${r.createdAt}  expires ${r.expiresAt ?? 'never'}  scopes ${scopesText(r.scopes)}  ${r.label}`,
   );
   print(
     output,
     records.map((r) => keyView(r, nowMs)),
     lines.length === 0 ? `no pairs for ${subject}` : lines.join('\n'),
+  );
+}
+
+function scopesText(scopes: readonly string[]): string {
+  return scopes.length === 0 ? '-' : scopes.join(',');
+}
+
+/** One pair, as `GET /keys` shows it plus its subject: never the secret, never its hash. */
+export async function showKeyCommand(
+  store: CredentialStore,
+  output: Output,
+  key: string,
+): Promise<void> {
+  const record = await store.getKey(key);
+  if (record === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
+  const nowMs = Date.now();
+  const view = { ...keyView(record, nowMs), subject: record.subject };
+  const fields: [string, string][] = [
+    ['key', record.key],
+    ['subject', record.subject],
+    ['status', viewStatus(record, nowMs)],
+    ['created', record.createdAt],
+    ...(record.revokedAt === undefined ? [] : [['revoked', record.revokedAt] as [string, string]]),
+    ['expires', record.expiresAt ?? 'never'],
+    ['scopes', scopesText(record.scopes)],
+    ['last used', record.lastUsedAt ?? 'never'],
+    ['label', record.label],
+  ];
+  print(
+    output,
+    view,
+    fields.map(([name, value]) => `${`${name}:`.padEnd(11)}${value}`.trimEnd()).join('\n'),
   );
 }
 
@@ -264,5 +299,34 @@ export async function removeUserCommand(
     output,
     { username, removed: true, subject, revoked_keys: revoked, active_keys: left },
     human,
+  );
+}
+
+/** Every user: name, subject, creation and scopes (never the password hash), by name. */
+export async function listUsersCommand(
+  config: GatewayConfig,
+  store: CredentialStore,
+  output: Output,
+): Promise<void> {
+  const usernames = await asCliFailure(() => listUsernames(adminRedisConfig(config)));
+  const users = [];
+  for (const username of usernames) {
+    // Removed since the scan: not listed.
+    const user = await store.getUser(username);
+    if (user !== undefined) users.push(user);
+  }
+  print(
+    output,
+    users.map((u) => ({
+      username: u.username,
+      subject: u.subject,
+      created_at: u.createdAt,
+      scopes: u.scopes,
+    })),
+    users.length === 0
+      ? 'no users'
+      : users
+          .map((u) => `${u.username}  ${u.subject}  ${u.createdAt}  scopes ${scopesText(u.scopes)}`)
+          .join('\n'),
   );
 }

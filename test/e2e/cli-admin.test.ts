@@ -15,7 +15,7 @@ import { generateSigningKey } from '../support/generate-signing-key.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
-import { uniquePrefix } from '../support/seed-redis.js';
+import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
 import { issueToken, JSON_TYPE, send } from '../support/send.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -238,6 +238,62 @@ describe('users add | passwd | remove', () => {
     expect(decodeJwt(token).scope).toBe('accounts:read keys');
   });
 
+  it('lists every user by name, also those still in the single-slot layout, never a password hash, in text and with --json', async () => {
+    const keyPrefix = uniquePrefix('cliusers');
+    const singleSlotPrefix = uniqueSingleSlotPrefix('cliusers');
+    const config = writeConfig(
+      gatewayYaml({ config: { credentials: { redis: { keyPrefix, singleSlotPrefix } } } }),
+    );
+    const users = (args: string[], stdin?: string) =>
+      runCli(['users', ...args, '--config', config, '--redis-url', redisUrl], {
+        ...(stdin === undefined ? {} : { stdin }),
+      });
+    expect(await users(['list'])).toEqual({ code: 0, stdout: 'no users\n', stderr: '' });
+    expect((await users(['add', 'bob', '--subject', 'sub-bob'], 'password-b\n')).code).toBe(0);
+    expect(
+      (
+        await users(
+          ['add', 'alice', '--subject', 'sub-a', '--scopes', 'read,write'],
+          'password-a\n',
+        )
+      ).code,
+    ).toBe(0);
+    const redis = new Redis(redisUrl);
+    try {
+      await redis.hset(`${singleSlotPrefix}user:carol`, {
+        password_hash: await bcrypt.hash('password-c', 4),
+        subject: 'sub-c',
+        created_at: '2026-01-02T03:04:05.000Z',
+        scopes: '',
+      });
+    } finally {
+      redis.disconnect();
+    }
+    const human = await users(['list']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(
+      /^alice {2}sub-a {2}\S+Z {2}scopes read,write\nbob {2}sub-bob {2}\S+Z {2}scopes -\ncarol {2}sub-c {2}2026-01-02T03:04:05\.000Z {2}scopes -\n$/,
+    );
+    const json = await users(['list', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        username: 'alice',
+        subject: 'sub-a',
+        created_at: expect.stringMatching(ISO) as unknown,
+        scopes: ['read', 'write'],
+      },
+      {
+        username: 'bob',
+        subject: 'sub-bob',
+        created_at: expect.stringMatching(ISO) as unknown,
+        scopes: [],
+      },
+      { username: 'carol', subject: 'sub-c', created_at: '2026-01-02T03:04:05.000Z', scopes: [] },
+    ]);
+    expect(human.stdout + json.stdout).not.toMatch(/hash|\$2[aby]\$/);
+  });
+
   it('prints JSON with --json', async () => {
     const result = await cli(
       ['users', 'add', 'frank', '--subject', 'subject-frank', '--json'],
@@ -387,7 +443,9 @@ describe('keys create | list | revoke', () => {
     ) as { key: string; secret: string };
     const human = await cli(['keys', 'list', '--subject', 'subject-keys-3']);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(new RegExp(`^${created.key} {2}active {3}\\S+ {2}listed\\n$`));
+    expect(human.stdout).toMatch(
+      new RegExp(`^${created.key} {2}active {3}\\S+ {2}expires never {2}scopes - {2}listed\\n$`),
+    );
     expect(human.stdout).not.toContain(created.secret);
     const json = await cli(['keys', 'list', '--subject', 'subject-keys-3', '--json']);
     expect(json.code).toBe(0);
@@ -438,6 +496,105 @@ describe('keys create | list | revoke', () => {
     expect(keys[0]).toBe('ak_listed_1004');
     expect(keys.at(-1)).toBe('ak_listed_0000');
     expect(new Set(keys).size).toBe(count);
+  });
+
+  it('shows the expiry and the scopes of each pair in the text listing', async () => {
+    const created = JSON.parse(
+      (
+        await cli([
+          'keys',
+          'create',
+          '--subject',
+          'subject-show-1',
+          '--label',
+          'two words',
+          '--expires',
+          '2035-01-02T03:04:05Z',
+          '--scopes',
+          'read,write',
+          '--json',
+        ])
+      ).stdout,
+    ) as { key: string };
+    const human = await cli(['keys', 'list', '--subject', 'subject-show-1']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^${created.key} {2}active {3}\\S+ {2}expires 2035-01-02T03:04:05\\.000Z {2}scopes read,write {2}two words\\n$`,
+      ),
+    );
+  });
+
+  it('shows one pair with its subject, expiry and scopes, never its secret or hash, in text and with --json', async () => {
+    const created = JSON.parse(
+      (
+        await cli([
+          'keys',
+          'create',
+          '--subject',
+          'subject-show-2',
+          '--label',
+          'shown',
+          '--expires',
+          '2035-01-02T03:04:05Z',
+          '--scopes',
+          'read',
+          '--json',
+        ])
+      ).stdout,
+    ) as { key: string; secret: string; created_at: string };
+    const human = await cli(['keys', 'show', created.key]);
+    expect(human).toEqual({
+      code: 0,
+      stdout: [
+        `key:       ${created.key}`,
+        'subject:   subject-show-2',
+        'status:    active',
+        `created:   ${created.created_at}`,
+        'expires:   2035-01-02T03:04:05.000Z',
+        'scopes:    read',
+        'last used: never',
+        'label:     shown',
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+    const json = await cli(['keys', 'show', created.key, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      id: created.key,
+      key: created.key,
+      subject: 'subject-show-2',
+      label: 'shown',
+      status: 'active',
+      created_at: created.created_at,
+      expires_at: '2035-01-02T03:04:05.000Z',
+      scopes: ['read'],
+      last_used_at: null,
+    });
+    for (const output of [human.stdout, json.stdout]) {
+      expect(output).not.toContain(created.secret);
+      expect(output).not.toMatch(/secret|hash|\$2[aby]\$/);
+    }
+  });
+
+  it('shows a revoked pair with its revocation time', async () => {
+    const created = JSON.parse(
+      (await cli(['keys', 'create', '--subject', 'subject-show-3', '--json'])).stdout,
+    ) as { key: string };
+    await cli(['keys', 'revoke', created.key]);
+    const human = await cli(['keys', 'show', created.key]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^status: {4}revoked$/m);
+    expect(human.stdout).toMatch(/^revoked: {3}\S+Z$/m);
+  });
+
+  it('answers keys show of an unknown key with exit 3 and a sentence', async () => {
+    expect(await cli(['keys', 'show', 'ak_thereisnosuchkey000000'])).toEqual({
+      code: 3,
+      stdout: '',
+      stderr: 'accounts-gateway: no pair ak_thereisnosuchkey000000\n',
+    });
   });
 
   it('says so when a subject has no pairs', async () => {

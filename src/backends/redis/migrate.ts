@@ -1,13 +1,12 @@
-import { Cluster } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
 import {
   DEFAULT_RETAIN_ENDED_SEC,
   type RetentionOptions,
 } from '../../credentials/credential-store.js';
-import { createRedisClient, redisAddress, redisSecrets, watchRedisConnection } from './client.js';
+import { scanNames, withAdminRunner } from './admin-runner.js';
 import { redisLayout } from './layout.js';
 import { openSingleSlot } from './redis-backend.js';
-import { createScriptRunner, type ScriptRunner } from './run-script.js';
+import type { ScriptRunner } from './run-script.js';
 import { MOVED_AWAY, type HashMove, type PairMove, type SingleSlot } from './single-slot.js';
 
 /** What is left in the single slot after a migration, or would be after one, and why. */
@@ -44,31 +43,6 @@ interface Found {
 }
 
 const INDEX_SUFFIXES = [':pairs', ':ends', ':active', ':keys'];
-
-/** `text` in a SCAN MATCH pattern, as itself (glob's `*?[]\` escaped). */
-const literal = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
-
-/**
- * Every key name of `prefix`: SCAN on each master (a Cluster's keys of one slot are on one
- * master, but which one is not asked: every master is scanned).
- */
-async function scanNames(runner: ScriptRunner, prefix: string): Promise<string[]> {
-  const names: string[] = [];
-  const nodes = await runner.unkeyed((c) =>
-    Promise.resolve(c instanceof Cluster ? c.nodes('master') : [c]),
-  );
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, batch] = await runner.unkeyed(() =>
-        node.scan(cursor, 'MATCH', `${literal(prefix)}*`, 'COUNT', 1000),
-      );
-      names.push(...batch);
-      cursor = next;
-    } while (cursor !== '0');
-  }
-  return names;
-}
 
 async function sortNames(
   runner: ScriptRunner,
@@ -176,14 +150,7 @@ export async function migrateSingleSlot(
   config: RedisConfig,
   options: { readonly apply: boolean; readonly retention?: RetentionOptions },
 ): Promise<MigrationReport> {
-  const client = createRedisClient(config);
-  const connection = watchRedisConnection(client, {
-    address: redisAddress(config),
-    secrets: redisSecrets(config),
-    settleWithinMs: config.commandTimeoutMs,
-  });
-  try {
-    const runner = createScriptRunner(client, { timeoutMs: config.commandTimeoutMs, connection });
+  return withAdminRunner(config, async (runner) => {
     const layout = redisLayout(config.keyPrefix);
     const single = openSingleSlot(config, {
       runner,
@@ -199,9 +166,5 @@ export async function migrateSingleSlot(
     );
     const counts = options.apply ? await moveAll(single, found) : await inspectAll(single, found);
     return { applied: options.apply, from: single.layout.prefix, to: config.keyPrefix, ...counts };
-  } finally {
-    connection.closing();
-    await client.quit().catch(() => undefined);
-    client.disconnect();
-  }
+  });
 }

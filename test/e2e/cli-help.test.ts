@@ -1,0 +1,52 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { killCliChildren, runCli } from '../support/run-cli.js';
+
+// What an operator reads before running anything (issue 17): an example in every command's
+// --help, and shell completion from yargs.
+
+afterEach(() => killCliChildren());
+
+const COMMANDS = [
+  [],
+  ['serve'],
+  ['check'],
+  ['keys'],
+  ['keys', 'create'],
+  ['keys', 'list'],
+  ['keys', 'show'],
+  ['keys', 'revoke'],
+  ['users'],
+  ['users', 'add'],
+  ['users', 'list'],
+  ['users', 'passwd'],
+  ['users', 'remove'],
+  ['hash-password'],
+  ['migrate'],
+];
+
+describe('--help and completion', () => {
+  it.each(COMMANDS.map((command) => [command.join(' ') || '(none)', command]))(
+    'shows an example of %s in its --help',
+    async (_name, command) => {
+      const result = await runCli([...command, '--help']);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/\nExamples:\n {2}accounts-gateway /);
+    },
+  );
+
+  it('prints a bash completion script for accounts-gateway', async () => {
+    // yargs writes a zsh script instead when $SHELL names zsh.
+    const result = await runCli(['completion'], { env: { SHELL: '/bin/bash' } });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('###-begin-accounts-gateway-completions-###');
+    expect(result.stdout).toContain('complete -o bashdefault -o default -F');
+  });
+
+  it('completes the commands under keys, which the script asks the CLI for', async () => {
+    const result = await runCli(['--get-yargs-completions', 'keys', '']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.split('\n')).toEqual(
+      expect.arrayContaining(['create', 'list', 'show', 'revoke']),
+    );
+  });
+});
