@@ -107,6 +107,7 @@ class RequestContext implements Exchange, ExchangeBytes {
   /** Why the credentials were refused, for the access line. */
   private authFailure: DenialReason | undefined = undefined;
   private client: ClientAddress | undefined = undefined;
+  private trusted: boolean | undefined = undefined;
   /** W3C trace context: continued from the client's traceparent, or started here. */
   readonly trace: RequestTrace;
   /** Only on a sampled request while spans are exported. */
@@ -148,7 +149,7 @@ class RequestContext implements Exchange, ExchangeBytes {
     this.route = route.name;
     this.checking = route;
     const original = readOriginalRequest({
-      peerTrusted: this.peerTrusted(this.peer()),
+      peerTrusted: this.peerTrusted(),
       method: this.method,
       rest,
       query,
@@ -185,12 +186,16 @@ class RequestContext implements Exchange, ExchangeBytes {
    * clients' credentials, which must not be compared with each other (however briefly).
    */
   private ownConnection(): object | undefined {
-    return this.peerTrusted(this.peer()) ? undefined : this.req.socket;
+    return this.peerTrusted() ? undefined : this.socket;
   }
 
-  /** The peer is in `server.trustedProxies`: its X-Forwarded-* and forward-auth headers count. */
-  private peerTrusted(peer: string): boolean {
-    return this.shared.options.addressing.trusted.has(peer);
+  /**
+   * The peer is in `server.trustedProxies`: its X-Forwarded-* and forward-auth headers count.
+   * Asked by the credential check and again by the forwarding: worked out once.
+   */
+  private peerTrusted(): boolean {
+    this.trusted ??= this.shared.options.addressing.trusted.has(this.peer());
+    return this.trusted;
   }
 
   /** The route's rules, in order: method, then credentials (or, without, the address limit). */
@@ -324,7 +329,6 @@ class RequestContext implements Exchange, ExchangeBytes {
     const { req, res } = this;
     if (res.destroyed) return;
     const { headerPolicy } = this.shared.options;
-    const peer = this.peer();
     this.path = (rest === undefined ? route.pathPrefix : route.restBase + rest) + query;
     const { upstream } = route.forwarder;
     // The upstream's parent is the gateway's span for this call (the CLIENT span when spans
@@ -340,8 +344,8 @@ class RequestContext implements Exchange, ExchangeBytes {
       headers: req.headers,
       identity,
       requestId: this.requestId,
-      peer,
-      peerTrusted: this.peerTrusted(peer),
+      peer: this.peer(),
+      peerTrusted: this.peerTrusted(),
       upstreamHost: route.forwarder.upstream.host,
       encrypted: this.encrypted(),
       traceparent: formatTraceparent(this.trace.traceId, spanId, this.trace.flags),
