@@ -108,6 +108,8 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
 
   let config = initial;
   // The OpenTelemetry SDK is imported here, and only when an endpoint is configured.
+  const exportProblem = (cause: string, suppressed: number): void =>
+    logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)');
   const { otlp } = initial.tracing;
   const spanExport = await loadSpanExport(
     otlp === undefined
@@ -117,8 +119,11 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
           serviceName: initial.tracing.serviceName,
           serviceVersion: buildVersion(),
           maxPathChars: MAX_PATH_CHARS,
-          warn: (cause, suppressed) =>
-            logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)'),
+          // With a collector down every batch fails: one line a minute, the rest counted.
+          warn: throttledWarnings((_, cause, suppressed) => exportProblem(cause, suppressed))(
+            'collector',
+          ),
+          warnAtShutdown: (cause) => exportProblem(cause, 0),
         },
   );
   // The CLI hands a key in (lifecycle/supervisor.ts chose it); a gateway made otherwise

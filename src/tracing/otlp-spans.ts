@@ -35,11 +35,11 @@ export interface OtlpSettings {
   readonly serviceVersion: string;
   /** Paths (client input) are cut to this many UTF-16 units: the access line's bound. */
   readonly maxPathChars: number;
-  /** The SDK's own warnings and errors (a collector refusing an export), at most one a minute. */
-  readonly warn: (message: string, suppressed: number) => void;
+  /** The SDK's own warnings and errors (a collector refusing an export): the caller paces them. */
+  readonly warn: (cause: string) => void;
+  /** The spans lost at shutdown: the process's last word, never held back. */
+  readonly warnAtShutdown: (cause: string) => void;
 }
-
-const WARN_INTERVAL_MS = 60_000;
 
 /** One provider per process: a worker exports its own spans. */
 export function createOtlpSpans(settings: OtlpSettings): SpanExport {
@@ -101,8 +101,7 @@ async function flushAtShutdown(
   );
   const problem = await Promise.race([flushed, outOfTime]);
   clearTimeout(timer);
-  // A shutdown warning is not held back by the minute's limit: it is the process's last.
-  if (problem !== undefined) settings.warn(`spans not sent at shutdown: ${problem}`, 0);
+  if (problem !== undefined) settings.warnAtShutdown(`spans not sent at shutdown: ${problem}`);
 }
 
 class OtlpRequestSpans implements RequestSpans {
@@ -220,24 +219,10 @@ class OtlpRequestSpans implements RequestSpans {
 
 /**
  * The SDK reports a failed export through its global diagnostics, silent unless a logger is
- * set. One line a minute at most: with a collector down, every batch fails.
+ * set: its errors and warnings go to `warn` as one-line causes.
  */
-export function reportDiagnostics(
-  warn: OtlpSettings['warn'],
-  clock: () => number = Date.now,
-): void {
-  let lastMs = -Infinity;
-  let suppressed = 0;
-  const report = (message: unknown): void => {
-    const now = clock();
-    if (now - lastMs < WARN_INTERVAL_MS) {
-      suppressed += 1;
-      return;
-    }
-    warn(diagnosticCause(message), suppressed);
-    lastMs = now;
-    suppressed = 0;
-  };
+export function reportDiagnostics(warn: OtlpSettings['warn']): void {
+  const report = (message: unknown): void => warn(diagnosticCause(message));
   const ignore = (): void => undefined;
   diag.setLogger(
     { error: report, warn: report, info: ignore, debug: ignore, verbose: ignore },
