@@ -1,5 +1,10 @@
 // What a markdown file offers to links (its headings' anchors, as GitHub makes them) and what
 // it links to, outside code: enough to check that the README and docs/ link only to what exists.
+import { readFileSync } from 'node:fs';
+
+/** A documentation file (`README.md`, `docs/api.md`, …), by its path from the repository root. */
+export const readDoc = (path: string): string =>
+  readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
 /** The lines of `markdown` outside fenced code blocks (``` or ~~~, indented too), numbered from 1. */
 function proseLines(markdown: string): { readonly text: string; readonly line: number }[] {

@@ -1,13 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { describeLayout, redisLayout } from '../../../../src/backends/redis/layout.js';
+import { readDoc } from '../../../support/markdown.js';
 
-const README = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
+const DOC = readDoc('docs/redis-layout.md');
 
-/** The rows of the README's table under `## Redis key layout`: key and type. */
-function readmeRows(): { key: string; type: string }[] {
-  const start = README.indexOf('## Redis key layout');
-  const section = README.slice(start, README.indexOf('\n## ', start + 1));
+/** The rows of docs/redis-layout.md's table under `## Redis key layout`: key and type. */
+function docRows(): { key: string; type: string }[] {
+  const start = DOC.indexOf('## Redis key layout');
+  const section = DOC.slice(start, DOC.indexOf('\n## ', start + 1));
   return section
     .split('\n')
     .filter((line) => line.startsWith('| `'))
@@ -21,8 +21,8 @@ function readmeRows(): { key: string; type: string }[] {
 }
 
 describe('the Redis key layout', () => {
-  it('is the one the README documents, row for row', () => {
-    expect(readmeRows()).toEqual(describeLayout());
+  it('is the one docs/redis-layout.md documents, row for row', () => {
+    expect(docRows()).toEqual(describeLayout());
   });
 
   it('starts every name with the configured prefix, so a deployment may choose its own', () => {
