@@ -12,7 +12,7 @@ import {
 import { readDoc } from '../../support/markdown.js';
 
 /**
- * Written by PHP 8.2 as the README tells a web application to (`crc32`, base62 by hand), for
+ * Written by PHP 8.2 as docs/redis-layout.md tells a web application to (`crc32`, base62 by hand), for
  * subject `alice` and the random part `7FqR0cX1mZ9pLw2sTn4vYb8d`: a literal, so that the
  * gateway and another language are shown to agree on the tag and the checksum.
  */
@@ -35,7 +35,7 @@ function everySubstitution(id: string): { at: number; changed: string }[] {
 }
 
 describe('subjectTag', () => {
-  it('is the first five hex digits of SHA-256 of the subject, as the README’s shell line computes', () => {
+  it('is the first five hex digits of SHA-256 of the subject, as docs/redis-layout.md’s shell line computes', () => {
     // printf %s alice | sha256sum | cut -c1-5
     expect(subjectTag('alice')).toBe('2bd80');
     // UTF-8 bytes, so a subject is tagged alike in every language.
