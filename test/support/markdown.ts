@@ -20,6 +20,22 @@ function proseLines(markdown: string): { readonly text: string; readonly line: n
 }
 
 /**
+ * The part of `markdown` under the heading line `heading` (`## Errors`), that line included, up
+ * to the next heading of its level or above; throws when there is no such heading.
+ */
+export function section(markdown: string, heading: string): string {
+  const level = /^#+/.exec(heading)?.[0].length ?? 0;
+  const lines = markdown.split('\n');
+  const prose = proseLines(markdown);
+  const start = prose.find(({ text }) => text === heading)?.line;
+  if (start === undefined) throw new Error(`no heading ${heading}`);
+  const end = prose.find(
+    ({ text, line }) => line > start && (/^#+(?= )/.exec(text)?.[0].length ?? 99) <= level,
+  )?.line;
+  return lines.slice(start - 1, end === undefined ? undefined : end - 1).join('\n');
+}
+
+/**
  * GitHub's anchor for a heading's text (github-slugger): the rendered text (code spans and
  * link texts kept, markup dropped), lower-cased, anything but letters, marks, digits, `_`,
  * spaces and hyphens removed, spaces turned into hyphens.

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { configSchema } from '../../../src/config/config-schema.js';
-import { readDoc } from '../../support/markdown.js';
+import { readDoc, section } from '../../support/markdown.js';
 
 // docs/configuration.md's Reference is prose beside a schema (issue 17): held against it here,
 // every key of the schema is in the table, every key of the table is in the schema, and a
@@ -64,10 +64,7 @@ interface Row {
 
 /** The Reference table's rows: a row's keys (`a.b`, `.c` = a sibling of the first) and default. */
 function referenceRows(): Row[] {
-  const doc = readDoc('docs/configuration.md');
-  const start = doc.indexOf('### Reference');
-  const section = doc.slice(start, doc.indexOf('\n### ', start + 1));
-  return section
+  return section(readDoc('docs/configuration.md'), '### Reference')
     .split('\n')
     .filter((line) => line.startsWith('| `'))
     .map((line) => {

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { anchors, links, readDoc, slug } from '../../support/markdown.js';
+import { anchors, links, readDoc, section, slug } from '../../support/markdown.js';
 
 // The README is a few screens over docs/ (issue 17): a reader follows its links, and the
 // docs' links to each other, so every relative one must reach a file and, with `#`, a heading.
@@ -63,6 +63,12 @@ describe('slug, anchors and links, as GitHub renders markdown', () => {
   it('numbers a repeated heading and ignores # lines in code blocks', () => {
     const doc = '# A\n\n```sh\n# B\n```\n\n## A\n\n  ~~~\n  # C\n  ~~~\n';
     expect([...anchors(doc)]).toEqual(['a', 'a-1']);
+  });
+
+  it('cuts a section at the next heading of its level or above, never at a # line of code', () => {
+    const doc = '# T\n\n## A\n\n```sh\n# 1. a step\n```\n\n### A.1\n\nx\n\n## B\n';
+    expect(section(doc, '## A')).toBe('## A\n\n```sh\n# 1. a step\n```\n\n### A.1\n\nx\n');
+    expect(section(doc, '### A.1')).toBe('### A.1\n\nx\n');
   });
 
   it('finds links outside code only', () => {

@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { describeLayout, redisLayout } from '../../../../src/backends/redis/layout.js';
-import { readDoc } from '../../../support/markdown.js';
-
-const DOC = readDoc('docs/redis-layout.md');
+import { readDoc, section } from '../../../support/markdown.js';
 
 /** The rows of docs/redis-layout.md's table under `## Redis key layout`: key and type. */
 function docRows(): { key: string; type: string }[] {
-  const start = DOC.indexOf('## Redis key layout');
-  const section = DOC.slice(start, DOC.indexOf('\n## ', start + 1));
-  return section
+  return section(readDoc('docs/redis-layout.md'), '## Redis key layout')
     .split('\n')
     .filter((line) => line.startsWith('| `'))
     .map((line) => {
