@@ -46,6 +46,6 @@ EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The young generation capped at 2 x 16 MiB: left alone, V8 grows it to 128 MiB under load
-# (see the README, Operation).
+# (see docs/operations.md).
 ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/cli.js"]
 CMD ["serve"]

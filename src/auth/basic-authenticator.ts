@@ -144,7 +144,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       ) {
         // Refused without a compare, so not counted: logged only. A malformed id (the new
         // form's length and prefix, its checksum failing) pays no dummy compare either: the
-        // gateway never makes one and the README bars other writers from it, the checksum is
+        // gateway never makes one and docs/redis-layout.md bars other writers from it, the checksum is
         // public, so its quick answer tells a caller nothing it could not compute, and a
         // flood of forged ids costs neither a store read nor bcrypt.
         const client = from?.clientAddress() ?? NO_ADDRESS;

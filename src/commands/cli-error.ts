@@ -1,4 +1,4 @@
-/** Exit codes of the CLI (documented in the README). */
+/** Exit codes of the CLI (documented in docs/cli.md). */
 export const EXIT = {
   ok: 0,
   failure: 1,

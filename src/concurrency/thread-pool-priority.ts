@@ -21,7 +21,7 @@ const linuxThreads: ThreadAccess = {
 /**
  * Gives libuv's thread pool a lower CPU priority than the event loop. bcrypt runs there: when
  * the cores are busy, a flood of wrong secrets then takes the CPU the event loop leaves, not the
- * CPU cached requests need (measured: see the README's mixed section), and with idle cores
+ * CPU cached requests need (measured: see docs/benchmark.md's mixed section), and with idle cores
  * bcrypt still runs at full speed, since nice only weighs threads that compete.
  *
  * On Linux nice is per thread and setpriority(PRIO_PROCESS, tid) sets one thread's; the pool's

@@ -582,7 +582,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   /**
    * The check nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
-   * `ext_authz` ask (README "Forward auth"). Off by default: it answers for other services,
+   * `ext_authz` ask (docs/forward-auth.md). Off by default: it answers for other services,
    * so it is turned on where a proxy in `server.trustedProxies` will ask it.
    */
   forwardAuth: z
@@ -602,7 +602,7 @@ export const configSchema = z.strictObject({
       accounts: z.record(subject, z.array(accountSchema)).default({}),
     })
     .prefault({}),
-  /** W3C trace context and OTLP span export (README "Tracing"). */
+  /** W3C trace context and OTLP span export (docs/operations.md, Tracing). */
   tracing: z
     .strictObject({
       /** Continue a valid incoming traceparent; false: every request starts a trace of its own. */

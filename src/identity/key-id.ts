@@ -50,7 +50,7 @@ const TAG_SOURCE = `[0-9a-f]{${SUBJECT_TAG_LENGTH}}`;
 /** The random part and the checksum, one run of base62. */
 const TAIL_SOURCE = `[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}`;
 /**
- * What a secret scanner searches for (the README gives it verbatim); a hit is an id when its
+ * What a secret scanner searches for (docs/redis-layout.md gives it verbatim); a hit is an id when its
  * checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a
  * match early nor lets `xak_…` match.
  */

@@ -11,7 +11,7 @@ const ITEM_PREFIX = '/accounts/';
 /**
  * The built-in accounts backend: answers `GET /accounts` in the spec's envelope with the
  * accounts of the subject the gateway names in X-Auth-Subject, and `GET /accounts/{id}`
- * with that one account of the subject's (so the README's prefix route works as pasted).
+ * with that one account of the subject's (so docs/api.md's prefix route works as pasted).
  * The spec shows no item endpoint; every success it shows is the list envelope, so an item
  * is a list of one, and another subject's account is as unknown as a missing one. It
  * trusts X-Auth-Subject, as any backend behind the gateway does, so it listens on loopback

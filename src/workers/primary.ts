@@ -59,7 +59,7 @@ export function primaryLogger(level: string): Logger {
  * `serve --workers N`, as the supervisor (lifecycle/supervisor.ts, which the CLI hands it
  * to) drives it: N workers that share the API port (node:cluster, round-robin: the primary
  * accepts and hands each connection to the next worker; measured level with SO_REUSEPORT
- * and ahead of SCHED_NONE, see README, Operation). A worker that dies is replaced with an
+ * and ahead of SCHED_NONE, see docs/operations.md). A worker that dies is replaced with an
  * exponential backoff; the set has one admin port (metrics summed over the workers,
  * readiness of all). Signals become orders: a drain of every worker, SIGKILL for a second
  * signal, and a configuration validated here handed to every worker, or to none. Every log

@@ -166,7 +166,7 @@ export function medianFigures(runs: readonly FleetFigures[]): FleetFigures {
 
 /**
  * Cores needed for `rps` requests/s when each costs `micros` µs of CPU and a core is to run
- * at `utilisation` (0..1]: Redis masters (one core each) or gateway cores, as README's
+ * at `utilisation` (0..1]: Redis masters (one core each) or gateway cores, as docs/benchmark.md's
  * capacity model computes them.
  */
 export function coresFor(rps: number, micros: number, utilisation: number): number {

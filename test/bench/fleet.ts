@@ -1,7 +1,7 @@
 // The fleet section (issue 14, point 6): what one request costs Redis, on one standalone
 // master and on a 3-master/3-replica Cluster, with rate limits off and on, and so how many
-// requests/s a master carries. The arithmetic is fleet-figures.ts's; README's Benchmark
-// section turns it into a capacity model.
+// requests/s a master carries. The arithmetic is fleet-figures.ts's; docs/benchmark.md
+// turns it into a capacity model.
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { basicHeader } from '../support/basic-header.js';

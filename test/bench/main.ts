@@ -1,6 +1,6 @@
 // The bench: detects its tools, prints the plan and its estimated duration, starts what the
 // chosen sections need, runs them, prints the table and writes the JSON. See run-bench.ts
-// for the entry and README's Benchmark section for what each figure means.
+// for the entry and docs/benchmark.md for what each figure means.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants, cpus, tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
 // The revocation section: how long a revocation takes to reach every worker of a fleet on a
 // Redis Cluster, before and after the failover of a master under a subscription, what the
 // gateway's lag metric says of it, and what ioredis's own sharded subscriber does through the
-// same failover (the alternative the README's design decisions weigh).
+// same failover (the alternative docs/ARCHITECTURE.md's design decisions weigh).
 import { redisConfig } from '../support/redis-config.js';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';

@@ -1,6 +1,6 @@
 // `npm run bench` (which builds first): the gateway against bare forwarding engines, Caddy
-// and nginx, on 127.0.0.1, in interleaved rounds. `--help` lists the options; README's
-// Benchmark section says what each figure means. The modules of test/bench/:
+// and nginx, on 127.0.0.1, in interleaved rounds. `--help` lists the options;
+// docs/benchmark.md says what each figure means. The modules of test/bench/:
 //   main.ts       options, tools, plan and estimate, signals, progress, table and JSON
 //   sections.ts   each section: what it starts, its rows, its ratios and notes
 //   scenarios.ts  interleaved rounds, cold pair cycles, the bcrypt limit, the limits hook

@@ -171,7 +171,7 @@ export async function clusterWrite(
   }
 }
 
-/** Writes pairs the way the README tells another service to (HSET + ZADD + SADD). */
+/** Writes pairs the way docs/redis-layout.md tells another service to (HSET + ZADD + SADD). */
 export function* pairCommands(options: {
   prefix: string;
   keyOf: (index: number) => string;
@@ -188,7 +188,7 @@ export function* pairCommands(options: {
   for (let i = options.from; i < options.from + options.count; i += 1) {
     const key = options.keyOf(i);
     const subject = subjectOf(i);
-    // An id without a tag is found through its key-tag entry (README, Redis key layout).
+    // An id without a tag is found through its key-tag entry (docs/redis-layout.md).
     if (parseKeyId(key).kind !== 'tagged') yield ['SET', k.keyTag(key), k.tagOf(subject)];
     yield [
       'HSET',

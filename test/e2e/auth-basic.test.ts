@@ -22,7 +22,7 @@ const prefix = uniquePrefix('authbasic');
 const KEY = 'ak_basic';
 const SECRET = 'basic-secret-0123456789abcdefghijklmnopq';
 const SECRET_72 = 'A'.repeat(72);
-/** A self-describing id another service wrote for subject alice (README, Key ids), and a typo of it. */
+/** A self-describing id another service wrote for subject alice (docs/redis-layout.md, Key ids), and a typo of it. */
 const TAGGED = 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX';
 const MISTYPED = TAGGED.replace('7Fq', '7Gq');
 

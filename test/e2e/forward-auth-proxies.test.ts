@@ -37,7 +37,7 @@ import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
 
 // A real nginx (auth_request) and a real Caddy (forward_auth), each run from the config file
-// the README shows (config/forward-auth/), asking the built gateway about every request to a
+// docs/forward-auth.md shows (config/forward-auth/), asking the built gateway about every request to a
 // protected service (the echo upstream). What the client sees, and what the service receives.
 
 /**
@@ -97,10 +97,10 @@ describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, ever
 
   afterAll(() => stopAll(proxy, gateway, service));
 
-  // The README says so beside the Caddyfile: Caddy 2.6 (Debian 12's) has no
+  // docs/forward-auth.md says so beside the Caddyfile: Caddy 2.6 (Debian 12's) has no
   // `persist_config off`, so the copy is told rather than avoided.
   it.runIf(run && name === 'Caddy')(
-    'saves the config it loaded where the README says: caddy/autosave.json under XDG_CONFIG_HOME',
+    'saves the config it loaded where docs/forward-auth.md says: caddy/autosave.json under XDG_CONFIG_HOME',
     async () => {
       await proxy.untilOutput('serving initial configuration');
       expect(existsSync(join((proxy as CaddyProcess).home, 'caddy', 'autosave.json'))).toBe(true);

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { basicHeader } from '../support/basic-header.js';
@@ -6,13 +5,14 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { send } from '../support/send.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
+import { readDoc } from '../support/markdown.js';
 
-// The README's prefix-route example, pasted as it is over the built-in upstream, answers
+// The prefix-route example of docs/api.md, pasted as it is over the built-in upstream, answers
 // GET /accounts/{id} with the subject's account (a newcomer tries it on `npm start`'s
 // reference service first).
 
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const SECTION = README.slice(README.indexOf('**Prefix routes.**'));
+const DOC = readDoc('docs/api.md');
+const SECTION = DOC.slice(DOC.indexOf('**Prefix routes.**'));
 const ROUTES = /```yaml\n(routes:[\s\S]*?)\n```/.exec(SECTION)?.[1];
 
 const prefix = uniquePrefix('prefix-builtin');
@@ -20,7 +20,7 @@ const KEY = 'ak_prefix_builtin';
 const SECRET = 's3cret-prefix-builtin';
 const ACCOUNT = { id: 1, name: 'Main trading account', currency: 'USD' };
 
-describe("the README's prefix route over the built-in upstream", () => {
+describe("docs/api.md's prefix route over the built-in upstream", () => {
   let gateway: GatewayProcess;
 
   beforeAll(async () => {

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readDoc, section } from '../support/markdown.js';
 
 // README "From zero to a token" is pasted by newcomers, often while the `npm start` of the
 // Quick start still holds 8080 and 9090. Its first block must then stop with a message naming
@@ -12,14 +13,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 // walk-through failed three steps later in a way that named neither.
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const README = readFileSync(join(REPO, 'README.md'), 'utf8');
 
 /** The shell blocks of the walk-through section, in order. */
 function walkThroughBlocks(): string[] {
-  const start = README.indexOf('## From zero to a token');
-  const end = README.indexOf('\n## ', start + 1);
-  const section = README.slice(start, end);
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
+  return [
+    ...section(readDoc('README.md'), '## From zero to a token').matchAll(/```sh\n([\s\S]*?)```/g),
+  ].map((match) => match[1] ?? '');
 }
 
 /** Listens on 127.0.0.1:`port`; resolves undefined when something else already holds it. */

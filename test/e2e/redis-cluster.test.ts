@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import bcrypt from 'bcrypt';
 import { Cluster } from 'ioredis';
@@ -21,13 +20,14 @@ import { issueToken, send } from '../support/send.js';
 import { startTopologyGateways, type TopologyGateways } from '../support/topology-gateways.js';
 import { describeGatewaysOnTopology } from '../support/topology-suite.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
+import { readDoc } from '../support/markdown.js';
 
 // Issue 14, point 5's ground: the gateway on a real Redis Cluster of 3 masters and 3
 // replicas (redis-server processes of this file's own, `redis-cli --cluster create`), with two
 // gateway processes in cluster mode. Keys spread over the masters by the hash tag of what they
-// belong to (README, Redis key layout): the failover kills the master of the slot of the
+// belong to (docs/redis-layout.md): the failover kills the master of the slot of the
 // subject whose pair the trickle uses. The phases of a failover are printed, never bounded
-// (README design decisions).
+// (docs/ARCHITECTURE.md, design decisions).
 
 let cluster: RedisCluster;
 let gateways: TopologyGateways;
@@ -226,27 +226,27 @@ describe('what earlier versions wrote in their single slot ({ag}:), on a Cluster
 });
 
 /**
- * The commands of the README block that follows `heading` (Redis key layout's recipes), each
+ * The commands of the docs/redis-layout.md block that follows `heading` (the recipes), each
  * split into words as redis-cli splits them: on spaces, a double-quoted word whole.
  */
-function readmeRecipe(heading: string): string[][] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const at = readme.indexOf(heading);
-  if (at === -1) throw new Error(`no ${heading} in the README`);
-  const block = /```text\n([\s\S]*?)```/.exec(readme.slice(at))?.[1] ?? '';
+function docRecipe(heading: string): string[][] {
+  const doc = readDoc('docs/redis-layout.md');
+  const at = doc.indexOf(heading);
+  if (at === -1) throw new Error(`no ${heading} in docs/redis-layout.md`);
+  const block = /```text\n([\s\S]*?)```/.exec(doc.slice(at))?.[1] ?? '';
   return block
     .trim()
     .split('\n')
     .map((line) => [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((word) => word[1] ?? word[2] ?? ''));
 }
 
-describe("the README's recipes for another service, run as written on a Cluster", () => {
+describe("docs/redis-layout.md's recipes for another service, run as written on a Cluster", () => {
   /** The recipes' pair (subject alice, tag 2bd80). */
   const RECIPE_KEY = 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX';
   const RECIPE_SECRET = 'Qm8vR2tLx9WcN4pZ7sYd1fHj3kTb6gUe0aVq5rXo';
 
   /**
-   * Runs the commands under `heading`, the README's own prefix `ag:` being the gateways'
+   * Runs the commands under `heading`, the doc's own prefix `ag:` being the gateways'
    * prefix here, and the recipes' key id `key` (a writer's own id in its place).
    */
   const run = async (heading: string, key = RECIPE_KEY): Promise<void> => {
@@ -254,7 +254,7 @@ describe("the README's recipes for another service, run as written on a Cluster"
       const named = arg.replaceAll(RECIPE_KEY, key);
       return named.startsWith('ag:') ? gateways.keyPrefix + named.slice(3) : named;
     };
-    for (const [command = '', ...args] of readmeRecipe(heading))
+    for (const [command = '', ...args] of docRecipe(heading))
       await admin.call(command, ...args.map(rewrite));
   };
 
@@ -290,7 +290,7 @@ describe("the README's recipes for another service, run as written on a Cluster"
 
   it("make a pair of a writer's own id without a tag, found through its key-tag entry, which the API revokes", async () => {
     const pair = { key: 'webapp-own-id-1', secret: RECIPE_SECRET };
-    // The README's note on Create a pair: the entry first, in its own slot.
+    // The doc's note on Create a pair: the entry first, in its own slot.
     await admin.set(redisLayout(gateways.keyPrefix).keyTag(pair.key), '2bd80');
     await run('**Create a pair**', pair.key);
     expect(await gateways.accounts(gateways.a, pair)).toBe(200);

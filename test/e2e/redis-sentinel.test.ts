@@ -13,7 +13,7 @@ import { describeGatewaysOnTopology } from '../support/topology-suite.js';
 
 // Issue 14, point 5's ground: the gateway as it is today behind Redis Sentinel (1 master,
 // 1 replica, 3 sentinels with quorum 2: processes of this file's own), with two gateway
-// processes in sentinel mode. The phases of a failover are printed, never bounded (README
+// processes in sentinel mode. The phases of a failover are printed, never bounded (docs/ARCHITECTURE.md,
 // design decisions).
 
 let set: RedisSentinels;

@@ -243,7 +243,7 @@ describe('serve --workers 2 on one Redis', () => {
   it('forks two workers that listen on the one API port and both answer requests', async () => {
     const workers = await workerPidsAtStart(gateway);
     expect(new Set(workers).size).toBe(2);
-    // The primary accepts and hands connections out in turn (README, Operation: workers).
+    // The primary accepts and hands connections out in turn (docs/operations.md: workers).
     expect(await gateway.waitForLog('starting workers')).toMatchObject({
       workers: 2,
       scheduling: process.platform === 'win32' ? 'none' : 'round-robin',

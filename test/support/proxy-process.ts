@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './redis-server.js';
 
-// A real nginx or Caddy in front of the gateway, from the config files the README shows
+// A real nginx or Caddy in front of the gateway, from the config files docs/forward-auth.md shows
 // (config/forward-auth/): their example addresses are replaced by the test's own.
 
 export const NGINX = '/usr/sbin/nginx';

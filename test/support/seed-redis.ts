@@ -19,7 +19,7 @@ export function uniqueSingleSlotPrefix(name: string): string {
 }
 
 /**
- * Writes a pair the way the README tells another service to (HSET + ZADD + SADD, and for an id
+ * Writes a pair the way docs/redis-layout.md tells another service to (HSET + ZADD + SADD, and for an id
  * that carries no tag its `key-tag` entry), its secret hashed at TEST_BCRYPT_COST unless
  * `secretHash` gives the hash another writer made.
  */
@@ -60,7 +60,7 @@ export async function seedKey(
 }
 
 /**
- * Writes (or overwrites) a web-app user as the README tells another service to (HSET), with
+ * Writes (or overwrites) a web-app user as docs/redis-layout.md tells another service to (HSET), with
  * a cost-4 bcrypt hash unless `passwordHash` gives another writer's: tests also use it to
  * move a user to another subject or change its scopes.
  */
@@ -103,7 +103,7 @@ export async function removeUser(
 }
 
 /**
- * Revokes a pair as the README/store comment tells another service to: HSET status revoked,
+ * Revokes a pair as docs/redis-layout.md and the store's comment tell another service to: HSET status revoked,
  * SREM from the active set (one MULTI), then PUBLISH "key:<key>" on `<prefix>revocations`.
  */
 export async function revokeAsAnotherService(

@@ -5,7 +5,7 @@ import type { BucketId, BucketOwner } from '../../protection/rate-bucket-store.j
 /**
  * The Redis key layout: every key name (and so every hash tag) the gateway uses is formed
  * here and nowhere else. The web application writes the same keys, so the names are a
- * contract: the README's table (Redis key layout) is checked against describeLayout() below.
+ * contract: the table of docs/redis-layout.md is checked against describeLayout() below.
  *
  * Every name starts with `credentials.redis.keyPrefix` (by default `ag:`, which holds no brace:
  * a brace in it would be every key's hash tag), then the hash tag `{<tag>}` of what the key
@@ -120,7 +120,7 @@ export function redisLayout(
  * prefix holding a hash tag (`credentials.redis.singleSlotPrefix`, by default `{ag}:`): one
  * slot for everything. The gateway reads pairs and users there while they are not in the
  * layout above yet, and moves them (single-slot.ts; `migrate` moves them all). Its lockout
- * counters and rate buckets are not read: they start afresh (README, Upgrading from the single-slot layout).
+ * counters and rate buckets are not read: they start afresh (docs/redis-layout.md, Upgrading from the single-slot layout).
  */
 export interface SingleSlotLayout extends Pick<
   RedisLayout,
@@ -157,7 +157,7 @@ export function hashTag(name: string): string {
   return close === -1 || close === open + 1 ? name : name.slice(open + 1, close);
 }
 
-/** One row of the README's key table: the name with placeholders, and the Redis type. */
+/** One row of docs/redis-layout.md's key table: the name with placeholders, and the Redis type. */
 export interface LayoutRow {
   readonly key: string;
   readonly type: 'hash' | 'zset' | 'set' | 'string' | 'channel';
@@ -165,7 +165,7 @@ export interface LayoutRow {
 
 /**
  * Every kind of key, formed by the functions above from placeholders (`<key>`, `<subject>`;
- * a tag shown as `tag(<subject>)`): the rows the README's table must show, in its order.
+ * a tag shown as `tag(<subject>)`): the rows the doc's table must show, in its order.
  */
 export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
   const l = redisLayout(prefix, (text) => `tag(${text})`);

@@ -34,15 +34,15 @@ export interface SubscribeOptions {
 
 /**
  * Keeps one connection subscribed to the revocation channel (classic SUBSCRIBE: a Cluster
- * broadcasts each PUBLISH to every node, so any one node hears them all; see the README's
- * design decisions for why not sharded pub/sub). Whatever is published while no subscription
+ * broadcasts each PUBLISH to every node, so any one node hears them all; see
+ * docs/ARCHITECTURE.md's design decisions for why not sharded pub/sub). Whatever is published while no subscription
  * stands is lost, so each time one stands again `flush` is called, once: the caller drops
  * everything it cached, and a missed revocation cannot outlive the outage.
  *
  * No connection reconnects or resubscribes by itself: when one ends, the next is made here
  * (on a Cluster, on another master), so every flush follows a SUBSCRIBE seen to succeed, and
  * none is missed. ioredis's own Cluster subscriber moves to another node in silence, without
- * an event to flush on (measured: README, design decisions).
+ * an event to flush on (measured: docs/ARCHITECTURE.md, design decisions).
  *
  * A PING every second finds a connection whose server went silent without closing it (a
  * frozen process, a machine gone), which would otherwise look subscribed while the Cluster

@@ -3,21 +3,22 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
+import { readDoc } from '../../support/markdown.js';
 
-// The README's forward-auth configs are the files in config/forward-auth/ (nginx's, its
-// cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run there): the
-// README shows each file without its comments, and both name the check path and identity
+// The forward-auth configs of docs/forward-auth.md are the files in config/forward-auth/
+// (nginx's, its cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run
+// there): the doc shows each file without its comments, and both name the check path and identity
 // headers the gateway uses.
 
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 
-const README = read('README.md');
-const SECTION = README.slice(README.indexOf('## Forward auth: nginx, Caddy, Traefik, Envoy'));
+const DOC = readDoc('docs/forward-auth.md');
+const SECTION = DOC.slice(DOC.indexOf('## Forward auth: nginx, Caddy, Traefik, Envoy'));
 
-/** The first fenced block of the README's forward-auth section whose body matches `start`. */
-function readmeBlock(lang: string, start = ''): string {
+/** The first fenced block of the doc's forward-auth section whose body matches `start`. */
+function docBlock(lang: string, start = ''): string {
   const match = new RegExp('```' + lang + '\\n(' + start + '[\\s\\S]*?)\\n```').exec(SECTION);
-  if (match?.[1] === undefined) throw new Error(`no ${lang} block in the README section`);
+  if (match?.[1] === undefined) throw new Error(`no ${lang} block in the doc's section`);
   return match[1];
 }
 
@@ -32,9 +33,11 @@ function meaningful(text: string): string[] {
 const IDENTITY_HEADERS = ['x-auth-subject', 'x-auth-method', 'x-auth-key', 'x-auth-scopes'];
 const DEFAULT_PATH = parseConfig('', 'test.yaml').forwardAuth.path;
 
-describe('the README forward-auth configs', () => {
+describe('the forward-auth configs of docs/forward-auth.md', () => {
   it('shows a gateway config that loads, with the check on', () => {
-    expect(parseConfig(readmeBlock('yaml', 'server:'), 'README.md').forwardAuth.enabled).toBe(true);
+    expect(
+      parseConfig(docBlock('yaml', 'server:'), 'docs/forward-auth.md').forwardAuth.enabled,
+    ).toBe(true);
   });
 
   it.each([
@@ -43,7 +46,7 @@ describe('the README forward-auth configs', () => {
     ['caddyfile', 'Caddyfile', ''],
   ])('shows only lines of config/forward-auth (%s, %s)', (lang, file, start) => {
     const lines = new Set(meaningful(read(`config/forward-auth/${file}`)));
-    expect(meaningful(readmeBlock(lang, start)).filter((line) => !lines.has(line))).toEqual([]);
+    expect(meaningful(docBlock(lang, start)).filter((line) => !lines.has(line))).toEqual([]);
   });
 
   it('tells where `caddy run` saves the config it loaded, and how to skip that', () => {
@@ -94,7 +97,7 @@ describe('the README forward-auth configs', () => {
     const file = parse(read('config/forward-auth/traefik.yml')) as {
       http: { middlewares: Record<string, { forwardAuth: Record<string, unknown> }> };
     };
-    const shown = parse(readmeBlock('yaml', 'http:')) as unknown;
+    const shown = parse(docBlock('yaml', 'http:')) as unknown;
     expect(shown).toEqual(file);
     const forwardAuth = file.http.middlewares['accounts-gateway']?.forwardAuth;
     expect(new URL(String(forwardAuth?.address)).pathname).toBe(DEFAULT_PATH);
@@ -151,7 +154,7 @@ describe('the README forward-auth configs', () => {
       }
     ).static_resources.listeners[0]?.filter_chains[0]?.filters[0]?.typed_config.http_filters;
     const extAuthz = filters?.[0] as { typed_config: { http_service: { path_prefix: string } } };
-    const shown = parse(readmeBlock('yaml', '- name: envoy')) as unknown;
+    const shown = parse(docBlock('yaml', '- name: envoy')) as unknown;
     expect(shown).toEqual([extAuthz]);
     expect(extAuthz.typed_config.http_service.path_prefix).toBe(DEFAULT_PATH);
   });

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KEY_ID } from '../../../src/identity/identity-formats.js';
@@ -10,9 +9,10 @@ import {
   TAGGED_KEY_ID_LENGTH,
   TAGGED_KEY_ID_SOURCE,
 } from '../../../src/identity/key-id.js';
+import { readDoc } from '../../support/markdown.js';
 
 /**
- * Written by PHP 8.2 as the README tells a web application to (`crc32`, base62 by hand), for
+ * Written by PHP 8.2 as docs/redis-layout.md tells a web application to (`crc32`, base62 by hand), for
  * subject `alice` and the random part `7FqR0cX1mZ9pLw2sTn4vYb8d`: a literal, so that the
  * gateway and another language are shown to agree on the tag and the checksum.
  */
@@ -35,7 +35,7 @@ function everySubstitution(id: string): { at: number; changed: string }[] {
 }
 
 describe('subjectTag', () => {
-  it('is the first five hex digits of SHA-256 of the subject, as the README’s shell line computes', () => {
+  it('is the first five hex digits of SHA-256 of the subject, as docs/redis-layout.md’s shell line computes', () => {
     // printf %s alice | sha256sum | cut -c1-5
     expect(subjectTag('alice')).toBe('2bd80');
     // UTF-8 bytes, so a subject is tagged alike in every language.
@@ -139,8 +139,8 @@ describe('TAGGED_KEY_ID_SOURCE, the secret scanners’ pattern', () => {
     expect(text.match(pattern)).toBeNull();
   });
 
-  it('is the pattern the README gives', () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-    expect(readme.includes(TAGGED_KEY_ID_SOURCE), TAGGED_KEY_ID_SOURCE).toBe(true);
+  it('is the pattern docs/redis-layout.md gives', () => {
+    const doc = readDoc('docs/redis-layout.md');
+    expect(doc.includes(TAGGED_KEY_ID_SOURCE), TAGGED_KEY_ID_SOURCE).toBe(true);
   });
 });

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import {
   type AccessEntry,
   type AccessLogOptions,
 } from '../../../src/observability/access-log.js';
+import { readDoc } from '../../support/markdown.js';
 
 function capture(level = 'info'): { lines: string[]; logger: pino.Logger } {
   const lines: string[] = [];
@@ -237,13 +237,13 @@ describe('jsonString', () => {
   });
 });
 
-describe('the README example under Logs', () => {
+describe('the example under Logs in docs/operations.md', () => {
   // What operators copy into their log queries: the fields of a proxied, authenticated
   // request's line, in the order written.
   it('has the fields of a proxied, authenticated request’s line, trace_id included, in order', () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-    const open = readme.indexOf('```json\n', readme.indexOf('**Logs.**')) + '```json\n'.length;
-    const example = JSON.parse(readme.slice(open, readme.indexOf('\n```', open))) as object;
+    const doc = readDoc('docs/operations.md');
+    const open = doc.indexOf('```json\n', doc.indexOf('**Logs.**')) + '```json\n'.length;
+    const example = JSON.parse(doc.slice(open, doc.indexOf('\n```', open))) as object;
     const line = lineFor({ ...entry, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
     expect(Object.keys(example)).toEqual(Object.keys(line));
   });

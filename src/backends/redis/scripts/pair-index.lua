@@ -1,5 +1,5 @@
 -- The index of one subject's pairs: the functions every pair script shares (key names in
--- layout.ts, the README's Redis key layout):
+-- layout.ts, docs/redis-layout.md):
 --   KEY.pairs   ZSET every pair of the subject, scored by created_at (ms)
 --   KEY.ends    ZSET the pairs with a known end (expiry or revocation), scored by it (ms): the
 --               earliest end known

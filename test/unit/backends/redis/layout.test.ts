@@ -1,14 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { describeLayout, redisLayout } from '../../../../src/backends/redis/layout.js';
+import { readDoc, section } from '../../../support/markdown.js';
 
-const README = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
-
-/** The rows of the README's table under `## Redis key layout`: key and type. */
-function readmeRows(): { key: string; type: string }[] {
-  const start = README.indexOf('## Redis key layout');
-  const section = README.slice(start, README.indexOf('\n## ', start + 1));
-  return section
+/** The rows of docs/redis-layout.md's table under `## Redis key layout`: key and type. */
+function docRows(): { key: string; type: string }[] {
+  return section(readDoc('docs/redis-layout.md'), '## Redis key layout')
     .split('\n')
     .filter((line) => line.startsWith('| `'))
     .map((line) => {
@@ -21,8 +17,8 @@ function readmeRows(): { key: string; type: string }[] {
 }
 
 describe('the Redis key layout', () => {
-  it('is the one the README documents, row for row', () => {
-    expect(readmeRows()).toEqual(describeLayout());
+  it('is the one docs/redis-layout.md documents, row for row', () => {
+    expect(docRows()).toEqual(describeLayout());
   });
 
   it('starts every name with the configured prefix, so a deployment may choose its own', () => {
