@@ -27,7 +27,10 @@ export function parseUnlockOptions(
 ): { readonly unlocks: readonly Unlock[]; readonly address?: string } {
   const once = (name: string, value: string | string[] | undefined): string | undefined => {
     if (Array.isArray(value))
-      throw new CliError(`--${name} may be given once; run the command again for another`, EXIT.usage);
+      throw new CliError(
+        `--${name} may be given once; run the command again for another`,
+        EXIT.usage,
+      );
     return value;
   };
   const key = once('key', options.key);
@@ -96,7 +99,10 @@ function named(unlock: Unlock, address: string | undefined): string {
   }
 }
 
-function unlockLine({ unlock, cleared, locked }: UnlockResult, address: string | undefined): string {
+function unlockLine(
+  { unlock, cleared, locked }: UnlockResult,
+  address: string | undefined,
+): string {
   const counters = `${cleared} counter${cleared === 1 ? '' : 's'}`;
   const what = named(unlock, address);
   if (locked > 0) return `${what}: lock lifted (${counters} cleared)`;

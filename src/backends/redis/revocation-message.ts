@@ -6,8 +6,7 @@ import type { Unlock } from '../../protection/lockout.js';
  * unlock`), which every gateway hears on the same subscription.
  */
 export type RevocationMessage = (
-  | { readonly revocation: Revocation }
-  | { readonly unlock: Unlock }
+  { readonly revocation: Revocation } | { readonly unlock: Unlock }
 ) & {
   /** When it was published, in Unix milliseconds, if the message says (the earlier form does not). */
   readonly publishedAtMs: number | undefined;

@@ -167,7 +167,11 @@ describe('withLocalLocks', () => {
     });
 
     it("forgets a username's locks, not a Basic key's of the same name", async () => {
-      const targets = [token('carol', '10.0.0.1'), token('carol', '10.0.0.3'), basic('carol', '10.0.0.1')];
+      const targets = [
+        token('carol', '10.0.0.1'),
+        token('carol', '10.0.0.3'),
+        basic('carol', '10.0.0.1'),
+      ];
       const { lockout, refusedHere } = await holding([
         [targets[0]!, refuse('token_username_address', 60)],
         [targets[1]!, refuse('token_username', 60)],

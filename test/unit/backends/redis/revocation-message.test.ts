@@ -71,7 +71,13 @@ describe('a message of the revocation channel', () => {
   });
 
   it('ignores an unlock that names no kind it knows, or nothing', () => {
-    for (const message of ['unlock:', 'unlock:key:', 'unlock:key', 'unlock:subject:s', 'unlock:address: 1'])
+    for (const message of [
+      'unlock:',
+      'unlock:key:',
+      'unlock:key',
+      'unlock:subject:s',
+      'unlock:address: 1',
+    ])
       expect(parseRevocationMessage(message)).toBeUndefined();
   });
 });
