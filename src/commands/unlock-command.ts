@@ -1,6 +1,9 @@
 import type { GatewayConfig } from '../config/config-schema.js';
-import type { Unlock } from '../protection/lockout.js';
-import { unlockLockouts, type UnlockResult } from '../backends/redis/unlock-lockouts.js';
+import {
+  unlockLockouts,
+  type Unlock,
+  type UnlockResult,
+} from '../backends/redis/unlock-lockouts.js';
 import { networkOf, parseIp } from '../http/ip-network.js';
 import { USERNAME } from '../identity/identity-formats.js';
 import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';

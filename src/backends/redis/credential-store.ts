@@ -65,9 +65,9 @@ export interface RedisCredentialStoreDeps {
 
 /** What hears the lockouts an operator lifts: the locks this process remembers. */
 export interface UnlockListener {
-  unlocked(unlock: Unlock): void;
+  readonly unlocked: (unlock: Unlock) => void;
   /** The subscription stands (again): unlocks published while it did not were lost. */
-  missed(): void;
+  readonly missed: () => void;
 }
 
 /** A pair as found: its record, and its hash's name, here or in the single slot. */
