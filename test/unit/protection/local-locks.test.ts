@@ -5,6 +5,7 @@ import type {
   LockoutDecision,
   LockoutRefusal,
   LockoutTarget,
+  Unlock,
 } from '../../../src/protection/lockout.js';
 
 const ALLOW: LockoutDecision = {
@@ -121,20 +122,25 @@ describe('withLocalLocks', () => {
   });
 
   describe('forget (keys unlock)', () => {
-    /** A local-locks lockout holding the locks `locks` start, its shared lockout allowing after. */
-    async function holding(locks: readonly [LockoutTarget, LockoutRefusal][]) {
+    const token = (id: string, address: string): LockoutTarget => ({
+      ...basic(id, address),
+      kind: 'token',
+    });
+    type Held = readonly [LockoutTarget, LockoutRefusal['scope']];
+
+    /** A local-locks lockout that remembers a lock of each `held`, its shared lockout allowing after. */
+    async function holding(held: readonly Held[]) {
       const shared = sharedLockout();
       const lockout = withLocalLocks(shared.lockout, () => 0);
-      for (const [target, refusal] of locks) {
-        shared.answer(refusal);
+      for (const [target, scope] of held) {
+        shared.answer(refuse(scope, 60));
         await lockout.begin(target);
       }
       shared.answer(ALLOW);
-      shared.calls.length = 0;
       /** Whether each target is still refused here, with no round trip. */
-      const refusedHere = async (targets: readonly LockoutTarget[]) => {
+      const refusedHere = async () => {
         const refused = [];
-        for (const target of targets) {
+        for (const [target] of held) {
           const before = shared.calls.length;
           const decision = await lockout.begin(target);
           refused.push(decision.kind === 'refuse' && shared.calls.length === before);
@@ -143,67 +149,55 @@ describe('withLocalLocks', () => {
       };
       return { lockout, refusedHere };
     }
-    const token = (id: string, address: string): LockoutTarget => ({
-      ...basic(id, address),
-      kind: 'token',
-    });
 
-    it("forgets a key's locks from every network and its key-wide lock, and no other key's", async () => {
-      const targets = [
-        basic('ak_a', '10.0.0.1'),
-        basic('ak_a', '2001:db8::/64'),
-        basic('ak_ab', '10.0.0.1'),
-        basic('ak_b', '10.0.0.2'),
-      ];
-      const { lockout, refusedHere } = await holding([
-        [targets[0]!, refuse('basic_key_address', 60)],
-        [targets[1]!, refuse('basic_key_address', 60)],
-        [targets[2]!, refuse('basic_key_address', 60)],
-        [targets[3]!, refuse('basic_key', 60)],
-      ]);
-      lockout.forget({ kind: 'key', key: 'ak_a' });
-      lockout.forget({ kind: 'key', key: 'ak_b' });
-      expect(await refusedHere(targets)).toEqual([false, false, true, false]);
-    });
-
-    it("forgets a username's locks, not a Basic key's of the same name", async () => {
-      const targets = [
-        token('carol', '10.0.0.1'),
-        token('carol', '10.0.0.3'),
-        basic('carol', '10.0.0.1'),
-      ];
-      const { lockout, refusedHere } = await holding([
-        [targets[0]!, refuse('token_username_address', 60)],
-        [targets[1]!, refuse('token_username', 60)],
-        [targets[2]!, refuse('basic_key_address', 60)],
-      ]);
-      lockout.forget({ kind: 'username', username: 'carol' });
-      expect(await refusedHere(targets)).toEqual([false, false, true]);
-    });
-
-    it("forgets a network's Basic and token address locks, and no other network's", async () => {
-      const targets = [
-        basic('ak_x', '2001:db8::/64'),
-        token('dave', '2001:db8::/64'),
-        basic('ak_y', '2001:db8:0:1::/64'),
-      ];
-      const { lockout, refusedHere } = await holding([
-        [targets[0]!, refuse('basic_address', 60)],
-        [targets[1]!, refuse('token_address', 60)],
-        [targets[2]!, refuse('basic_address', 60)],
-      ]);
-      lockout.forget({ kind: 'address', network: '2001:db8::/64' });
-      expect(await refusedHere(targets)).toEqual([false, false, true]);
+    it.each<[string, readonly Held[], readonly Unlock[], readonly boolean[]]>([
+      [
+        "a key's locks from every network and its key-wide lock, and no other key's",
+        [
+          [basic('ak_a', '10.0.0.1'), 'basic_key_address'],
+          [basic('ak_a', '2001:db8::/64'), 'basic_key_address'],
+          [basic('ak_ab', '10.0.0.1'), 'basic_key_address'],
+          [basic('ak_b', '10.0.0.2'), 'basic_key'],
+        ],
+        [
+          { kind: 'key', key: 'ak_a' },
+          { kind: 'key', key: 'ak_b' },
+        ],
+        [false, false, true, false],
+      ],
+      [
+        "a username's locks, not a Basic key's of the same name",
+        [
+          [token('carol', '10.0.0.1'), 'token_username_address'],
+          [token('carol', '10.0.0.3'), 'token_username'],
+          [basic('carol', '10.0.0.1'), 'basic_key_address'],
+        ],
+        [{ kind: 'username', username: 'carol' }],
+        [false, false, true],
+      ],
+      [
+        "a network's Basic and token address locks, and no other network's",
+        [
+          [basic('ak_x', '2001:db8::/64'), 'basic_address'],
+          [token('dave', '2001:db8::/64'), 'token_address'],
+          [basic('ak_y', '2001:db8:0:1::/64'), 'basic_address'],
+        ],
+        [{ kind: 'address', network: '2001:db8::/64' }],
+        [false, false, true],
+      ],
+    ])('forgets %s', async (_name, held, unlocks, stillRefused) => {
+      const { lockout, refusedHere } = await holding(held);
+      for (const unlock of unlocks) lockout.forget(unlock);
+      expect(await refusedHere()).toEqual(stillRefused);
     });
 
     it('forgets every lock at once when an unlock may have been missed', async () => {
-      const targets = [basic('ak_a', '10.0.0.1'), token('carol', '10.0.0.2')];
       const { lockout, refusedHere } = await holding([
-        [targets[0]!, refuse('basic_address', 60)],
-        [targets[1]!, refuse('token_username', 60)],
+        [basic('ak_a', '10.0.0.1'), 'basic_address'],
+        [token('carol', '10.0.0.2'), 'token_username'],
       ]);
       lockout.forgetAll();
-      expect(await refusedHere(targets)).toEqual([false, false]);
+      expect(await refusedHere()).toEqual([false, false]);
     });
   });
 });
