@@ -95,10 +95,12 @@ function named(unlock: Unlock, address: string | undefined): string {
       return `key ${unlock.key}`;
     case 'username':
       return `username ${unlock.username}`;
-    case 'address':
-      return unlock.network === address
-        ? `address ${address}`
-        : `address ${address ?? ''} (network ${unlock.network})`;
+    case 'address': {
+      const asked = address ?? unlock.network;
+      return asked === unlock.network
+        ? `address ${asked}`
+        : `address ${asked} (network ${unlock.network})`;
+    }
   }
 }
 
@@ -120,6 +122,6 @@ function unlockView({ unlock, cleared, locked }: UnlockResult, address: string |
       ? { key: unlock.key }
       : unlock.kind === 'username'
         ? { username: unlock.username }
-        : { address, network: unlock.network };
+        : { address: address ?? unlock.network, network: unlock.network };
   return { kind: unlock.kind, ...which, was_locked: locked > 0, counters_cleared: cleared };
 }

@@ -184,6 +184,19 @@ describe('keys unlock on a running gateway', () => {
         'key ak_never_seen: nothing was locked\nusername nobody: nothing was locked\naddress 192.0.2.7: nothing was locked\n',
       stderr: '',
     });
+    expect(await unlock(['--address', '2001:db8:0:9::1', '--json'])).toEqual({
+      code: 0,
+      stdout: `${JSON.stringify([
+        {
+          kind: 'address',
+          address: '2001:db8:0:9::1',
+          network: '2001:db8:0:9::/64',
+          was_locked: false,
+          counters_cleared: 0,
+        },
+      ])}\n`,
+      stderr: '',
+    });
   });
 
   it('clears the failures of a counter that is not locked yet, and says so', async () => {
