@@ -24,6 +24,7 @@ import { checkKeyMaterial } from './commands/check-key-material.js';
 import { checkCostOption, hashPasswordCommand } from './commands/hash-password.js';
 import { migrateCommand } from './commands/migrate-command.js';
 import { readPassword } from './commands/read-password.js';
+import { unlockCommand } from './commands/unlock-command.js';
 import { oneGateway } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import { ConfigError } from './config/load-config.js';
@@ -208,8 +209,31 @@ async function main(argv: string[]): Promise<number> {
               .example('$0 keys revoke ak_...', 'refused by every gateway at once'),
           (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
         )
+        .command(
+          'unlock',
+          'Lift a lockout (a key, a username, an address) on Redis and every gateway',
+          (c) =>
+            withJson(c)
+              .option('key', { type: 'string', describe: 'a key id, as clients send it' })
+              .option('username', { type: 'string', describe: 'a username of POST /auth/token' })
+              .option('address', {
+                type: 'string',
+                describe: 'a client address: its network as server.clientNetworks counts it',
+              })
+              .example('$0 keys unlock --key ak_...', 'the key from every address, at once')
+              .example(
+                '$0 keys unlock --username alice --address 2001:db8::7',
+                'the username, and the /64 of that address',
+              ),
+          (args) =>
+            unlockCommand(
+              loadConfigFromArgs(args),
+              { json: args.json, write: (text) => process.stdout.write(text) },
+              args,
+            ),
+        )
         .example('$0 keys list --subject alice', "the subject's pairs")
-        .demandCommand(1, 'Name a keys command: create, list, show or revoke.'),
+        .demandCommand(1, 'Name a keys command: create, list, show, revoke or unlock.'),
     )
     .command('users', 'Manage web-app users (password -> token exchange)', (y) =>
       y

@@ -7,7 +7,17 @@ import {
   type Lockout,
   type LockoutRefusal,
   type LockoutTarget,
+  type Unlock,
+  unlockedCounters,
 } from './lockout.js';
+
+/** The lockout with the locks this process remembers, which an operator's unlock clears. */
+export interface LocalLocks extends Lockout {
+  /** Forgets the locks of what `unlock` names (`keys unlock`, heard on the channel). */
+  forget(unlock: Unlock): void;
+  /** Forgets every lock: an unlock may have been missed (the subscription was down). */
+  forgetAll(): void;
+}
 
 /**
  * Remembers in this process the locks a shared lockout refused with, until their Retry-After:
@@ -23,7 +33,7 @@ export function withLocalLocks(
   lockout: Lockout,
   now: () => number = Date.now,
   maxEntries = 100_000,
-): Lockout {
+): LocalLocks {
   const until = new LRUCache<string, number>({ max: maxEntries });
 
   type Kind = LockoutTarget['kind'];
@@ -65,5 +75,15 @@ export function withLocalLocks(
       if (refusal !== undefined) remember(kind, ids, refusal);
       return refusal;
     },
+    forget(unlock) {
+      const { exact, anyNetwork } = unlockedCounters(unlock);
+      for (const counter of exact) until.delete(counterKey(counter));
+      if (anyNetwork.length === 0) return;
+      // A walk over every remembered lock: an operator's command, rare, and the map bounded.
+      const prefixes = anyNetwork.map(counterKey);
+      for (const id of [...until.keys()])
+        if (prefixes.some((prefix) => id.startsWith(prefix))) until.delete(id);
+    },
+    forgetAll: () => until.clear(),
   };
 }

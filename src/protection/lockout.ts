@@ -139,3 +139,40 @@ export function counterLimits(
 export function toRetryAfterSec(waitMs: number): number {
   return Math.max(1, Math.ceil(waitMs / 1000));
 }
+
+/**
+ * A lockout lifted by an operator (`keys unlock`): every counter of a key or of a username
+ * (whatever the network), or the address counters of a client network (Basic and token).
+ */
+export type Unlock =
+  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'username'; readonly username: string }
+  | { readonly kind: 'address'; readonly network: string };
+
+/**
+ * The counters an unlock clears: `exact` as they are, and for `anyNetwork` (network '') the
+ * counter of every network. counterKey() of an `anyNetwork` counter is the prefix of all of
+ * theirs, since the network comes last and ids never contain `:`.
+ */
+export function unlockedCounters(unlock: Unlock): {
+  readonly exact: readonly LockoutCounter[];
+  readonly anyNetwork: readonly LockoutCounter[];
+} {
+  switch (unlock.kind) {
+    case 'key':
+    case 'username': {
+      const id = unlock.kind === 'key' ? unlock.key : unlock.username;
+      const [, idAddress, wide] = countersOf({
+        kind: unlock.kind === 'key' ? 'basic' : 'token',
+        id,
+        network: '',
+      });
+      return { exact: [wide], anyNetwork: [idAddress] };
+    }
+    case 'address': {
+      const of = (kind: LockoutTarget['kind']) =>
+        countersOf({ kind, id: '', network: unlock.network })[0];
+      return { exact: [of('basic'), of('token')], anyNetwork: [] };
+    }
+  }
+}

@@ -15,6 +15,7 @@ const COMMANDS = [
   ['keys', 'list'],
   ['keys', 'show'],
   ['keys', 'revoke'],
+  ['keys', 'unlock'],
   ['users'],
   ['users', 'add'],
   ['users', 'list'],
@@ -46,7 +47,7 @@ describe('--help and completion', () => {
     const result = await runCli(['--get-yargs-completions', 'keys', '']);
     expect(result.code).toBe(0);
     expect(result.stdout.split('\n')).toEqual(
-      expect.arrayContaining(['create', 'list', 'show', 'revoke']),
+      expect.arrayContaining(['create', 'list', 'show', 'revoke', 'unlock']),
     );
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { redisLayout, singleSlotLayout } from '../../src/backends/redis/layout.js';
 import { formatKeyId } from '../../src/identity/key-id.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { startEchoUpstream } from '../support/echo-upstream.js';
 import { startGateway } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import {
@@ -297,6 +298,64 @@ describe("docs/redis-layout.md's recipes for another service, run as written on 
     expect(await gateways.accounts(gateways.b, pair)).toBe(200);
     await gateways.revokeThroughA(pair, runningServers());
     expect(await gateways.accounts(gateways.a, pair)).toBe(401);
+  });
+});
+
+describe('keys unlock on a Cluster', () => {
+  it("deletes a key's counters where they are and lifts the lock the gateway remembers", async () => {
+    const keyPrefix = uniquePrefix('cluster-unlock');
+    const upstream = await startEchoUpstream();
+    const lock = { threshold: 3, maxLockSec: 600 };
+    const gateway = await startGateway(
+      gatewayYaml({
+        upstreamUrl: upstream.url,
+        config: {
+          credentials: {
+            store: 'redis',
+            redis: { mode: 'cluster', nodes: [...cluster.seeds], keyPrefix },
+          },
+          lockout: { initialLockSec: 600, basic: { keyAddress: lock } },
+        },
+      }),
+    );
+    try {
+      const cli = (args: string[]) => runCli([...args, '--config', gateway.configFile]);
+      const pair = JSON.parse(
+        (await cli(['keys', 'create', '--subject', 'subject-unlock', '--json'])).stdout,
+      ) as { key: string; secret: string };
+      const get = async (secret: string) =>
+        (
+          await send(gateway.url, '/accounts', {
+            headers: { authorization: basicHeader(pair.key, secret) },
+          })
+        ).status;
+      for (let i = 0; i < lock.threshold; i += 1) expect(await get(`wrong-${i}`)).toBe(401);
+      expect(await get(pair.secret)).toBe(429);
+      await untilSubscribers(
+        runningServers().map((address) => `redis://${address}`),
+        keyPrefix,
+        1,
+      );
+      expect(await cli(['keys', 'unlock', '--key', pair.key])).toEqual({
+        code: 0,
+        stdout: `key ${pair.key}: lock lifted (2 counters cleared)\n`,
+        stderr: '',
+      });
+      const layout = redisLayout(keyPrefix);
+      expect(
+        await admin.exists(
+          layout.lockoutCounter({ scope: 'basic_key', id: pair.key, network: '' }),
+          layout.lockoutCounter({ scope: 'basic_key_address', id: pair.key, network: '127.0.0.1' }),
+        ),
+      ).toBe(0);
+      // The PUBLISH reaches a subscriber on another node after it has answered: 429 until then.
+      let status = 429;
+      while (status === 429) status = await get(pair.secret);
+      expect(status).toBe(200);
+    } finally {
+      await gateway.stop();
+      await upstream.close();
+    }
   });
 });
 

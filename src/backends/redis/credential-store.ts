@@ -8,6 +8,7 @@ import {
 } from '../../credentials/credential-store.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { parseKeyId } from '../../identity/key-id.js';
+import type { Unlock } from '../../protection/lockout.js';
 import type { RedisClient, RedisConnection, StoreLog } from './client.js';
 import {
   LISTED_FIELDS,
@@ -58,6 +59,15 @@ export interface RedisCredentialStoreDeps {
   readonly retention: RetentionOptions;
   /** Where the revocation subscription's changes of state are logged; none: silent. */
   readonly log?: StoreLog | undefined;
+  /** Told of the unlocks the revocation channel carries (`keys unlock`); none: ignored. */
+  readonly unlocks?: UnlockListener | undefined;
+}
+
+/** What hears the lockouts an operator lifts: the locks this process remembers. */
+export interface UnlockListener {
+  readonly unlocked: (unlock: Unlock) => void;
+  /** The subscription stands (again): unlocks published while it did not were lost. */
+  readonly missed: () => void;
 }
 
 /** A pair as found: its record, and its hash's name, here or in the single slot. */
@@ -372,7 +382,11 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
         connections: subscriberConnections(client, SUBSCRIBER_TIMEOUT_MS),
         channel: layout.channel,
         listener,
-        flush,
+        unlocked: deps.unlocks?.unlocked,
+        flush: (start) => {
+          deps.unlocks?.missed();
+          flush(start);
+        },
         log: deps.log,
       });
     },

@@ -3,7 +3,7 @@ import {
   DEFAULT_RETAIN_ENDED_SEC,
   type RetentionOptions,
 } from '../../credentials/credential-store.js';
-import { withLocalLocks } from '../../protection/local-locks.js';
+import { withLocalLocks, type LocalLocks } from '../../protection/local-locks.js';
 import type { Backend } from '../backend.js';
 import { createRedisBreakers, type BreakerTransition } from './breakers.js';
 import { createRedisBucketStore } from './bucket-store.js';
@@ -80,6 +80,9 @@ export function createRedisBackend(
   });
   const layout = redisLayout(config.keyPrefix);
   const retention = options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC };
+  // The locks the current configuration's lockout remembers (a reload makes another, and the
+  // last one made is the one requests use): what an operator's unlock must reach at once.
+  let localLocks: LocalLocks | undefined;
   return {
     credentials: createRedisCredentialStore({
       client,
@@ -90,10 +93,15 @@ export function createRedisBackend(
       now,
       retention,
       log: options.log,
+      unlocks: {
+        unlocked: (unlock) => localLocks?.forget(unlock),
+        missed: () => localLocks?.forgetAll(),
+      },
     }),
     // A lock seen once is remembered in process until it ends, so a flood against a locked
     // address or key costs no Redis round trip (local-locks.ts).
-    lockout: (lockout) => withLocalLocks(createRedisLockout(lockout, runner, layout), now),
+    lockout: (lockout) =>
+      (localLocks = withLocalLocks(createRedisLockout(lockout, runner, layout), now)),
     buckets: () => createRedisBucketStore(runner, layout),
     redisConnections: watchConnectionStates(client),
   };

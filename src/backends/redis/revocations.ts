@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Revocation, SubscriptionStart } from '../../credentials/credential-store.js';
+import type { Unlock } from '../../protection/lockout.js';
 import type { StoreLog } from './client.js';
 import { parseRevocationMessage } from './revocation-message.js';
 import { nodeAddress, type SubscriberConnections } from './subscriber-connections.js';
@@ -26,6 +27,8 @@ export interface SubscribeOptions {
   readonly channel: string;
   /** Every revocation any gateway or writer publishes, with its publish time when it has one. */
   readonly listener: (revocation: Revocation, publishedAtMs: number | undefined) => void;
+  /** Every lockout an operator lifted (`keys unlock`); none: unlocks are ignored. */
+  readonly unlocked?: ((unlock: Unlock) => void) | undefined;
   /** Each time the subscription stands: `first`, then `again` after each loss. */
   readonly flush: (start: SubscriptionStart) => void;
   readonly log?: StoreLog | undefined;
@@ -53,7 +56,7 @@ export interface SubscribeOptions {
  * the node; `revocations not subscribed` (warn) when a server refuses SUBSCRIBE itself.
  */
 export function subscribeRevocations(options: SubscribeOptions): RevocationSubscription {
-  const { connections, channel, listener, flush, log } = options;
+  const { connections, channel, listener, unlocked, flush, log } = options;
   const now = options.now ?? Date.now;
   let closed = false;
   let current: Redis | undefined;
@@ -118,7 +121,9 @@ export function subscribeRevocations(options: SubscribeOptions): RevocationSubsc
     });
     redis.on('message', (_channel: string, message: string) => {
       const read = parseRevocationMessage(message);
-      if (read !== undefined) listener(read.revocation, read.publishedAtMs);
+      if (read === undefined) return;
+      if ('revocation' in read) listener(read.revocation, read.publishedAtMs);
+      else unlocked?.(read.unlock);
     });
     redis.once('end', () => {
       clearTimeout(deadline);

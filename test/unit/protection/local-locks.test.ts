@@ -5,6 +5,7 @@ import type {
   LockoutDecision,
   LockoutRefusal,
   LockoutTarget,
+  Unlock,
 } from '../../../src/protection/lockout.js';
 
 const ALLOW: LockoutDecision = {
@@ -118,5 +119,85 @@ describe('withLocalLocks', () => {
       'begin ak_two@10.0.0.4',
       'check basic@10.0.0.4',
     ]);
+  });
+
+  describe('forget (keys unlock)', () => {
+    const token = (id: string, address: string): LockoutTarget => ({
+      ...basic(id, address),
+      kind: 'token',
+    });
+    type Held = readonly [LockoutTarget, LockoutRefusal['scope']];
+
+    /** A local-locks lockout that remembers a lock of each `held`, its shared lockout allowing after. */
+    async function holding(held: readonly Held[]) {
+      const shared = sharedLockout();
+      const lockout = withLocalLocks(shared.lockout, () => 0);
+      for (const [target, scope] of held) {
+        shared.answer(refuse(scope, 60));
+        await lockout.begin(target);
+      }
+      shared.answer(ALLOW);
+      /** Whether each target is still refused here, with no round trip. */
+      const refusedHere = async () => {
+        const refused = [];
+        for (const [target] of held) {
+          const before = shared.calls.length;
+          const decision = await lockout.begin(target);
+          refused.push(decision.kind === 'refuse' && shared.calls.length === before);
+        }
+        return refused;
+      };
+      return { lockout, refusedHere };
+    }
+
+    it.each<[string, readonly Held[], readonly Unlock[], readonly boolean[]]>([
+      [
+        "a key's locks from every network and its key-wide lock, and no other key's",
+        [
+          [basic('ak_a', '10.0.0.1'), 'basic_key_address'],
+          [basic('ak_a', '2001:db8::/64'), 'basic_key_address'],
+          [basic('ak_ab', '10.0.0.1'), 'basic_key_address'],
+          [basic('ak_b', '10.0.0.2'), 'basic_key'],
+        ],
+        [
+          { kind: 'key', key: 'ak_a' },
+          { kind: 'key', key: 'ak_b' },
+        ],
+        [false, false, true, false],
+      ],
+      [
+        "a username's locks, not a Basic key's of the same name",
+        [
+          [token('carol', '10.0.0.1'), 'token_username_address'],
+          [token('carol', '10.0.0.3'), 'token_username'],
+          [basic('carol', '10.0.0.1'), 'basic_key_address'],
+        ],
+        [{ kind: 'username', username: 'carol' }],
+        [false, false, true],
+      ],
+      [
+        "a network's Basic and token address locks, and no other network's",
+        [
+          [basic('ak_x', '2001:db8::/64'), 'basic_address'],
+          [token('dave', '2001:db8::/64'), 'token_address'],
+          [basic('ak_y', '2001:db8:0:1::/64'), 'basic_address'],
+        ],
+        [{ kind: 'address', network: '2001:db8::/64' }],
+        [false, false, true],
+      ],
+    ])('forgets %s', async (_name, held, unlocks, stillRefused) => {
+      const { lockout, refusedHere } = await holding(held);
+      for (const unlock of unlocks) lockout.forget(unlock);
+      expect(await refusedHere()).toEqual(stillRefused);
+    });
+
+    it('forgets every lock at once when an unlock may have been missed', async () => {
+      const { lockout, refusedHere } = await holding([
+        [basic('ak_a', '10.0.0.1'), 'basic_address'],
+        [token('carol', '10.0.0.2'), 'token_username'],
+      ]);
+      lockout.forgetAll();
+      expect(await refusedHere()).toEqual([false, false]);
+    });
   });
 });

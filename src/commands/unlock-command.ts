@@ -1,0 +1,127 @@
+import type { GatewayConfig } from '../config/config-schema.js';
+import {
+  unlockLockouts,
+  type Unlock,
+  type UnlockResult,
+} from '../backends/redis/unlock-lockouts.js';
+import { networkOf, parseIp } from '../http/ip-network.js';
+import { USERNAME } from '../identity/identity-formats.js';
+import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';
+import { CliError, EXIT } from './cli-error.js';
+
+/** What `keys unlock` was asked to lift: each flag once at most (yargs gives an array for more). */
+export interface UnlockOptions {
+  readonly key?: string | string[] | undefined;
+  readonly username?: string | string[] | undefined;
+  readonly address?: string | string[] | undefined;
+}
+
+/**
+ * A key id as a client sends it: what the lockout counts, known or not. Pairs refused before any
+ * compare (a key over 128 characters) are never counted; a colon ends a Basic key (RFC 7617),
+ * and the revocation channel's message ends at the first space.
+ */
+const COUNTED_KEY = /^[^\s:\p{Cc}]{1,128}$/u;
+
+/** The options read: the unlocks they name, in the order key, username, address. */
+export function parseUnlockOptions(
+  options: UnlockOptions,
+  clientNetworks: GatewayConfig['server']['clientNetworks'],
+): { readonly unlocks: readonly Unlock[]; readonly address?: string } {
+  const once = (name: string, value: string | string[] | undefined): string | undefined => {
+    if (Array.isArray(value))
+      throw new CliError(
+        `--${name} may be given once; run the command again for another`,
+        EXIT.usage,
+      );
+    return value;
+  };
+  const key = once('key', options.key);
+  const username = once('username', options.username);
+  const address = once('address', options.address);
+  if (key === undefined && username === undefined && address === undefined)
+    throw new CliError('name what to unlock: --key, --username or --address', EXIT.usage);
+  const unlocks: Unlock[] = [];
+  if (key !== undefined) {
+    if (!COUNTED_KEY.test(key))
+      throw new CliError(
+        '--key must be a key id as clients send it: 1-128 characters, without a colon, a space or a control character',
+        EXIT.usage,
+      );
+    unlocks.push({ kind: 'key', key });
+  }
+  if (username !== undefined) {
+    if (!USERNAME.pattern.test(username))
+      throw new CliError(`--username must be ${USERNAME.rule}`, EXIT.usage);
+    unlocks.push({ kind: 'username', username });
+  }
+  if (address === undefined) return { unlocks };
+  const ip = parseIp(address);
+  if (ip === undefined)
+    throw new CliError('--address must be one IPv4 or IPv6 address, without a port', EXIT.usage);
+  // Counted as the gateway counts it: the network of the address (an IPv6 /64 by default).
+  const prefix = ip.family === 'ipv4' ? clientNetworks.ipv4Prefix : clientNetworks.ipv6Prefix;
+  unlocks.push({ kind: 'address', network: networkOf(ip, prefix) });
+  return { unlocks, address };
+}
+
+/**
+ * `keys unlock`: lifts the lockout of a key, a username or a client network on Redis and on
+ * every running gateway (unlock-lockouts.ts). The memory store's lockout lives in the gateway
+ * process that counted it, which no other process reaches.
+ */
+export async function unlockCommand(
+  config: GatewayConfig,
+  output: Output,
+  options: UnlockOptions,
+): Promise<void> {
+  const { unlocks, address } = parseUnlockOptions(options, config.server.clientNetworks);
+  if (config.credentials.store === 'memory')
+    throw new CliError(
+      'credentials.store is memory: its lockouts live in the gateway process that counted them, which this command cannot reach; reload that gateway (SIGHUP) or restart it to lift them all, or pass --redis-url',
+      EXIT.usage,
+    );
+  const results = await asCliFailure(() => unlockLockouts(adminRedisConfig(config), unlocks));
+  print(
+    output,
+    results.map((result) => unlockView(result, address)),
+    results.map((result) => unlockLine(result, address)).join('\n'),
+  );
+}
+
+function named(unlock: Unlock, address: string | undefined): string {
+  switch (unlock.kind) {
+    case 'key':
+      return `key ${unlock.key}`;
+    case 'username':
+      return `username ${unlock.username}`;
+    case 'address': {
+      const asked = address ?? unlock.network;
+      return asked === unlock.network
+        ? `address ${asked}`
+        : `address ${asked} (network ${unlock.network})`;
+    }
+  }
+}
+
+function unlockLine(
+  { unlock, cleared, locked }: UnlockResult,
+  address: string | undefined,
+): string {
+  const counters = `${cleared} counter${cleared === 1 ? '' : 's'}`;
+  const what = named(unlock, address);
+  if (locked > 0) return `${what}: lock lifted (${counters} cleared)`;
+  return cleared === 0
+    ? `${what}: nothing was locked`
+    : `${what}: nothing was locked (failures cleared from ${counters})`;
+}
+
+function unlockView({ unlock, cleared, locked }: UnlockResult, address: string | undefined) {
+  const which =
+    unlock.kind === 'key'
+      ? { key: unlock.key }
+      : unlock.kind === 'username'
+        ? { username: unlock.username }
+        : { address: address ?? unlock.network, network: unlock.network };
+  return { kind: unlock.kind, ...which, was_locked: locked > 0, counters_cleared: cleared };
+}
