@@ -17,11 +17,7 @@ import {
 } from '../errors/gateway-error.js';
 import { hasScopes } from '../identity/scopes.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
-import {
-  createKeySchema,
-  type CreatedKeyBody,
-  type KeyViewBody,
-} from '../openapi/api-schemas.js';
+import { createKeySchema, type CreatedKeyBody, type KeyViewBody } from '../openapi/api-schemas.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import { parsePageQuery } from './key-page-query.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';

@@ -158,13 +158,10 @@ export const createKeySchema = z
         .max(MAX_KEY_LIFETIME_SEC, EXPIRY_MESSAGES.expiresIn)
         .exactOptional()
         .meta({ description: 'Seconds from now (not with expires_at).' }),
-      expires_at: z
-        .string({ error: EXPIRY_MESSAGES.expiresAt })
-        .exactOptional()
-        .meta({
-          format: 'date-time',
-          description: 'An RFC 3339 date-time with an offset, at most ten years ahead.',
-        }),
+      expires_at: z.string({ error: EXPIRY_MESSAGES.expiresAt }).exactOptional().meta({
+        format: 'date-time',
+        description: 'An RFC 3339 date-time with an offset, at most ten years ahead.',
+      }),
       scopes: z
         .array(z.string({ error: SCOPES_MESSAGE }).regex(SCOPE.pattern, SCOPES_MESSAGE), {
           error: SCOPES_MESSAGE,
