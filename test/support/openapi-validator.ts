@@ -45,7 +45,9 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
  * A JSON Schema 2020-12 validator of every schema of the document, strict: a schema ajv
  * cannot read fails here, not silently later. `#/components/schemas/X` becomes `urn:schema:X`.
  */
-export function createSchemaCompiler(document: OpenApiDocument): (schema: Json) => ValidateFunction {
+export function createSchemaCompiler(
+  document: OpenApiDocument,
+): (schema: Json) => ValidateFunction {
   const ajv = new Ajv2020({ strict: true, allErrors: true });
   addFormats(ajv);
   // OpenAPI 3.1's dialect adds these annotations to JSON Schema.
@@ -87,7 +89,9 @@ function pathPattern(template: string): RegExp {
  * still held to ErrorEnvelope. An answer of a test upstream (TEST_UPSTREAM_HEADER) is held
  * only to the headers the gateway adds to every answer.
  */
-export function createResponseValidator(document: OpenApiDocument): (o: ObservedResponse) => Verdict {
+export function createResponseValidator(
+  document: OpenApiDocument,
+): (o: ObservedResponse) => Verdict {
   const compile = createSchemaCompiler(document);
   const compiled = new Map<object, ValidateFunction>();
   const validatorOf = (schema: Json): ValidateFunction => {
@@ -191,8 +195,36 @@ function describe(validate: ValidateFunction): string {
 
 let shared: ((o: ObservedResponse) => Verdict) | undefined;
 
-/** The validator of the committed document, made once per test file. */
-export function documentValidator(): (o: ObservedResponse) => Verdict {
+/**
+ * The public ports of the gateways this test file started (gateway-process, in-process-gateway):
+ * the answers read from them (send, rawRequest, fetch) are held to the document.
+ */
+export const gatewayPorts = new Set<number>();
+
+/** Every `METHOD path status` of the document an answer was checked against, in this file. */
+export const exercised = new Set<string>();
+
+/** Every `METHOD path status` the document describes. */
+export function documentedAnswers(document: OpenApiDocument): Set<string> {
+  const all = new Set<string>();
+  for (const [path, item] of Object.entries(document.paths))
+    for (const method of HTTP_METHODS)
+      for (const status of Object.keys(item[method]?.responses ?? {}))
+        all.add(`${method.toUpperCase()} ${path} ${status}`);
+  return all;
+}
+
+/**
+ * Holds an answer read from `port` to the committed document when the port is a gateway's
+ * public listener: the readable error when it does not match (the caller fails the test with
+ * it), and a record of what it was checked against.
+ */
+export function answerProblem(port: number, observed: ObservedResponse): Error | undefined {
+  if (!gatewayPorts.has(port)) return undefined;
   shared ??= createResponseValidator(readDocument());
-  return shared;
+  const verdict = shared(observed);
+  if (verdict.kind === 'failed') return new Error(verdict.message);
+  if (verdict.kind === 'checked')
+    exercised.add(`${verdict.method.toUpperCase()} ${verdict.path} ${verdict.status}`);
+  return undefined;
 }
