@@ -254,7 +254,7 @@ function openapi(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
 const forwardAuth: ZodOpenApiOperationObject = {
   operationId: 'forwardAuth',
   summary: 'The forward-auth check (nginx auth_request, Caddy, Traefik, Envoy ext_authz).',
-  description: `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer carries X-Auth-Error with its code.`,
+  description: `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer of the check carries X-Auth-Error with its code; with the check off, its path answers 404 like any unknown one.`,
   security: SECURITY,
   requestParams: {
     header: z.object({
@@ -277,7 +277,9 @@ const forwardAuth: ZodOpenApiOperationObject = {
       ([400, 401, 403, 404, 405, 429, 503] as const).map((status) => [
         status,
         errorResponse(status, WHY[status], {
-          'X-Auth-Error': z.enum(codesOf(status)),
+          // With the check off, its path is as unknown as any other: a 404 without it.
+          'X-Auth-Error':
+            status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
         }),
       ]),
     ),

@@ -35,6 +35,12 @@ export type Verdict =
   | { readonly kind: 'skipped' }
   | { readonly kind: 'failed'; readonly message: string };
 
+/**
+ * Answered to any request before it is routed (framing, timeouts, header size) or by a fault
+ * of the gateway: the document's description says so rather than every operation.
+ */
+const UNROUTED: ReadonlySet<number> = new Set([400, 408, 431, 500]);
+
 export const HTTP_METHODS = ['get', 'head', 'post', 'put', 'delete', 'patch', 'options'] as const;
 
 // ajv-formats ships CommonJS: its default export is the module object under some loaders.
@@ -141,6 +147,12 @@ export function createResponseValidator(
     }
     const responses = operation.responses as Record<string, Json>;
     const documented = responses[String(observed.status)];
+    if (documented === undefined && UNROUTED.has(observed.status)) {
+      const validate = validatorOf(document.components.schemas.ErrorEnvelope ?? {});
+      if (!validate(parse(observed.body)) && method !== 'head')
+        problems.push(`body: ${describe(validate)}`);
+      return problems.length === 0 ? { kind: 'skipped' } : fail(problems.join('; '));
+    }
     if (documented === undefined)
       return fail(
         `status ${observed.status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`,
