@@ -1,7 +1,7 @@
 import { hasControlCharacter } from '../identity/identity-formats.js';
 import { isExpired, type KeySummary } from './credential-store.js';
 
-const MAX_LABEL_CHARS = 200;
+export const MAX_LABEL_CHARS = 200;
 
 /**
  * What a pair's holder sees of its state at `nowMs`: `revoked` wins (an act, for good), then

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { KeyView } from '../credentials/key-view.js';
+import { isValidLabel, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
 import { MAX_KEY_LIFETIME_SEC } from '../credentials/key-expiry.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import type { ErrorEnvelopeBody } from '../errors/error-envelope.js';
@@ -9,7 +9,7 @@ import {
   LOGIN_MESSAGES,
   SCOPES_MESSAGE,
 } from '../errors/gateway-error.js';
-import { hasControlCharacter, KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
+import { KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
 
 /**
@@ -148,10 +148,10 @@ export const createKeySchema = z
     {
       label: z
         .string({ error: CREATE_KEY_MESSAGES.label })
-        .max(200, CREATE_KEY_MESSAGES.label)
-        .refine((label) => !hasControlCharacter(label), CREATE_KEY_MESSAGES.label)
+        .max(MAX_LABEL_CHARS, CREATE_KEY_MESSAGES.label)
+        .refine(isValidLabel, CREATE_KEY_MESSAGES.label)
         .exactOptional()
-        .meta({ description: 'At most 200 characters, no control characters.' }),
+        .meta({ description: `At most ${MAX_LABEL_CHARS} characters, no control characters.` }),
       expires_in: z
         .int({ error: EXPIRY_MESSAGES.expiresIn })
         .min(1, EXPIRY_MESSAGES.expiresIn)
