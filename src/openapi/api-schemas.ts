@@ -180,7 +180,6 @@ export type CreateKey = z.output<typeof createKeySchema>;
 export type KeyViewBody = z.input<typeof keyViewSchema>;
 export type CreatedKeyBody = z.input<typeof createdKeySchema>;
 export type TokenBody = z.input<typeof tokenSchema>;
-export type JwksBody = z.input<typeof jwksSchema>;
 
 /*
  * The builders outside this folder keep their own types (credentials' keyView, errors'
