@@ -225,7 +225,10 @@ function jwks(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
     summary: 'The public keys of the tokens the gateway issues (RFC 7517), not in the envelope.',
     security: [],
     responses: {
-      200: success('The key set; Cache-Control: public, max-age=300.', jwksSchema),
+      200: success(
+        'The key set; Cache-Control: public, max-age=300.',
+        method === 'GET' ? jwksSchema : undefined,
+      ),
       429: ADDRESS_LIMITED,
     },
   };

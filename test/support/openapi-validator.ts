@@ -31,7 +31,12 @@ export interface ObservedResponse {
 
 /** What the document says of one answer: its operation and status, or why it says nothing. */
 export type Verdict =
-  | { readonly kind: 'checked'; readonly path: string; readonly method: string; status: number }
+  | {
+      readonly kind: 'checked';
+      readonly path: string;
+      readonly method: string;
+      readonly status: number;
+    }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'failed'; readonly message: string };
 
