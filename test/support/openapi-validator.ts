@@ -126,45 +126,18 @@ export function createResponseValidator(
     return target;
   };
 
-  return (observed) => {
-    const path = observed.target.split('?')[0] ?? '';
-    const template = templates.find((t) => t.pattern.test(path))?.path;
-    if (template === undefined) return { kind: 'skipped' };
-    const method = observed.method.toLowerCase();
-    const where = `${observed.method} ${observed.target} answered ${observed.status}`;
-    const fail = (why: string): Verdict => ({
-      kind: 'failed',
-      message: `OpenAPI (docs/openapi.json): ${where}: ${why}\nbody: ${observed.body.slice(0, 500)}`,
-    });
+  /** The error envelope's problems, when the body is one (or must be one: `always`). */
+  const envelopeProblems = (observed: ObservedResponse, always: boolean): string[] => {
+    const json = parse(observed.body);
+    if (observed.method.toUpperCase() === 'HEAD' || (!always && !isErrorEnvelope(json))) return [];
+    const validate = validatorOf(document.components.schemas.ErrorEnvelope ?? {});
+    return validate(json) ? [] : [`body: ${describe(validate)}`];
+  };
+
+  /** What of a documented answer's headers and body does not match the document. */
+  const responseProblems = (response: Json, observed: ObservedResponse): string[] => {
     const problems: string[] = [];
-    if (observed.headers['x-request-id'] === undefined) problems.push('no X-Request-Id header');
-    if (observed.headers[TEST_UPSTREAM_HEADER] !== undefined)
-      return problems.length === 0 ? { kind: 'skipped' } : fail(problems.join('; '));
-    const operation = document.paths[template]?.[method];
-    if (operation === undefined) {
-      const json = parse(observed.body);
-      const envelope = document.components.schemas.ErrorEnvelope;
-      if (isErrorEnvelope(json) && envelope !== undefined) {
-        const validate = validatorOf(envelope);
-        if (!validate(json)) problems.push(`body: ${describe(validate)}`);
-      }
-      return problems.length === 0 ? { kind: 'skipped' } : fail(problems.join('; '));
-    }
-    const responses = operation.responses as Record<string, Json>;
-    const documented = responses[String(observed.status)];
-    if (documented === undefined && UNROUTED.has(observed.status)) {
-      const validate = validatorOf(document.components.schemas.ErrorEnvelope ?? {});
-      if (!validate(parse(observed.body)) && method !== 'head')
-        problems.push(`body: ${describe(validate)}`);
-      return problems.length === 0 ? { kind: 'skipped' } : fail(problems.join('; '));
-    }
-    if (documented === undefined)
-      return fail(
-        `status ${observed.status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`,
-      );
-    const response = deref(documented, 'responses');
-    const headers = (response.headers ?? {}) as Record<string, Json>;
-    for (const [name, value] of Object.entries(headers)) {
+    for (const [name, value] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
       const header = deref(value, 'headers');
       const got = observed.headers[name.toLowerCase()];
       if (got === undefined) {
@@ -175,20 +148,47 @@ export function createResponseValidator(
       for (const line of typeof got === 'string' ? [got] : got)
         if (!validate(line)) problems.push(`header ${name}: ${describe(validate)}`);
     }
+    if (observed.method.toUpperCase() === 'HEAD' || observed.status === 304) return problems;
     const content = response.content as Record<string, { schema: Json }> | undefined;
     const schema = content?.['application/json']?.schema;
-    if (method !== 'head' && observed.status !== 304) {
-      if (schema === undefined) {
-        if (observed.body !== '') problems.push('a body where the document says none');
-      } else {
-        const json = parse(observed.body);
-        const validate = validatorOf(schema);
-        if (json === undefined) problems.push('the body is not JSON');
-        else if (!validate(json)) problems.push(`body: ${describe(validate)}`);
-      }
+    if (schema === undefined) {
+      if (observed.body !== '') problems.push('a body where the document says none');
+      return problems;
     }
-    if (problems.length > 0) return fail(problems.join('; '));
-    return { kind: 'checked', path: template, method, status: observed.status };
+    const json = parse(observed.body);
+    const validate = validatorOf(schema);
+    if (json === undefined) problems.push('the body is not JSON');
+    else if (!validate(json)) problems.push(`body: ${describe(validate)}`);
+    return problems;
+  };
+
+  return (observed) => {
+    const path = observed.target.split('?')[0] ?? '';
+    const template = templates.find((t) => t.pattern.test(path))?.path;
+    if (template === undefined) return { kind: 'skipped' };
+    const method = observed.method.toLowerCase();
+    const where = `${observed.method} ${observed.target} answered ${observed.status}`;
+    const verdict = (problems: string[], checked?: Verdict): Verdict =>
+      problems.length === 0
+        ? (checked ?? { kind: 'skipped' })
+        : {
+            kind: 'failed',
+            message: `OpenAPI (docs/openapi.json): ${where}: ${problems.join('; ')}\nbody: ${observed.body.slice(0, 500)}`,
+          };
+    const base = observed.headers['x-request-id'] === undefined ? ['no X-Request-Id header'] : [];
+    if (observed.headers[TEST_UPSTREAM_HEADER] !== undefined) return verdict(base);
+    const operation = document.paths[template]?.[method];
+    if (operation === undefined) return verdict([...base, ...envelopeProblems(observed, false)]);
+    const responses = operation.responses as Record<string, Json>;
+    const documented = responses[String(observed.status)];
+    if (documented === undefined && UNROUTED.has(observed.status))
+      return verdict([...base, ...envelopeProblems(observed, true)]);
+    if (documented === undefined)
+      return verdict([
+        `status ${observed.status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`,
+      ]);
+    const problems = [...base, ...responseProblems(deref(documented, 'responses'), observed)];
+    return verdict(problems, { kind: 'checked', path: template, method, status: observed.status });
   };
 }
 
