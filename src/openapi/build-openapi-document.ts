@@ -19,8 +19,12 @@ import {
 } from './api-schemas.js';
 
 /** The paths of the document, as the default configuration serves them. */
-export const LISTING_PATHS = ['/account', '/accounts', '/accounts/'] as const;
-export const FORWARD_AUTH_PATH = '/auth/check';
+const LISTING_PATHS = {
+  '/account': 'Account',
+  '/accounts': 'Accounts',
+  '/accounts/': 'AccountsSlash',
+} as const;
+const FORWARD_AUTH_PATH = '/auth/check';
 export const OPENAPI_PATH = '/openapi.json';
 
 const JSON_TYPE = 'application/json';
@@ -92,16 +96,17 @@ function codesOf(status: number): [ErrorCode, ...ErrorCode[]] {
   return [first, ...rest];
 }
 
+const CHALLENGE = {
+  'WWW-Authenticate': z.string().meta({
+    description:
+      'The challenges of the route (RFC 9110 §11.6.1): Basic realm="…", charset="UTF-8" (RFC 7617) and/or Bearer realm="…", error="invalid_token" (RFC 6750).',
+    header: { id: 'WWW-Authenticate' },
+  }),
+};
+
 /** Extra headers of an error status: the challenge of a 401, the wait of a 429 or 503. */
 function errorHeaders(status: number): Headers {
-  if (status === 401)
-    return {
-      'WWW-Authenticate': z.string().meta({
-        description:
-          'The challenges of the route (RFC 9110 §11.6.1): Basic realm="…", charset="UTF-8" (RFC 7617) and/or Bearer realm="…", error="invalid_token" (RFC 6750).',
-        header: { id: 'WWW-Authenticate' },
-      }),
-    };
+  if (status === 401) return CHALLENGE;
   if (status === 429) return RETRY_AFTER;
   if (status === 503) return { 'Retry-After': RETRY_AFTER_MAYBE };
   return {};
@@ -180,9 +185,10 @@ const WITH_BODY = {
 const ADDRESS_LIMITED = errorResponse(429, 'the address rate limit', {}, 'AddressRateLimited');
 const SECURITY = [{ basic: [] }, { bearer: [] }];
 
-function listing(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
+/** `name`: the path's spelling in the operation's id (ids are unique in a document). */
+function listing(method: 'GET' | 'HEAD', name: string): ZodOpenApiOperationObject {
   return {
-    operationId: `${method === 'GET' ? 'list' : 'headList'}Accounts`,
+    operationId: `${method === 'GET' ? 'list' : 'headList'}${name}`,
     summary: 'The accounts of the authenticated subject (spec §4.1), forwarded to the upstream.',
     description:
       'The three spellings are one route, forwarded to one canonical upstream path with the query string kept byte for byte. The 200 is the upstream’s answer, streamed back unchanged; the gateway adds X-Request-Id.',
@@ -349,7 +355,6 @@ Besides the answers listed per operation, any request may be refused before it i
 
 /** The OpenAPI 3.1 document of the public API: pure, the same on every call. */
 export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
-  const listingItem = { get: listing('GET'), head: listing('HEAD') };
   const document: ZodOpenApiObject = {
     openapi: '3.1.1',
     info: { title: 'accounts-gateway', version: '1.0.0', description: DESCRIPTION },
@@ -371,7 +376,12 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
       schemas: { ErrorEnvelope: errorEnvelopeSchema },
     },
     paths: {
-      ...Object.fromEntries(LISTING_PATHS.map((path) => [path, listingItem])),
+      ...Object.fromEntries(
+        Object.entries(LISTING_PATHS).map(([path, name]) => [
+          path,
+          { get: listing('GET', name), head: listing('HEAD', name) },
+        ]),
+      ),
       '/keys': { get: keyList('GET'), head: keyList('HEAD'), post: createKey },
       '/keys/{key}': { delete: revokeKey },
       '/auth/token': { post: tokenExchange },

@@ -45,6 +45,14 @@ describe('the OpenAPI document', () => {
     for (const schema of schemas) expect(() => compile(schema)).not.toThrow();
   });
 
+  it('names each operation by an id of its own', () => {
+    const ids = Object.values(readDocument().paths).flatMap((item) =>
+      HTTP_METHODS.flatMap((method) => item[method]?.operationId ?? []),
+    );
+    expect(ids.length).toBeGreaterThan(15);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('is what docs/openapi.json holds: regenerating changes nothing', () => {
     expect(
       readFileSync(DOCUMENT_FILE, 'utf8') === openApiJson(),
