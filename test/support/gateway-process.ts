@@ -80,6 +80,8 @@ export function startGateway(
         child.off('exit', onExit);
         const port = entry.port as number;
         gatewayPorts.add(port);
+        // Once it is gone, the port may be another server's (port 0 hands it out again).
+        child.once('exit', () => gatewayPorts.delete(port));
         const adminPort = entry.admin_port as number | undefined;
         resolve({
           url: `http://127.0.0.1:${port}`,
