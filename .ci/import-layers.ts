@@ -37,6 +37,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   ],
   auth: ['concurrency', 'config', 'credentials', 'errors', 'identity', 'protection'],
   tokens: ['auth', 'config', 'errors', 'identity'],
+  // The public API's schemas (zod): the endpoints validate bodies with them, and the OpenAPI
+  // document is built from them.
+  openapi: ['credentials', 'errors', 'identity'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.
   proxy: ['errors', 'identity'],
   http: [
@@ -49,7 +52,16 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'routing',
     'tracing',
   ],
-  endpoints: ['auth', 'credentials', 'errors', 'http', 'identity', 'protection', 'tokens'],
+  endpoints: [
+    'auth',
+    'credentials',
+    'errors',
+    'http',
+    'identity',
+    'openapi',
+    'protection',
+    'tokens',
+  ],
   admin: ['errors', 'http', 'observability'],
   'reference-upstream': ['http'],
   // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
@@ -66,6 +78,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'http',
     'identity',
     'observability',
+    'openapi',
     'tls',
     'tokens',
   ],
@@ -94,7 +107,8 @@ export const PACKAGES: Readonly<Record<string, readonly string[]>> = {
   undici: ['proxy'],
   pino: ['observability'],
   'prom-client': ['observability'],
-  zod: ['config'],
+  zod: ['config', 'openapi'],
+  'zod-openapi': ['openapi'],
   yaml: ['config'],
   yargs: ['<root>', 'commands'],
   '@opentelemetry/api': ['tracing'],

@@ -31,6 +31,7 @@ import { ConfigError } from './config/load-config.js';
 import type { CredentialStore } from './credentials/credential-store.js';
 import { supervise } from './lifecycle/supervisor.js';
 import { createLogger } from './observability/create-logger.js';
+import { openApiJson } from './openapi/openapi-json.js';
 import { WORKER_ENV } from './workers/messages.js';
 
 const withJson = <T>(y: Argv<T>) =>
@@ -340,10 +341,21 @@ async function main(argv: string[]): Promise<number> {
         await migrateCommand(config, output, args.apply);
       },
     )
+    .command(
+      'openapi',
+      'Print the OpenAPI 3.1 document of the public API (served at GET /openapi.json)',
+      (c) => c.example('$0 openapi > docs/openapi.json', 'regenerate the committed document'),
+      () => {
+        process.stdout.write(openApiJson());
+      },
+    )
     // `completion` prints a bash/zsh script that completes commands and options.
     .completion('completion', 'Print a shell completion script (source it from ~/.bashrc)')
     .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
-    .demandCommand(1, 'Name a command: serve, check, keys, users, hash-password or migrate.')
+    .demandCommand(
+      1,
+      'Name a command: serve, check, keys, users, hash-password, migrate or openapi.',
+    )
     .strict()
     .help()
     .fail((message, error) => {

@@ -18,6 +18,9 @@ import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
 import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
 import { KEY_ID } from './identity/identity-formats.js';
 import { createTokenEndpoint } from './endpoints/token-endpoint.js';
+import { createOpenApiEndpoint } from './endpoints/openapi-endpoint.js';
+import { OPENAPI_PATH } from './openapi/build-openapi-document.js';
+import { openApiJson } from './openapi/openapi-json.js';
 import type { ClientAddressing } from './http/client-address.js';
 import { createTrustedProxies } from './http/ip-network.js';
 import { closeServer, listenOn } from './http/listen.js';
@@ -228,6 +231,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
   );
   exact.set('/.well-known/jwks.json', createJwksEndpoint(signer.jwks));
+  exact.set(OPENAPI_PATH, createOpenApiEndpoint(openApiJson()));
   if (config.forwardAuth.enabled) {
     const check: ForwardAuthRoute = {
       kind: 'forward-auth',

@@ -19,6 +19,9 @@ export default defineConfig({
   root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
     globalSetup: ['test/support/global-setup.ts'],
+    // Every answer of a gateway's public port that fetch reads is checked against the OpenAPI
+    // document (send and rawRequest check theirs themselves).
+    setupFiles: ['test/support/openapi-fetch-check.ts'],
     pool: 'forks',
     testTimeout: 20_000,
     hookTimeout: 60_000,

@@ -370,6 +370,7 @@ export const RESERVED_PATHS: ReadonlySet<string> = new Set([
   '/keys',
   '/auth/token',
   '/.well-known/jwks.json',
+  '/openapi.json',
 ]);
 
 /** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`). */

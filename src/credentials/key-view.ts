@@ -1,7 +1,7 @@
 import { hasControlCharacter } from '../identity/identity-formats.js';
 import { isExpired, type KeySummary } from './credential-store.js';
 
-const MAX_LABEL_CHARS = 200;
+export const MAX_LABEL_CHARS = 200;
 
 /**
  * What a pair's holder sees of its state at `nowMs`: `revoked` wins (an act, for good), then
@@ -15,8 +15,21 @@ export function viewStatus(record: KeySummary, nowMs: number): KeyViewStatus {
   return isExpired(record, nowMs) ? 'expired' : 'active';
 }
 
+/** A pair as its holder sees it (openapi/api-schemas' keyViewSchema; tsc keeps them equal). */
+export interface KeyView {
+  id: string;
+  key: string;
+  label: string;
+  status: KeyViewStatus;
+  created_at: string;
+  revoked_at?: string;
+  expires_at: string | null;
+  scopes: readonly string[];
+  last_used_at: string | null;
+}
+
 /** What a client may see of a pair at `nowMs`: never the secret, never its hash. */
-export function keyView(record: KeySummary, nowMs: number): Record<string, unknown> {
+export function keyView(record: KeySummary, nowMs: number): KeyView {
   return {
     id: record.key,
     key: record.key,

@@ -1,6 +1,7 @@
 import type { JSONWebKeySet } from 'jose';
 import { writeJson } from '../http/json-response.js';
 import type { EndpointRoute } from '../http/routes.js';
+import { jwksSchema } from '../openapi/api-schemas.js';
 
 /**
  * `GET /.well-known/jwks.json`: the public keys of the tokens the gateway issues. Served in
@@ -8,7 +9,8 @@ import type { EndpointRoute } from '../http/routes.js';
  * (jose, every OIDC library) read exactly that shape.
  */
 export function createJwksEndpoint(jwks: JSONWebKeySet): EndpointRoute {
-  const body = JSON.stringify(jwks);
+  // Once, at start: jose types `kty` as optional, RFC 7517 §4.1 and the document require it.
+  const body = JSON.stringify(jwksSchema.parse(jwks));
   return {
     kind: 'endpoint',
     name: 'jwks',

@@ -6,17 +6,18 @@ import type { SecretVerifier } from '../auth/secret-verifier.js';
 import { isUsable, type CredentialStore, type KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { boundByCaller, parseExpiryRequest } from '../credentials/key-expiry.js';
-import { isValidLabel, keyView } from '../credentials/key-view.js';
+import { keyView } from '../credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
+  EXPIRY_MESSAGES,
   GatewayError,
   KEY_NOT_FOUND_MESSAGE,
   KEYS_PAGE_MESSAGES,
   SCOPE_ESCALATION_MESSAGE,
-  SCOPES_MESSAGE,
 } from '../errors/gateway-error.js';
-import { hasScopes, MAX_SCOPES, uniqueScopes } from '../identity/scopes.js';
+import { hasScopes } from '../identity/scopes.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
+import { createKeySchema, type CreatedKeyBody, type KeyViewBody } from '../openapi/api-schemas.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import { parsePageQuery } from './key-page-query.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
@@ -87,7 +88,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       throw new GatewayError('bad_request', { message: KEYS_PAGE_MESSAGES.lastId });
     const nowMs = options.now();
     const views = records.map((r) => keyView(r, nowMs));
-    writeJson(res, 200, listEnvelope(views, 200, asked.page), requestId);
+    writeJson(res, 200, listEnvelope<KeyViewBody>(views, 200, asked.page), requestId);
   };
 
   const create = async ({ req, res, requestId, identity }: EndpointContext): Promise<void> => {
@@ -123,9 +124,8 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
     };
     if (!(await store.createKey(record, options.maxActivePerSubject)))
       throw new GatewayError('limit_exceeded');
-    writeJson(res, 201, listEnvelope([{ ...keyView(record, nowMs), secret }], 201), requestId, {
-      pragma: 'no-cache',
-    });
+    const created = listEnvelope<CreatedKeyBody>([{ ...keyView(record, nowMs), secret }], 201);
+    writeJson(res, 201, created, requestId, { pragma: 'no-cache' });
   };
 
   const revoke = async ({
@@ -149,7 +149,7 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
     // Evict here at once; the store's announcement reaches the other gateways.
     options.onRevoked(record.key);
-    writeJson(res, 200, listEnvelope([keyView(revoked, options.now())]), requestId);
+    writeJson(res, 200, listEnvelope<KeyViewBody>([keyView(revoked, options.now())]), requestId);
   };
 
   return {
@@ -181,34 +181,30 @@ interface CreateRequest {
   readonly scopes: readonly string[] | undefined;
 }
 
-/** `POST /keys` body: `{label?, expires_in? | expires_at?, scopes?}`; absent: all defaults. */
+/**
+ * `POST /keys` body: `{label?, expires_in? | expires_at?, scopes?}`; absent: all defaults. The
+ * schema checks each field's shape (its issues come in field order, each with its fixed
+ * sentence); asking for both expiries is named first, as the expiry's own checks do.
+ */
 function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
   if (body === undefined) return { label: '', expiresAt: undefined, scopes: undefined };
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw new GatewayError('bad_request', { message: CREATE_KEY_MESSAGES.body });
-  const fields = body as {
-    label?: unknown;
-    expires_in?: unknown;
-    expires_at?: unknown;
-    scopes?: unknown;
-  };
-  const label = fields.label === undefined ? '' : fields.label;
-  if (typeof label !== 'string' || !isValidLabel(label))
-    throw new GatewayError('bad_request', { message: CREATE_KEY_MESSAGES.label });
-  const expiry = parseExpiryRequest(fields.expires_in, fields.expires_at, nowMs);
-  if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
-  return { label, expiresAt: expiry.expiresAt, scopes: parseScopes(fields.scopes) };
-}
-
-/** `scopes`: an array of different scope tokens (RFC 6749 §3.3), at most MAX_SCOPES. */
-function parseScopes(value: unknown): readonly string[] | undefined {
-  if (value === undefined) return undefined;
-  if (
-    !Array.isArray(value) ||
-    value.length > MAX_SCOPES ||
-    uniqueScopes(value).length !== value.length
-  ) {
-    throw new GatewayError('bad_request', { message: SCOPES_MESSAGE });
+  const parsed = createKeySchema.safeParse(body);
+  if (!parsed.success) {
+    const [first] = parsed.error.issues;
+    const field = first?.path[0];
+    // An object, then (a refusal of the body itself has no field).
+    const fields = body as Record<string, unknown>;
+    const both =
+      field !== undefined &&
+      field !== 'label' &&
+      fields.expires_in !== undefined &&
+      fields.expires_at !== undefined;
+    throw new GatewayError('bad_request', {
+      message: both ? EXPIRY_MESSAGES.both : (first?.message ?? CREATE_KEY_MESSAGES.body),
+    });
   }
-  return value as string[];
+  const asked = parsed.data;
+  const expiry = parseExpiryRequest(asked.expires_in, asked.expires_at, nowMs);
+  if (!expiry.ok) throw new GatewayError('bad_request', { message: expiry.message });
+  return { label: asked.label ?? '', expiresAt: expiry.expiresAt, scopes: asked.scopes };
 }

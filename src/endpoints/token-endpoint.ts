@@ -7,10 +7,10 @@ import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { GatewayError, LOGIN_MESSAGES } from '../errors/gateway-error.js';
-import { USERNAME } from '../identity/identity-formats.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
+import { loginSchema, type Login, type TokenBody } from '../openapi/api-schemas.js';
 import type { TokenSigner } from '../tokens/token-signer.js';
 
 export interface TokenEndpointOptions {
@@ -68,7 +68,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     }
     options.rehash?.afterSuccess({ kind: 'user', username }, password, user.passwordHash);
     const token = await options.signer.issue(user.subject, user.username, user.scopes);
-    const body = listEnvelope([
+    const body = listEnvelope<TokenBody>([
       {
         access_token: token.accessToken,
         token_type: 'Bearer',
@@ -89,19 +89,14 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
   };
 }
 
-/** The login the body holds, or 400 naming the first field missing or wrong. */
-function parseLogin(body: unknown): { username: string; password: string } {
-  const refuse = (message: string): never => {
-    throw new GatewayError('bad_request', { message });
-  };
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    return refuse(LOGIN_MESSAGES.body);
-  const { username, password } = body as { username?: unknown; password?: unknown };
-  if (username === undefined) return refuse(LOGIN_MESSAGES.usernameMissing);
-  if (typeof username !== 'string' || !USERNAME.pattern.test(username))
-    return refuse(LOGIN_MESSAGES.username);
-  if (password === undefined) return refuse(LOGIN_MESSAGES.passwordMissing);
-  if (typeof password !== 'string' || password === '' || password.length > 1024)
-    return refuse(LOGIN_MESSAGES.password);
-  return { username, password };
+/**
+ * The login the body holds, or 400 naming the first field missing or wrong: the schema's
+ * issues come in field order, each with its fixed sentence.
+ */
+function parseLogin(body: unknown): Login {
+  const parsed = loginSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  throw new GatewayError('bad_request', {
+    message: parsed.error.issues[0]?.message ?? LOGIN_MESSAGES.body,
+  });
 }

@@ -3,6 +3,14 @@ import type { Socket } from 'node:net';
 import { ERROR_CATALOGUE, type ErrorCode } from './error-codes.js';
 import type { GatewayError } from './gateway-error.js';
 
+/** The error envelope (openapi/api-schemas' errorEnvelopeSchema; tsc keeps them equal). */
+export interface ErrorEnvelopeBody {
+  result: 'error';
+  status: number;
+  error: { code: ErrorCode; message: string };
+  request_id: string;
+}
+
 /**
  * The envelope's JSON. `message` defaults to the catalogue's; writeError passes the error's
  * own message, which differs only when a GatewayError was given a fixed override.
@@ -13,12 +21,13 @@ export function errorBody(
   message: string = ERROR_CATALOGUE[code].message,
 ): string {
   const { status } = ERROR_CATALOGUE[code];
-  return JSON.stringify({
+  const body: ErrorEnvelopeBody = {
     result: 'error',
     status,
     error: { code, message },
     request_id: requestId,
-  });
+  };
+  return JSON.stringify(body);
 }
 
 /**

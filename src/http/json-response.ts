@@ -10,12 +10,12 @@ export interface ListMeta {
  * The spec's envelope (§2.1) for the gateway's own successful responses; `last_id` is the
  * `id` of the last record, the cursor of the next page.
  */
-export function listEnvelope(
-  records: readonly Record<string, unknown>[],
+export function listEnvelope<R extends object>(
+  records: readonly R[],
   status = 200,
   page: ListMeta = { limit: 1000, order: 'desc' },
 ): string {
-  const last = records.at(-1);
+  const last: object | undefined = records.at(-1);
   const lastId = last !== undefined && 'id' in last ? last.id : null;
   return JSON.stringify({
     result: 'success',

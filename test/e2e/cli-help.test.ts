@@ -23,6 +23,7 @@ const COMMANDS = [
   ['users', 'remove'],
   ['hash-password'],
   ['migrate'],
+  ['openapi'],
 ];
 
 describe('--help and completion', () => {

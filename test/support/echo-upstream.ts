@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TEST_UPSTREAM_HEADER } from './openapi-validator.js';
 
 export interface RecordedRequest {
   readonly method: string;
@@ -43,6 +44,8 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
         rawHeaders: req.rawHeaders,
         body: Buffer.concat(chunks).toString(),
       });
+      // What it answers is the test's, not the gateway's: the OpenAPI check leaves it be.
+      res.setHeader(TEST_UPSTREAM_HEADER, 'echo');
       handler(req, res);
     });
   });

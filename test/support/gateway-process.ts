@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gatewayYaml } from './gateway-yaml.js';
+import { gatewayPorts } from './openapi-validator.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -78,6 +79,9 @@ export function startGateway(
       if (entry.msg === 'gateway listening') {
         child.off('exit', onExit);
         const port = entry.port as number;
+        gatewayPorts.add(port);
+        // Once it is gone, the port may be another server's (port 0 hands it out again).
+        child.once('exit', () => gatewayPorts.delete(port));
         const adminPort = entry.admin_port as number | undefined;
         resolve({
           url: `http://127.0.0.1:${port}`,

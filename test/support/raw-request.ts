@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { headersFromLines, parseJson, type HttpAnswer } from './http-answer.js';
+import { answerProblem } from './openapi-validator.js';
 
 /** An answer read off the socket, with what only a socket can tell. */
 export interface RawAnswer extends HttpAnswer {
@@ -61,8 +62,9 @@ export function rawRequest(
       settled = true;
       clearTimeout(timer);
       socket.destroy();
-      if (outcome instanceof Error) reject(outcome);
-      else resolve(outcome);
+      const problem = outcome instanceof Error ? outcome : rawAnswerProblem(port, bytes, outcome);
+      if (problem !== undefined) reject(problem);
+      else resolve(outcome as RawAnswer);
     };
     /** Runs `step`; a response that cannot be parsed fails the call. */
     const guard = (step: () => void): void => {
@@ -112,6 +114,13 @@ export function rawRequest(
     socket.once('error', (error) => guard(() => onClosed(error)));
     socket.once('close', () => guard(() => onClosed()));
   });
+}
+
+/** A whole answer of a gateway's public port, to the first request line sent, as documented. */
+function rawAnswerProblem(port: number, bytes: string, answer: RawAnswer): Error | undefined {
+  const line = /^([A-Z]+) (\S+) HTTP\/1\.[01]\r\n/.exec(bytes);
+  if (line === null || !answer.complete) return undefined;
+  return answerProblem(port, { method: line[1] ?? '', target: line[2] ?? '', ...answer });
 }
 
 function latin1(bytes: Buffer): string {

@@ -33,6 +33,7 @@ export async function seedKey(
     label?: string;
     status?: 'active' | 'revoked';
     secretHash?: string;
+    scopes?: readonly string[];
   },
 ): Promise<void> {
   const k = redisLayout(prefix);
@@ -50,6 +51,7 @@ export async function seedKey(
         label: pair.label ?? '',
         status,
         created_at: createdAt.toISOString(),
+        ...(pair.scopes === undefined ? {} : { scopes: pair.scopes.join(' ') }),
       })
       .zadd(k.subjectPairs(pair.subject), createdAt.getTime(), pair.key);
     if (status === 'active') write.sadd(k.subjectActive(pair.subject), pair.key);

@@ -1,6 +1,7 @@
 import { request as httpRequest, type Agent } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { headersFromLines, parseJson, type HttpAnswer } from './http-answer.js';
+import { answerProblem } from './openapi-validator.js';
 
 export interface RequestOptions {
   method?: string;
@@ -56,12 +57,19 @@ export function send(
           const lines: [string, string][] = [];
           for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
             lines.push([res.rawHeaders[i] ?? '', res.rawHeaders[i + 1] ?? '']);
-          resolve({
+          const answer = {
             status: res.statusCode ?? 0,
             headers: headersFromLines(lines),
             body,
             json: parseJson(body),
+          };
+          const problem = answerProblem(Number(url.port), {
+            method: options.method ?? 'GET',
+            target: url.pathname + url.search,
+            ...answer,
           });
+          if (problem !== undefined) return reject(problem);
+          resolve(answer);
         });
       },
     );

@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import { isValidLabel, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
+import { MAX_KEY_LIFETIME_SEC } from '../credentials/key-expiry.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
+import type { ErrorEnvelopeBody } from '../errors/error-envelope.js';
+import {
+  CREATE_KEY_MESSAGES,
+  EXPIRY_MESSAGES,
+  LOGIN_MESSAGES,
+  SCOPES_MESSAGE,
+} from '../errors/gateway-error.js';
+import { KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
+import { MAX_SCOPES } from '../identity/scopes.js';
+
+/**
+ * The public API's bodies as zod schemas: the endpoints validate requests with them, the
+ * response builders take their types from them, and the OpenAPI document is built from them
+ * (build-openapi-document.ts). Each refusal carries the fixed sentence of src/errors the
+ * endpoint has always answered with, so validating here changes no answer.
+ */
+
+/** Every error code, from the catalogue (never retyped). */
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as [ErrorCode, ...ErrorCode[]];
+
+export const errorEnvelopeSchema = z
+  .object({
+    result: z.literal('error'),
+    status: z.int().min(400).max(599).meta({ description: 'Mirrors the HTTP status.' }),
+    error: z.object({
+      code: z.enum(ERROR_CODES).meta({
+        id: 'ErrorCode',
+        description: 'Stable; each code has one HTTP status (see the description of the API).',
+      }),
+      message: z.string().meta({ description: 'A fixed sentence; never echoes the request.' }),
+    }),
+    request_id: z.string().meta({ description: 'The X-Request-Id of the response.' }),
+  })
+  .meta({ id: 'ErrorEnvelope', description: 'Every error the gateway itself answers with.' });
+
+/** The listing envelope's `meta` (spec §2.2); `last_id` is the cursor of the next page. */
+function metaSchema<T extends z.ZodType>(lastId: T) {
+  return z.object({
+    count: z.int().min(0).meta({ description: 'Number of records in data.' }),
+    limit: z.int().min(1).meta({ description: 'The page size asked for (1000 by default).' }),
+    order: z.enum(['desc', 'asc']),
+    last_id: z.union([lastId, z.null()]).meta({
+      description: 'The id of the last record in data; null when data is empty.',
+    }),
+  });
+}
+
+/** The spec's success envelope (§2.1) around `record`, the shape of every success body. */
+function successEnvelope<R extends z.ZodType, L extends z.ZodType>(record: R, lastId: L) {
+  return z.object({
+    result: z.literal('success'),
+    status: z.int().min(200).max(299).meta({ description: 'Mirrors the HTTP status.' }),
+    meta: metaSchema(lastId),
+    data: z.array(record),
+  });
+}
+
+/** An account record (spec §2.3): an integer id; the other fields are the backend's. */
+export const accountSchema = z
+  .looseObject({ id: z.int() })
+  .meta({ id: 'Account', description: "An account; fields beyond id are the backend's." });
+
+export const accountListSchema = successEnvelope(accountSchema, z.int()).meta({
+  id: 'AccountList',
+});
+
+const timestamp = z.string().meta({ format: 'date-time' });
+
+export const keyViewSchema = z
+  .object({
+    id: z.string().regex(KEY_ID.pattern).meta({ description: 'The key; the paging cursor.' }),
+    key: z.string().regex(KEY_ID.pattern),
+    label: z.string(),
+    status: z.enum(['active', 'revoked', 'expired']),
+    created_at: timestamp,
+    revoked_at: timestamp.exactOptional(),
+    expires_at: z.union([timestamp, z.null()]),
+    scopes: z.array(z.string()).readonly(),
+    last_used_at: z.union([timestamp, z.null()]),
+  })
+  .meta({ id: 'KeyPair', description: 'A key pair as its owner sees it: never its secret.' });
+
+export const createdKeySchema = keyViewSchema
+  .extend({ secret: z.string().meta({ description: 'Shown once, never again.' }) })
+  .meta({ id: 'CreatedKeyPair' });
+
+export const keyListSchema = successEnvelope(keyViewSchema, z.string()).meta({ id: 'KeyPairList' });
+export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string()).meta({
+  id: 'CreatedKeyPairList',
+});
+
+export const tokenSchema = z
+  .object({
+    access_token: z.string().meta({ description: 'A JWT (RFC 7519) for Bearer authorization.' }),
+    token_type: z.literal('Bearer'),
+    expires_in: z.int().min(1).meta({ description: 'Seconds the token is valid for.' }),
+    expires_at: timestamp,
+  })
+  .meta({ id: 'Token' });
+
+export const tokenListSchema = successEnvelope(tokenSchema, z.never()).meta({ id: 'TokenList' });
+
+/** RFC 7517 §5: a JWK Set. Only public members are ever served. */
+export const jwksSchema = z
+  .object({
+    keys: z.array(
+      z.looseObject({
+        kty: z.string(),
+        kid: z.string().optional(),
+        alg: z.string().optional(),
+        use: z.string().optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'JsonWebKeySet', description: 'RFC 7517 §5.' });
+
+/** `POST /auth/token`: the web-app login, refused field by field in fixed words. */
+export const loginSchema = z
+  .object(
+    {
+      username: z
+        .string({
+          error: (issue) =>
+            issue.input === undefined ? LOGIN_MESSAGES.usernameMissing : LOGIN_MESSAGES.username,
+        })
+        .regex(USERNAME.pattern, LOGIN_MESSAGES.username),
+      password: z
+        .string({
+          error: (issue) =>
+            issue.input === undefined ? LOGIN_MESSAGES.passwordMissing : LOGIN_MESSAGES.password,
+        })
+        .min(1, LOGIN_MESSAGES.password)
+        .max(1024, LOGIN_MESSAGES.password),
+    },
+    { error: LOGIN_MESSAGES.body },
+  )
+  .meta({ id: 'Login' });
+
+export type Login = z.output<typeof loginSchema>;
+
+/** `POST /keys`: everything optional; an empty body makes a pair with the defaults. */
+export const createKeySchema = z
+  .object(
+    {
+      label: z
+        .string({ error: CREATE_KEY_MESSAGES.label })
+        .max(MAX_LABEL_CHARS, CREATE_KEY_MESSAGES.label)
+        .refine(isValidLabel, CREATE_KEY_MESSAGES.label)
+        .exactOptional()
+        .meta({ description: `At most ${MAX_LABEL_CHARS} characters, no control characters.` }),
+      expires_in: z
+        .int({ error: EXPIRY_MESSAGES.expiresIn })
+        .min(1, EXPIRY_MESSAGES.expiresIn)
+        .max(MAX_KEY_LIFETIME_SEC, EXPIRY_MESSAGES.expiresIn)
+        .exactOptional()
+        .meta({ description: 'Seconds from now (not with expires_at).' }),
+      expires_at: z.string({ error: EXPIRY_MESSAGES.expiresAt }).exactOptional().meta({
+        format: 'date-time',
+        description: 'An RFC 3339 date-time with an offset, at most ten years ahead.',
+      }),
+      scopes: z
+        .array(z.string({ error: SCOPES_MESSAGE }).regex(SCOPE.pattern, SCOPES_MESSAGE), {
+          error: SCOPES_MESSAGE,
+        })
+        .max(MAX_SCOPES, SCOPES_MESSAGE)
+        .refine((scopes) => new Set(scopes).size === scopes.length, SCOPES_MESSAGE)
+        .exactOptional()
+        .meta({ description: "Defaults to the caller's own; never beyond them." }),
+    },
+    { error: CREATE_KEY_MESSAGES.body },
+  )
+  .meta({ id: 'CreateKeyPair' });
+
+export type CreateKey = z.output<typeof createKeySchema>;
+
+export type KeyViewBody = z.input<typeof keyViewSchema>;
+export type CreatedKeyBody = z.input<typeof createdKeySchema>;
+export type TokenBody = z.input<typeof tokenSchema>;
+
+/*
+ * The builders outside this folder keep their own types (credentials' keyView, errors'
+ * errorBody): these lines make `tsc` fail when either drifts from its schema, both ways.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const keyViewMatches: Same<KeyView, KeyViewBody> = true;
+const errorMatches: Same<ErrorEnvelopeBody, z.input<typeof errorEnvelopeSchema>> = true;
+export const SCHEMAS_MATCH_BUILDERS = keyViewMatches && errorMatches;

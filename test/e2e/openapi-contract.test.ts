@@ -1,0 +1,303 @@
+import bcrypt from 'bcrypt';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { basicHeader, bearerHeader } from '../support/basic-header.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
+import type { HttpAnswer } from '../support/http-answer.js';
+import { documentedAnswers, exercised, readDocument } from '../support/openapi-validator.js';
+import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
+import { issueToken, JSON_TYPE, send, type RequestOptions } from '../support/send.js';
+
+// The contract of docs/openapi.json against built gateways with the reference upstream and
+// a real Redis: every documented path, method and status is answered at least once, each
+// answer held to the document by send() (test/support/openapi-validator), and the set
+// answered equals the set documented, so a status added to the document without a test fails.
+
+const SECRET = 'contract-secret-0123456789abcdefghijkl';
+const pair = (key: string, subject: string, scopes: readonly string[] = []) => ({
+  key,
+  secret: SECRET,
+  subject,
+  scopes,
+});
+const READER = pair('ak_contract_reader', 'contract-a', ['accounts:read']);
+const MANAGER = pair('ak_contract_manager', 'contract-a', ['accounts:read', 'keys']);
+const SPARE = pair('ak_contract_spare', 'contract-a', ['keys']);
+const NO_SCOPE = pair('ak_contract_noscope', 'contract-a');
+const LONELY = pair('ak_contract_lonely', 'contract-lonely', ['keys']);
+/** Refused once from LOCKED_FROM, then locked there (lockout.basic.keyAddress.threshold 1). */
+const LOCKED = pair('ak_contract_locked', 'contract-b', ['accounts:read', 'keys']);
+const LOCKED_FROM = '127.0.0.77';
+const USER = { username: 'contract-user', password: 'contract-password-1', subject: 'contract-a' };
+/** Spends the address rate limit of the routes without credentials. */
+const LIMITED_FROM = '127.0.0.79';
+/** Not in server.trustedProxies: the forward-auth check refuses it. */
+const UNTRUSTED_FROM = '127.0.0.80';
+
+const LISTING = ['/account', '/accounts', '/accounts/'];
+const MAX_ACTIVE = 5;
+
+function config(extra: GatewayConfigInput = {}): GatewayConfigInput {
+  return {
+    routes: [
+      {
+        name: 'accounts',
+        paths: LISTING,
+        upstream: 'accounts',
+        upstreamPath: '/accounts',
+        scopes: ['accounts:read'],
+      },
+    ],
+    keys: { requiredScopes: ['keys'], maxActivePerSubject: MAX_ACTIVE },
+    lockout: {
+      basic: { keyAddress: { threshold: 1 } },
+      token: { usernameAddress: { threshold: 1 } },
+    },
+    rateLimits: { address: { requests: 40, periodSec: 3600 } },
+    forwardAuth: { enabled: true },
+    server: { trustedProxies: ['127.0.0.1'] },
+    referenceUpstream: { accounts: { 'contract-a': [{ id: 7, name: 'seven' }] } },
+    ...extra,
+  };
+}
+
+let gateway: GatewayProcess;
+/** Its Redis is a port nothing listens on: every credential check answers 503. */
+let storeDown: GatewayProcess;
+/** Its upstream refuses connections: 502. */
+let refused: GatewayProcess;
+/** Its upstream never answers: 504. */
+let silent: GatewayProcess;
+let silentUpstream: Server;
+const stopped: Server[] = [];
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A gateway on the memory store, READER seeded, forwarding the listing to `upstreamUrl`. */
+async function memoryGateway(upstreamUrl: string): Promise<GatewayProcess> {
+  return startGateway(
+    gatewayYaml({
+      upstreamUrl,
+      config: {
+        ...config({
+          upstreams: { accounts: { url: upstreamUrl, timeoutMs: 300 } },
+          credentials: {
+            seed: {
+              keys: [
+                {
+                  key: READER.key,
+                  secretHash: await bcrypt.hash(SECRET, TEST_BCRYPT_COST),
+                  subject: READER.subject,
+                  scopes: [...READER.scopes],
+                },
+              ],
+            },
+          },
+        }),
+      },
+    }),
+  );
+}
+
+beforeAll(async () => {
+  const redisUrl = inject('redisUrl');
+  const keyPrefix = uniquePrefix('contract');
+  for (const p of [READER, MANAGER, SPARE, NO_SCOPE, LONELY, LOCKED])
+    await seedKey(redisUrl, keyPrefix, p);
+  await putUser(redisUrl, keyPrefix, { ...USER, scopes: ['accounts:read', 'keys'] });
+  gateway = await startGateway(
+    gatewayYaml({ upstreamUrl: 'builtin', redis: { url: redisUrl, keyPrefix }, config: config() }),
+  );
+  storeDown = await startGateway(
+    gatewayYaml({
+      upstreamUrl: 'builtin',
+      redis: { url: `redis://127.0.0.1:${await closedPort()}`, keyPrefix },
+      config: config(),
+    }),
+  );
+  refused = await memoryGateway(`http://127.0.0.1:${await closedPort()}`);
+  silentUpstream = createServer(() => {
+    // Never answers: the gateway's upstream timeout decides.
+  });
+  await new Promise<void>((resolve) => silentUpstream.listen(0, '127.0.0.1', resolve));
+  stopped.push(silentUpstream);
+  silent = await memoryGateway(
+    `http://127.0.0.1:${(silentUpstream.address() as AddressInfo).port}`,
+  );
+});
+
+afterAll(async () => {
+  await Promise.all([gateway, storeDown, refused, silent].map((g) => g?.stop()));
+  for (const server of stopped) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+const basic = (p: { key: string; secret: string }, secret = p.secret) => ({
+  authorization: basicHeader(p.key, secret),
+});
+const MALFORMED = { authorization: 'Basic !!!' };
+
+async function expectStatus(
+  on: GatewayProcess,
+  method: string,
+  path: string,
+  status: number,
+  options: RequestOptions = {},
+): Promise<HttpAnswer> {
+  const answer = await send(on.url, path, { ...options, method });
+  expect(answer.status, `${method} ${path}: ${answer.body}`).toBe(status);
+  return answer;
+}
+
+describe('docs/openapi.json against built gateways', () => {
+  it('answers every documented status of the listing, each as documented', async () => {
+    for (const path of LISTING)
+      for (const method of ['GET', 'HEAD']) {
+        await expectStatus(gateway, method, path, 200, { headers: basic(READER) });
+        await expectStatus(gateway, method, path, 400, { headers: MALFORMED });
+        await expectStatus(gateway, method, path, 401);
+        await expectStatus(gateway, method, path, 403, { headers: basic(NO_SCOPE) });
+        await expectStatus(storeDown, method, path, 503, { headers: basic(READER) });
+        await expectStatus(refused, method, path, 502, { headers: basic(READER) });
+        await expectStatus(silent, method, path, 504, { headers: basic(READER) });
+      }
+    const bearer = {
+      authorization: bearerHeader(await issueToken(gateway.url, USER.username, USER.password)),
+    };
+    await expectStatus(gateway, 'GET', '/accounts', 200, { headers: bearer });
+  });
+
+  it('answers every documented status of the key-pair endpoints', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      await expectStatus(gateway, method, '/keys', 200, { headers: basic(MANAGER) });
+      await expectStatus(gateway, method, '/keys?limit=0', 400, { headers: basic(MANAGER) });
+      await expectStatus(gateway, method, '/keys', 401);
+      await expectStatus(gateway, method, '/keys', 403, { headers: basic(READER) });
+      await expectStatus(storeDown, method, '/keys', 503, { headers: basic(MANAGER) });
+    }
+    const post = (status: number, options: RequestOptions, on = gateway) =>
+      expectStatus(on, 'POST', '/keys', status, options);
+    const json = (body: unknown) => ({ body: JSON.stringify(body) });
+    const manager = { ...basic(MANAGER), ...JSON_TYPE };
+    const created = await post(201, {
+      headers: manager,
+      ...json({ label: 'contract', expires_in: 3600 }),
+    });
+    expect(created.headers.pragma).toBe('no-cache');
+    await post(400, { headers: manager, ...json({ label: 7 }) });
+    await post(401, { headers: JSON_TYPE, ...json({}) });
+    await post(403, { headers: manager, ...json({ scopes: ['admin'] }) });
+    await post(413, { headers: manager, body: JSON.stringify({ label: 'x'.repeat(5000) }) });
+    await post(415, { headers: { ...basic(MANAGER), 'content-type': 'text/plain' }, body: 'x' });
+    // contract-a holds five active pairs now: the cap.
+    await post(422, { headers: manager, ...json({}) });
+    await post(503, { headers: manager, ...json({}) }, storeDown);
+
+    const del = (status: number, key: string, options: RequestOptions = {}, on = gateway) =>
+      expectStatus(on, 'DELETE', `/keys/${key}`, status, options);
+    await del(200, SPARE.key, { headers: basic(MANAGER) });
+    await del(400, SPARE.key, { headers: MALFORMED });
+    await del(401, SPARE.key);
+    await del(403, SPARE.key, { headers: basic(READER) });
+    await del(404, 'ak_contract_nobody', { headers: basic(MANAGER) });
+    await del(409, LONELY.key, { headers: basic(LONELY) });
+    await del(503, SPARE.key, { headers: basic(MANAGER) }, storeDown);
+  });
+
+  it('answers every documented status of the token exchange', async () => {
+    const post = (status: number, options: RequestOptions, on = gateway) =>
+      expectStatus(on, 'POST', '/auth/token', status, options);
+    const login = (password: string) => JSON.stringify({ username: USER.username, password });
+    await post(200, { headers: JSON_TYPE, body: login(USER.password) });
+    await post(400, { headers: JSON_TYPE, body: '{"username":1}' });
+    await post(413, { headers: JSON_TYPE, body: login('p'.repeat(5000)) });
+    await post(415, { headers: { 'content-type': 'text/plain' }, body: login(USER.password) });
+    // One failure from an address locks the username there (usernameAddress.threshold 1).
+    await post(401, { headers: JSON_TYPE, body: login('wrong'), from: LOCKED_FROM });
+    await post(429, { headers: JSON_TYPE, body: login('wrong'), from: LOCKED_FROM });
+    await post(503, { headers: JSON_TYPE, body: login(USER.password) }, storeDown);
+  });
+
+  it('answers 429 with Retry-After on every authenticated operation once a key is locked out', async () => {
+    const wrong = { headers: basic(LOCKED, 'wrong-secret-0123456789abcdef'), from: LOCKED_FROM };
+    await expectStatus(gateway, 'GET', '/accounts', 401, wrong);
+    const locked = {
+      headers: { ...basic(LOCKED), 'x-forwarded-for': LOCKED_FROM },
+      from: LOCKED_FROM,
+    };
+    for (const path of LISTING)
+      for (const method of ['GET', 'HEAD']) await expectStatus(gateway, method, path, 429, locked);
+    for (const method of ['GET', 'HEAD', 'POST'])
+      await expectStatus(gateway, method, '/keys', 429, locked);
+    await expectStatus(gateway, 'DELETE', `/keys/${LOCKED.key}`, 429, locked);
+    // The check counts the client the trusted proxy names in X-Forwarded-For.
+    await expectStatus(gateway, 'GET', '/auth/check', 429, {
+      headers: {
+        ...locked.headers,
+        'x-forwarded-method': 'GET',
+        'x-forwarded-uri': '/accounts',
+      },
+    });
+  });
+
+  it('answers every documented status of the forward-auth check', async () => {
+    const check = (status: number, headers: Record<string, string>, from?: string, on = gateway) =>
+      expectStatus(on, 'GET', '/auth/check', status, {
+        headers,
+        ...(from === undefined ? {} : { from }),
+      });
+    const naming = (method: string, uri: string) => ({
+      'x-forwarded-method': method,
+      'x-forwarded-uri': uri,
+    });
+    const allowed = await check(200, { ...naming('GET', '/accounts'), ...basic(READER) });
+    expect(allowed.headers['x-auth-subject']).toBe(READER.subject);
+    await check(400, basic(READER));
+    await check(401, naming('GET', '/accounts'));
+    await check(403, { ...naming('GET', '/accounts'), ...basic(READER) }, UNTRUSTED_FROM);
+    await check(404, { ...naming('GET', '/nowhere'), ...basic(READER) });
+    await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+    await check(503, { ...naming('GET', '/accounts'), ...basic(READER) }, undefined, storeDown);
+  });
+
+  it('serves the JWKS and this document without credentials, with 304 and the address limit', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      await expectStatus(gateway, method, '/.well-known/jwks.json', 200);
+      const document = await expectStatus(gateway, method, '/openapi.json', 200);
+      expect(document.headers['content-type']).toBe('application/json; charset=utf-8');
+      const etag = document.headers.etag as string;
+      await expectStatus(gateway, method, '/openapi.json', 304, {
+        headers: { 'if-none-match': etag },
+      });
+    }
+    expect((await send(gateway.url, '/openapi.json')).json).toEqual(readDocument());
+    // The address limit (40 an hour) is spent from one address.
+    let answer: HttpAnswer | undefined;
+    for (let i = 0; i < 41 && answer?.status !== 429; i++)
+      answer = await send(gateway.url, '/openapi.json', { from: LIMITED_FROM });
+    expect(answer?.status).toBe(429);
+    for (const method of ['GET', 'HEAD']) {
+      await expectStatus(gateway, method, '/openapi.json', 429, { from: LIMITED_FROM });
+      await expectStatus(gateway, method, '/.well-known/jwks.json', 429, { from: LIMITED_FROM });
+    }
+  });
+
+  it('answers other methods on a documented path with 405 and Allow', async () => {
+    const answer = await expectStatus(gateway, 'POST', '/openapi.json', 405);
+    expect(answer.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('has answered every documented path, method and status, and nothing undocumented', () => {
+    expect([...exercised].sort()).toEqual([...documentedAnswers(readDocument())].sort());
+  });
+});

@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
+import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
+import { openApiJson } from '../../../src/openapi/openapi-json.js';
+import {
+  createSchemaCompiler,
+  DOCUMENT_FILE,
+  HTTP_METHODS,
+  readDocument,
+  type OpenApiDocument,
+} from '../../support/openapi-validator.js';
+
+/** Every schema the document holds: components, and those inline in parameters and answers. */
+function inlineSchemas(document: OpenApiDocument): Record<string, unknown>[] {
+  const found: Record<string, unknown>[] = [];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    const object = value as Record<string, unknown>;
+    if (typeof object.schema === 'object' && object.schema !== null)
+      found.push(object.schema as Record<string, unknown>);
+    for (const inner of Object.values(object)) visit(inner);
+  };
+  visit(document.paths);
+  visit(document.components.responses);
+  visit(document.components.headers);
+  return found;
+}
+
+describe('the OpenAPI document', () => {
+  it('validates against the official OpenAPI 3.1 schema', async () => {
+    const document = buildOpenApiDocument() as unknown as Parameters<Validator['validate']>[0];
+    const result = await new Validator().validate(document);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('holds only schemas that ajv compiles as JSON Schema 2020-12 in strict mode', () => {
+    const document = readDocument();
+    const compile = createSchemaCompiler(document);
+    const schemas = [...Object.values(document.components.schemas), ...inlineSchemas(document)];
+    expect(schemas.length).toBeGreaterThan(30);
+    for (const schema of schemas) expect(() => compile(schema)).not.toThrow();
+  });
+
+  it('names each operation by an id of its own', () => {
+    const ids = Object.values(readDocument().paths).flatMap((item) =>
+      HTTP_METHODS.flatMap((method) => item[method]?.operationId ?? []),
+    );
+    expect(ids.length).toBeGreaterThan(15);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('is what docs/openapi.json holds: regenerating changes nothing', () => {
+    expect(
+      readFileSync(DOCUMENT_FILE, 'utf8') === openApiJson(),
+      'docs/openapi.json differs from the build: run `npm run build && node dist/cli.js openapi > docs/openapi.json`',
+    ).toBe(true);
+  });
+
+  it('names every error code of the catalogue, each under its own status', () => {
+    const document = readDocument();
+    const codes = document.components.schemas.ErrorCode as { enum: string[] };
+    expect(codes.enum).toEqual(Object.keys(ERROR_CATALOGUE));
+    // Answered before a request is routed, by no operation in particular (or by the admin
+    // port): the description names them.
+    const unrouted = ['request_timeout', 'headers_too_large', 'internal_error', 'draining'];
+    const { description } = (document as unknown as { info: { description: string } }).info;
+    for (const code of Object.keys(ERROR_CATALOGUE)) expect(description).toContain(`\`${code}\``);
+    for (const [code, { status }] of Object.entries(ERROR_CATALOGUE)) {
+      if (unrouted.includes(code)) continue;
+      const schema = document.components.schemas[`Error${status}`] as {
+        properties: { error: { properties: { code: { enum: string[] } } } };
+      };
+      expect(schema.properties.error.properties.code.enum).toContain(code);
+    }
+  });
+
+  it('gives every operation an X-Request-Id on every answer, and a challenge on every 401', () => {
+    const document = readDocument();
+    for (const item of Object.values(document.paths))
+      for (const method of HTTP_METHODS) {
+        const responses = item[method]?.responses as Record<string, Record<string, unknown>>;
+        if (responses === undefined) continue;
+        for (const [status, ref] of Object.entries(responses)) {
+          const response =
+            typeof ref.$ref === 'string'
+              ? document.components.responses[ref.$ref.split('/').at(-1) ?? '']
+              : ref;
+          const headers = Object.keys(response?.headers ?? {});
+          expect(headers).toContain('X-Request-Id');
+          if (status === '401') expect(headers).toContain('WWW-Authenticate');
+          if (status === '429') expect(headers).toContain('Retry-After');
+        }
+      }
+  });
+});
