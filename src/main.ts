@@ -307,7 +307,7 @@ async function main(argv: string[]): Promise<number> {
       (c) =>
         withConfigOptions(c)
           .option('cost', {
-            type: 'number',
+            type: 'string',
             describe: 'bcrypt cost (default: credentials.bcryptCost of the configuration)',
           })
           .example('$0 hash-password < secret.txt', 'its first line, at the configured cost')
@@ -318,7 +318,7 @@ async function main(argv: string[]): Promise<number> {
           args.cost === undefined
             ? loadConfigFromArgs(args).credentials.bcryptCost
             : checkCostOption(args.cost);
-        const secret = await readPassword();
+        const secret = await readPassword('secret');
         await hashPasswordCommand(secret, cost, (text) => process.stdout.write(text));
       },
     )

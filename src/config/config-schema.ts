@@ -23,6 +23,12 @@ function bool() {
 }
 
 /** A host to listen on: an IP address, or a host name (RFC 1123 letters, digits, `-`, `.`). */
+/**
+ * The bcrypt costs a hash may be made or checked at: below 4 bcrypt refuses; above 15 one hash
+ * takes seconds (31 takes about a day), and a login waits for it.
+ */
+export const BCRYPT_COST = { min: 4, max: 15 } as const;
+
 export function isHost(value: string): boolean {
   return isIP(value) !== 0 || /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value);
 }
@@ -500,7 +506,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       store: z.enum(['memory', 'redis']).default('memory'),
       redis: redisConnectionSchema.prefault({}),
-      bcryptCost: int(z.number().int().min(4).max(15)).default(10),
+      bcryptCost: int(z.number().int().min(BCRYPT_COST.min).max(BCRYPT_COST.max)).default(10),
       /** Memory store only: the pairs and users it starts with. */
       seed: z
         .strictObject({
