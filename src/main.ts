@@ -82,7 +82,8 @@ let serving = false;
  */
 async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
-  await yargs(argv)
+  const cli = yargs(argv);
+  await cli
     .scriptName('accounts-gateway')
     .command('serve', 'Run the gateway', withServeOptions, async (args) => {
       const slot = await workerSlot();
@@ -340,8 +341,16 @@ async function main(argv: string[]): Promise<number> {
         await migrateCommand(config, output, args.apply);
       },
     )
-    // `completion` prints a bash/zsh script that completes commands and options.
-    .completion('completion', 'Print a shell completion script (source it from ~/.bashrc)')
+    // A command of ours rather than yargs' .completion(), which prints the script even for
+    // `completion --help`; the script's `--get-yargs-completions` needs no registration.
+    .command(
+      'completion',
+      'Print a bash/zsh completion script (accounts-gateway must be on PATH)',
+      (c) => c.example('$0 completion >> ~/.bashrc', 'complete commands and options in bash'),
+      () => {
+        cli.showCompletionScript();
+      },
+    )
     .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
     .demandCommand(1, 'Name a command: serve, check, keys, users, hash-password or migrate.')
     .strict()

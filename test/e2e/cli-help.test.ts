@@ -23,6 +23,7 @@ const COMMANDS = [
   ['users', 'remove'],
   ['hash-password'],
   ['migrate'],
+  ['completion'],
 ];
 
 describe('--help and completion', () => {
@@ -49,5 +50,13 @@ describe('--help and completion', () => {
     expect(result.stdout.split('\n')).toEqual(
       expect.arrayContaining(['create', 'list', 'show', 'revoke', 'unlock']),
     );
+  });
+
+  it('completes options by their long names, never offering the -c alias as --c', async () => {
+    const result = await runCli(['--get-yargs-completions', 'hash-password', '--']);
+    expect(result.code).toBe(0);
+    const offered = result.stdout.split('\n');
+    expect(offered).toEqual(expect.arrayContaining(['--config', '--cost']));
+    expect(offered).not.toContain('--c');
   });
 });
