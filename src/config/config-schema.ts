@@ -22,13 +22,13 @@ function bool() {
   return z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
 }
 
-/** A host to listen on: an IP address, or a host name (RFC 1123 letters, digits, `-`, `.`). */
 /**
- * The bcrypt costs a hash may be made or checked at: below 4 bcrypt refuses; above 15 one hash
- * takes seconds (31 takes about a day), and a login waits for it.
+ * The costs of the bcrypt hashes the gateway and the CLI make (`credentials.bcryptCost`): below
+ * 4 bcrypt refuses; above 15 one hash takes seconds (at 31, days), and a login waits for it.
  */
 export const BCRYPT_COST = { min: 4, max: 15 } as const;
 
+/** A host to listen on: an IP address, or a host name (RFC 1123 letters, digits, `-`, `.`). */
 export function isHost(value: string): boolean {
   return isIP(value) !== 0 || /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value);
 }
