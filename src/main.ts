@@ -83,7 +83,8 @@ let serving = false;
  */
 async function main(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
-  await yargs(argv)
+  const cli = yargs(argv);
+  await cli
     .scriptName('accounts-gateway')
     .command('serve', 'Run the gateway', withServeOptions, async (args) => {
       const slot = await workerSlot();
@@ -308,7 +309,7 @@ async function main(argv: string[]): Promise<number> {
       (c) =>
         withConfigOptions(c)
           .option('cost', {
-            type: 'number',
+            type: 'string',
             describe: 'bcrypt cost (default: credentials.bcryptCost of the configuration)',
           })
           .example('$0 hash-password < secret.txt', 'its first line, at the configured cost')
@@ -319,7 +320,7 @@ async function main(argv: string[]): Promise<number> {
           args.cost === undefined
             ? loadConfigFromArgs(args).credentials.bcryptCost
             : checkCostOption(args.cost);
-        const secret = await readPassword();
+        const secret = await readPassword('secret');
         await hashPasswordCommand(secret, cost, (text) => process.stdout.write(text));
       },
     )
@@ -349,12 +350,20 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(openApiJson());
       },
     )
-    // `completion` prints a bash/zsh script that completes commands and options.
-    .completion('completion', 'Print a shell completion script (source it from ~/.bashrc)')
+    // A command of ours rather than yargs' .completion(), which prints the script even for
+    // `completion --help`; the script's `--get-yargs-completions` needs no registration.
+    .command(
+      'completion',
+      'Print a bash/zsh completion script (accounts-gateway must be on PATH)',
+      (c) => c.example('$0 completion >> ~/.bashrc', 'complete commands and options in bash'),
+      () => {
+        cli.showCompletionScript();
+      },
+    )
     .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
     .demandCommand(
       1,
-      'Name a command: serve, check, keys, users, hash-password, migrate or openapi.',
+      'Name a command: serve, check, keys, users, hash-password, migrate, openapi or completion.',
     )
     .strict()
     .help()

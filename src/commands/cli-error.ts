@@ -5,6 +5,8 @@ export const EXIT = {
   usage: 2,
   notFound: 3,
   conflict: 4,
+  /** Ctrl-C at a prompt: 128 + SIGINT's number, what a shell reports for a command it interrupts. */
+  cancelled: 130,
 } as const;
 
 /** A failure the CLI reports in one line and turns into an exit code. */

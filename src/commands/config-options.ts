@@ -20,31 +20,35 @@ export interface ConfigArgs {
 
 /** --config and the four overrides, each also read from a GATEWAY_* variable. */
 export function withConfigOptions<T>(yargs: Argv<T>) {
-  return yargs
-    .option('config', {
-      alias: 'c',
-      type: 'string',
-      default: defaultConfigFile(),
-      defaultDescription: 'config/gateway.yaml',
-      describe: 'YAML configuration file (env GATEWAY_CONFIG)',
-    })
-    .option('listen', {
-      type: 'string',
-      describe: 'PORT or HOST:PORT to serve on (env GATEWAY_LISTEN)',
-    })
-    .option('admin-listen', {
-      type: 'string',
-      describe:
-        'PORT or HOST:PORT of the admin port, whatever the file says (env GATEWAY_ADMIN_LISTEN)',
-    })
-    .option('redis-url', {
-      type: 'string',
-      describe: 'use the Redis store at this URL (env GATEWAY_REDIS_URL)',
-    })
-    .option('upstream-url', {
-      type: 'string',
-      describe: 'URL of the accounts upstream (env GATEWAY_UPSTREAM_URL)',
-    });
+  return (
+    yargs
+      .option('config', {
+        alias: 'c',
+        type: 'string',
+        default: defaultConfigFile(),
+        defaultDescription: 'config/gateway.yaml',
+        describe: 'YAML configuration file (env GATEWAY_CONFIG)',
+      })
+      // Keeps completion from offering the alias as `--c`; help still shows `-c, --config`.
+      .hide('c')
+      .option('listen', {
+        type: 'string',
+        describe: 'PORT or HOST:PORT to serve on (env GATEWAY_LISTEN)',
+      })
+      .option('admin-listen', {
+        type: 'string',
+        describe:
+          'PORT or HOST:PORT of the admin port, whatever the file says (env GATEWAY_ADMIN_LISTEN)',
+      })
+      .option('redis-url', {
+        type: 'string',
+        describe: 'use the Redis store at this URL (env GATEWAY_REDIS_URL)',
+      })
+      .option('upstream-url', {
+        type: 'string',
+        describe: 'URL of the accounts upstream (env GATEWAY_UPSTREAM_URL)',
+      })
+  );
 }
 
 /** The file read without --config: GATEWAY_CONFIG, else the embedded default. */

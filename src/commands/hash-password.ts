@@ -1,18 +1,21 @@
+import { BCRYPT_COST } from '../config/config-schema.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { CliError, EXIT } from './cli-error.js';
 
-/** bcrypt's own range of costs (log2 of its rounds): the package refuses any other. */
-const MIN_COST = 4;
-const MAX_COST = 31;
-
 /**
- * `--cost`, when given: an integer bcrypt accepts. Without it the caller uses the
- * configuration's `credentials.bcryptCost`, the cost the gateway compares unknown keys at.
+ * `--cost`, when given: decimal digits naming a cost `credentials.bcryptCost` allows (a hash
+ * made at another cost is one the gateway would not be configured to make). Without it the
+ * caller uses the configuration's `credentials.bcryptCost`.
  */
-export function checkCostOption(cost: number): number {
-  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_COST)
-    throw new CliError(`--cost must be an integer from ${MIN_COST} to ${MAX_COST}`, EXIT.usage);
-  return cost;
+export function checkCostOption(cost: string): number {
+  // Only digits: Number() would also take "1e1", "0x5" and " 5".
+  const value = /^\d{1,2}$/.test(cost) ? Number(cost) : NaN;
+  if (!(value >= BCRYPT_COST.min && value <= BCRYPT_COST.max))
+    throw new CliError(
+      `--cost must be a whole number from ${BCRYPT_COST.min} to ${BCRYPT_COST.max}`,
+      EXIT.usage,
+    );
+  return value;
 }
 
 /** The bcrypt hash of `secret` at `cost`, as one line: what the web application may store. */

@@ -22,6 +22,12 @@ function bool() {
   return z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
 }
 
+/**
+ * The costs of the bcrypt hashes the gateway and the CLI make (`credentials.bcryptCost`): below
+ * 4 bcrypt refuses; above 15 one hash takes seconds (at 31, days), and a login waits for it.
+ */
+export const BCRYPT_COST = { min: 4, max: 15 } as const;
+
 /** A host to listen on: an IP address, or a host name (RFC 1123 letters, digits, `-`, `.`). */
 export function isHost(value: string): boolean {
   return isIP(value) !== 0 || /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value);
@@ -500,7 +506,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       store: z.enum(['memory', 'redis']).default('memory'),
       redis: redisConnectionSchema.prefault({}),
-      bcryptCost: int(z.number().int().min(4).max(15)).default(10),
+      bcryptCost: int(z.number().int().min(BCRYPT_COST.min).max(BCRYPT_COST.max)).default(10),
       /** Memory store only: the pairs and users it starts with. */
       seed: z
         .strictObject({

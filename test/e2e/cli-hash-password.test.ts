@@ -39,20 +39,28 @@ describe('hash-password', () => {
     expect(await hashedCost(result.stdout)).toBe(4);
   });
 
-  it('refuses a --cost bcrypt does not accept with exit 2, before reading a secret', async () => {
-    expect(await runCli(['hash-password', '--cost', '3'], { stdin: SECRET })).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: 'accounts-gateway: --cost must be an integer from 4 to 31\n',
-    });
+  it("refuses a --cost outside credentials.bcryptCost's 4 to 15, or not in decimal digits, with exit 2 before reading a secret", async () => {
+    for (const cost of ['3', '16', '31', '1e1', '0x5', ' 5', '5.0', '']) {
+      expect(await runCli(['hash-password', '--cost', cost], { stdin: SECRET })).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: 'accounts-gateway: --cost must be a whole number from 4 to 15\n',
+      });
+    }
   });
 
-  it('refuses a secret shorter than 8 characters or over 72 bytes with exit 2 and no hash', async () => {
+  it('refuses a secret shorter than 8 characters or over 72 bytes with exit 2, no hash and a sentence about the secret', async () => {
+    const stderrs: string[] = [];
     for (const secret of ['short', 'é'.repeat(37)]) {
       const result = await runCli(['hash-password', '--cost', '4'], { stdin: secret });
       expect(result.code).toBe(2);
       expect(result.stdout).toBe('');
+      stderrs.push(result.stderr);
     }
+    expect(stderrs).toEqual([
+      'accounts-gateway: the secret must have at least 8 characters\n',
+      'accounts-gateway: the secret must be at most 72 bytes\n',
+    ]);
   });
 
   it('takes no secret on argv: a positional secret is an unknown argument (exit 2)', async () => {

@@ -24,6 +24,7 @@ const COMMANDS = [
   ['hash-password'],
   ['migrate'],
   ['openapi'],
+  ['completion'],
 ];
 
 describe('--help and completion', () => {
@@ -50,5 +51,13 @@ describe('--help and completion', () => {
     expect(result.stdout.split('\n')).toEqual(
       expect.arrayContaining(['create', 'list', 'show', 'revoke', 'unlock']),
     );
+  });
+
+  it('completes options by their long names, never offering the -c alias as --c', async () => {
+    const result = await runCli(['--get-yargs-completions', 'hash-password', '--']);
+    expect(result.code).toBe(0);
+    const offered = result.stdout.split('\n');
+    expect(offered).toEqual(expect.arrayContaining(['--config', '--cost']));
+    expect(offered).not.toContain('--c');
   });
 });

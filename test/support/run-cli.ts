@@ -73,3 +73,62 @@ export function killCliChildren(): void {
   for (const child of commands) child.kill('SIGKILL');
   commands.clear();
 }
+
+/** What the built CLI did on a terminal: its exit code, what it wrote, the terminal after. */
+export interface TerminalResult {
+  readonly code: number;
+  /** stdout and stderr as the terminal showed them (one pty: they interleave). */
+  readonly output: string;
+  /** The terminal's ECHO and ICANON flags once the command ended: a raw mode left on clears them. */
+  readonly echo: boolean;
+  readonly canonical: boolean;
+}
+
+/**
+ * A pseudo-terminal from python3's pty module (node has none): runs the command with it as
+ * stdin, stdout and stderr; for each step, waits for `after` to appear in the output, then
+ * types `keys` (raw bytes: "\x03" is Ctrl-C, "\x04" Ctrl-D, "\r" Enter).
+ */
+const PTY_SCRIPT = `
+import json, os, pty, sys, termios
+argv, steps = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+out, seen = b'', 0
+def read():
+    global out
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        chunk = b''
+    out += chunk
+    return chunk != b''
+for after, keys in steps:
+    while out.find(after.encode(), seen) < 0:
+        if not read():
+            break
+    seen = out.find(after.encode(), seen) + len(after)
+    os.write(fd, keys.encode())
+while read():
+    pass
+lflag = termios.tcgetattr(fd)[3]
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'code': os.waitstatus_to_exitcode(status), 'output': out.decode(),
+  'echo': bool(lflag & termios.ECHO), 'canonical': bool(lflag & termios.ICANON)}))
+`;
+
+export async function runCliOnTerminal(
+  args: string[],
+  steps: readonly { after: string; keys: string }[],
+  options: { env?: NodeJS.ProcessEnv } = {},
+): Promise<TerminalResult> {
+  const steplist = steps.map(({ after, keys }) => [after, keys]);
+  const result = await runCommand(
+    'python3',
+    ['-c', PTY_SCRIPT, JSON.stringify([process.execPath, CLI, ...args]), JSON.stringify(steplist)],
+    { cwd: REPO, env: cliEnv(options.env ?? {}) },
+  );
+  if (result.code !== 0) throw new Error(`the pty runner failed: ${result.stderr}`);
+  return JSON.parse(result.stdout) as TerminalResult;
+}
