@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { BCRYPT_COST } from '../../src/config/config-schema.js';
 
 export const SECTIONS = [
   'cached',
@@ -128,9 +129,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions | undefined 
     if (!(SECTIONS as readonly string[]).includes(section))
       throw new UsageError(`--sections: unknown "${section}" (known: ${SECTIONS.join(', ')})`);
   }
-  const bcryptCost = positive('bcrypt-cost', values['bcrypt-cost'], 10, 4);
-  if (bcryptCost > 15 || !Number.isInteger(bcryptCost))
-    throw new UsageError('--bcrypt-cost: an integer from 4 to 15 (the config schema range)');
+  const bcryptCost = positive('bcrypt-cost', values['bcrypt-cost'], 10, BCRYPT_COST.min);
+  if (bcryptCost > BCRYPT_COST.max || !Number.isInteger(bcryptCost))
+    throw new UsageError(
+      `--bcrypt-cost: an integer from ${BCRYPT_COST.min} to ${BCRYPT_COST.max} (the config schema range)`,
+    );
   const wrongShare = positive('wrong-share', values['wrong-share'], 5);
   if (wrongShare >= 100) throw new UsageError('--wrong-share: a percent below 100');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
