@@ -154,7 +154,7 @@ describe('the API server answers every request once', () => {
 
 describe.each(['plain', 'tls'] as const)('the API server over %s', (transport) => {
   const ca = transport === 'tls' ? createTestCa() : undefined;
-  const certificate = ca?.issue('api', LOOPBACK);
+  const certificate = ca?.issue('api', { commonName: 'localhost', ...LOOPBACK });
   afterAll(() => ca?.remove());
 
   /** What the server reported as refused before any handler: code and request id. */
