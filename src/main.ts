@@ -374,6 +374,17 @@ async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
+// A reader that stops early (`openapi | head -1`) closes the pipe, and the next write fails
+// with EPIPE: an error event nobody heard, a stack trace and exit 1. The command ends quietly
+// instead, and with 0 rather than 141 (what a shell reports for a tool killed by SIGPIPE, a
+// signal Node ignores): the reader had all it wanted, whatever the command changed is done,
+// and a script under `set -o pipefail` should not fail for a `| head`. `serve` logs to a
+// pipe it must not outlive silently, so it keeps Node's behaviour.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE' || serving) throw error;
+  process.exit(EXIT.ok);
+});
+
 function finish(code: number): void {
   process.exitCode = code;
   // The supervisor and a worker resolve or reject only after their log lines are written.

@@ -8,6 +8,7 @@ import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { GatewayError, LOGIN_MESSAGES } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
+import { expectsContinue } from '../http/expects-continue.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
 import { loginSchema, type Login, type TokenBody } from '../openapi/api-schemas.js';
@@ -39,7 +40,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
     const from = client.clientAddress();
     // Before the body is read, and so before any `100 Continue` (RFC 9110 §10.1.1): a client
     // already refused should not be invited to upload. Only then: it costs a round trip.
-    if (req.headers.expect !== undefined) {
+    if (expectsContinue(req.headers)) {
       const early = await options.lockout.checkAddress('token', from.network);
       if (early !== undefined)
         throw new GatewayError('rate_limited', { retryAfterSec: early.retryAfterSec });

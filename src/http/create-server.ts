@@ -1,4 +1,10 @@
-import { createServer, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SecureContextOptions, Server as TlsServer, TlsOptions } from 'node:tls';
@@ -94,6 +100,16 @@ export function createGatewayServer(
   // Without this Node answers `100 Continue` before any check has run; the handler sends it
   // only once the request is accepted.
   server.on('checkContinue', counted);
+  // Any other expectation is ignored, as nginx does, rather than Node's bare 417 (no request
+  // id, no envelope, no log line): RFC 9110 §10.1.1 lets a server answer 417; it need not.
+  server.on('checkExpectation', counted);
+  // A CONNECT's authority-form target names no path of ours: 400 invalid_path, as for any
+  // other such target, where Node without a listener closes the connection unanswered.
+  server.on('connect', (req: IncomingMessage, socket: TrackedSocket) => {
+    // Node no longer listens for errors on a socket it handed over: a reset would throw.
+    socket.on('error', () => socket.destroy());
+    answerRefused(socket, 'invalid_path', pickRequestId(req.headers['x-request-id']), rejected);
+  });
   // One set entry per connection, not per request: the responses a drain must still reach.
   const sockets = new Set<TrackedSocket>();
   // Over TLS, 'connection' carries the TCP socket and the requests ride the TLS socket.
@@ -165,14 +181,26 @@ function answerClientError(
     else last.once('close', () => socket.destroySoon());
     return;
   }
-  // A new request: answered after the responses of the requests before it.
+  answerRefused(socket, code, pickRequestId(undefined), rejected);
+}
+
+/**
+ * Answers a request no handler will see, and closes its connection: after the responses of
+ * the requests before it on that connection, which it must not cut into.
+ */
+function answerRefused(
+  socket: TrackedSocket,
+  code: ErrorCode,
+  requestId: string,
+  rejected: RejectedRequestLog,
+): void {
   const answer = (): void => {
-    const requestId = pickRequestId(undefined);
     // writeRawError cuts a connection it can no longer write to: no answer, nothing counted.
     const answered = socket.writable;
     writeRawError(socket, code, requestId);
     if (answered) rejected(socket, code, requestId);
   };
+  const last = socket[LAST_RESPONSE];
   if (last !== undefined && !last.writableFinished && !last.destroyed) last.once('close', answer);
   else answer();
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors/gateway-error.js';
+import { expectsContinue } from './expects-continue.js';
 
 const JSON_TYPE = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
@@ -23,7 +24,7 @@ export async function readJsonBody(
     throw new GatewayError('unsupported_media_type');
   if (length !== undefined && Number(length) > maxBytes)
     throw new GatewayError('payload_too_large');
-  if (req.headers.expect !== undefined) res.writeContinue();
+  if (expectsContinue(req.headers)) res.writeContinue();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

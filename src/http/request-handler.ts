@@ -31,6 +31,7 @@ import type { RequestSpans } from '../tracing/span-sink.js';
 import { formatTraceparent } from '../tracing/trace-context.js';
 import { newSpanId } from '../tracing/trace-ids.js';
 import { checkFraming } from './check-framing.js';
+import { expectsContinue } from './expects-continue.js';
 import { takeExchangeBytes, type ExchangeBytes } from './connection-bytes.js';
 import type { ClientAddress } from '../protection/lockout.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
@@ -352,7 +353,7 @@ class RequestContext implements Exchange, ExchangeBytes {
       tracestate: this.trace.state,
     });
     // Only now, with the request accepted, may the client send its body (see checkContinue).
-    if (req.headers.expect !== undefined) res.writeContinue();
+    if (expectsContinue(req.headers)) res.writeContinue();
     this.upstreamStartedAt = performance.now();
     route.forwarder.forward(req, res, this);
   }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { untilLog, type LogLine } from '../support/gateway-logs.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
@@ -270,6 +271,45 @@ describe.each(['http-proxy-3', 'undici'] as const)('the access line, %s engine',
       expect(gateway.child.exitCode).toBeNull();
     },
   );
+
+  it.each([
+    ['401 on /accounts without credentials', '/accounts', 401, 'accounts'],
+    ['200 on /openapi.json', '/openapi.json', 200, 'openapi'],
+  ])(
+    'answers and logs a request with an unknown expectation as any other: %s',
+    async (_what, target, status, route) => {
+      run += 1;
+      const requestId = `access-line-${engine}-expect-${run}`;
+      const answer = await rawRequest(
+        gateway.port,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer.status).toBe(status);
+      expect(answer.headers['x-request-id']).toBe(requestId);
+      expect(answer.raw).not.toContain('100 Continue');
+      expect(await lineOf(gateway, requestId)).toMatchObject({ msg: 'request', route, status });
+    },
+  );
+
+  it('answers, counts and logs CONNECT as a 400 invalid_path of route none', async () => {
+    const series = 'gateway_requests_total{route="none",status="400",source="gateway"}';
+    const requestId = `access-line-${engine}-connect`;
+    const { result: answer, moved } = await moving([series], () =>
+      rawRequest(
+        gateway.port,
+        `CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\nX-Request-Id: ${requestId}\r\n\r\n`,
+      ),
+    );
+    expectGatewayError(answer, 'invalid_path', { requestId });
+    expect(answer.headers.connection).toBe('close');
+    expect(await lineOf(gateway, requestId)).toMatchObject({
+      msg: 'request',
+      route: 'none',
+      status: 400,
+      error_code: 'invalid_path',
+    });
+    expect(moved).toEqual([1]);
+  });
 
   it("times the upstream's responses in its histogram", async () => {
     const count = 'gateway_upstream_request_duration_seconds_count{upstream="accounts"}';

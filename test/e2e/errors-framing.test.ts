@@ -135,6 +135,15 @@ describe('requests whose framing is refused even with valid credentials', () => 
     expect(res.raw).not.toContain('100 Continue');
   });
 
+  it('forwards a request with an unknown expectation without sending it 100 Continue', async () => {
+    const res = await rawRequest(
+      gateway.port,
+      `GET /accounts HTTP/1.1\r\nHost: gateway.test\r\n${AUTH}Expect: foo\r\nConnection: close\r\n\r\n`,
+    );
+    expect(res.status).toBe(200);
+    expect(res.raw).not.toContain('100 Continue');
+  });
+
   it('answers 400 bad_request, headers only, for Content-Length: 5 with a body on HEAD', async () => {
     const mark = upstreamMark(upstream);
     const res = await rawRequest(

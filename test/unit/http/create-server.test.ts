@@ -1,8 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { connect as connectTls } from 'node:tls';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { ErrorCode } from '../../../src/errors/error-codes.js';
 import { createGatewayServer, type GatewayServer } from '../../../src/http/create-server.js';
+import { createTestCa, LOOPBACK } from '../../support/certificates.js';
 import { finalStatuses, rawRequest } from '../../support/raw-request.js';
 
 const LIMITS = {
@@ -146,5 +149,75 @@ describe('the API server answers every request once', () => {
     const { raw, closedByServer } = await answered;
     expect(finalStatuses(raw)).toEqual([200, 400]);
     expect(closedByServer).toBe(true);
+  });
+});
+
+describe.each(['plain', 'tls'] as const)('the API server over %s', (transport) => {
+  const ca = transport === 'tls' ? createTestCa() : undefined;
+  const certificate = ca?.issue('api', { commonName: 'localhost', ...LOOPBACK });
+  afterAll(() => ca?.remove());
+
+  /** What the server reported as refused before any handler: code and request id. */
+  const refused: [ErrorCode, string][] = [];
+
+  /** A server answering every request 200 `ok`, on port 0. */
+  async function serving(): Promise<number> {
+    refused.length = 0;
+    api = createGatewayServer(
+      (_req, res) => res.end('ok'),
+      LIMITS,
+      certificate === undefined ? undefined : { cert: certificate.cert, key: certificate.key },
+      (_socket, code, requestId) => refused.push([code, requestId]),
+    );
+    const { server } = api;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  }
+
+  /** Sends `bytes` and resolves with every byte received until the server closes. */
+  function exchange(port: number, bytes: string): Promise<string> {
+    if (ca === undefined)
+      return rawRequest(port, bytes, { untilClosed: true }).then((answer) => answer.raw);
+    return new Promise((resolve, reject) => {
+      const socket = connectTls({ port, host: '127.0.0.1', ca: ca.cert, servername: 'localhost' });
+      let raw = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => (raw += chunk));
+      socket.once('secureConnect', () => socket.write(bytes, 'latin1'));
+      socket.once('error', reject);
+      socket.once('end', () => resolve(raw));
+    });
+  }
+
+  it('answers CONNECT with 400 invalid_path under the client’s request id, closes, and reports it', async () => {
+    const port = await serving();
+    const raw = await exchange(
+      port,
+      'CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\nX-Request-Id: connect-probe\r\n\r\n',
+    );
+    expect(finalStatuses(raw)).toEqual([400]);
+    expect(raw).toContain('x-request-id: connect-probe\r\n');
+    expect(raw).toContain('connection: close\r\n');
+    expect(raw).toContain('"code":"invalid_path"');
+    expect(refused).toEqual([['invalid_path', 'connect-probe']]);
+  });
+
+  it('answers a pipelined request first, then 400 invalid_path for the CONNECT after it', async () => {
+    const port = await serving();
+    const raw = await exchange(
+      port,
+      'GET /a HTTP/1.1\r\nHost: x\r\n\r\nCONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n',
+    );
+    expect(finalStatuses(raw)).toEqual([200, 400]);
+  });
+
+  it('hands a request with an unknown expectation to the handler instead of answering 417', async () => {
+    const port = await serving();
+    const raw = await exchange(
+      port,
+      'GET /a HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n',
+    );
+    expect(finalStatuses(raw)).toEqual([200]);
+    expect(refused).toEqual([]);
   });
 });
