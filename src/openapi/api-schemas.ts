@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isValidLabel, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
+import { LABEL, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
 import { MAX_KEY_LIFETIME_SEC } from '../credentials/key-expiry.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import type { ErrorEnvelopeBody } from '../errors/error-envelope.js';
@@ -148,10 +148,13 @@ export const createKeySchema = z
     {
       label: z
         .string({ error: CREATE_KEY_MESSAGES.label })
-        .max(MAX_LABEL_CHARS, CREATE_KEY_MESSAGES.label)
-        .refine(isValidLabel, CREATE_KEY_MESSAGES.label)
+        .regex(LABEL.pattern, CREATE_KEY_MESSAGES.label)
         .exactOptional()
-        .meta({ description: `At most ${MAX_LABEL_CHARS} characters, no control characters.` }),
+        // The pattern bounds the length in code points; zod's .max would count UTF-16 units.
+        .meta({
+          maxLength: MAX_LABEL_CHARS,
+          description: `At most ${MAX_LABEL_CHARS} characters (code points); no C0 or C1 control, DEL, bidi control (U+202A-U+202E, U+2066-U+2069) nor lone surrogate.`,
+        }),
       expires_in: z
         .int({ error: EXPIRY_MESSAGES.expiresIn })
         .min(1, EXPIRY_MESSAGES.expiresIn)

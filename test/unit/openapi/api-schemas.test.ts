@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { isValidLabel } from '../../../src/credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
@@ -6,6 +8,8 @@ import {
   SCOPES_MESSAGE,
 } from '../../../src/errors/gateway-error.js';
 import { createKeySchema, loginSchema } from '../../../src/openapi/api-schemas.js';
+import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
+import { createSchemaCompiler, type OpenApiDocument } from '../../support/openapi-validator.js';
 
 /** The sentence the endpoint answers with: the first issue's. */
 function firstMessage(schema: typeof loginSchema | typeof createKeySchema, body: unknown) {
@@ -42,5 +46,53 @@ describe('the request body schemas', () => {
     [{ label: 'ok', expires_in: 60, scopes: ['a'] }, 'valid'],
   ])('refuses the new pair %j first with its fixed sentence', (body, message) => {
     expect(firstMessage(createKeySchema, body)).toBe(message);
+  });
+});
+
+describe('a label', () => {
+  const EMOJI = '\u{1F511}';
+
+  it('is accepted up to 200 code points, however many UTF-16 units they take', () => {
+    expect(firstMessage(createKeySchema, { label: EMOJI.repeat(200) })).toBe('valid');
+    expect(firstMessage(createKeySchema, { label: EMOJI.repeat(201) })).toBe(
+      CREATE_KEY_MESSAGES.label,
+    );
+    expect(firstMessage(createKeySchema, { label: 'x'.repeat(201) })).toBe(
+      CREATE_KEY_MESSAGES.label,
+    );
+  });
+
+  it.each([
+    ['a lone high surrogate', 'a\ud800b'],
+    ['a lone low surrogate', 'a\udc00b'],
+    ['a C0 control', 'a\u0007b'],
+    ['DEL', 'a\u007fb'],
+    ['a C1 control (NEL)', 'a\u0085b'],
+    ['a C1 control (CSI)', 'a\u009bb'],
+    ['a bidi override', 'a\u202eb'],
+    ['a bidi embedding', 'a\u202ab'],
+    ['a bidi isolate', 'a\u2066b'],
+    ['a bidi isolate end', 'a\u2069b'],
+  ])('is refused with %s in it', (_, label) => {
+    expect(firstMessage(createKeySchema, { label })).toBe(CREATE_KEY_MESSAGES.label);
+  });
+
+  it('is judged alike by the gateway and by the document a client validates with', () => {
+    const document = buildOpenApiDocument() as unknown as OpenApiDocument;
+    const validate = createSchemaCompiler(document)({
+      $ref: '#/components/schemas/CreateKeyPair',
+    });
+    const chars = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 210 }),
+      fc.string({ unit: 'binary', maxLength: 210 }),
+      fc.string({
+        unit: fc.constantFrom('a', '\u{1F511}', '\u0085', '\u202e', '\ud800', '\udc00'),
+      }),
+    );
+    fc.assert(
+      fc.property(chars, (label) => {
+        expect(validate({ label })).toBe(isValidLabel(label));
+      }),
+    );
   });
 });
