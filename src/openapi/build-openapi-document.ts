@@ -122,7 +122,8 @@ function errorSchema(status: number): z.ZodType {
   if (schema === undefined) {
     schema = errorEnvelopeSchema
       .extend({
-        status: z.literal(status),
+        // A literal would say `type: number`; the envelope's status is an integer.
+        status: z.int().min(status).max(status).meta({ const: status }),
         error: z.object({ code: z.enum(codesOf(status)), message: z.string() }),
       })
       .meta({ id: `Error${status}`, description: `The error envelope of a ${status}.` });

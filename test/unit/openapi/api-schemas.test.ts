@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseRfc3339 } from '../../../src/credentials/key-expiry.js';
 import { isValidLabel } from '../../../src/credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
@@ -49,6 +50,29 @@ describe('the request body schemas', () => {
   });
 });
 
+/** The document's CreateKeyPair schema, as a client validating with the document holds it. */
+function documentCreateKey() {
+  const document = buildOpenApiDocument() as unknown as OpenApiDocument;
+  return createSchemaCompiler(document)({ $ref: '#/components/schemas/CreateKeyPair' });
+}
+
+describe("the document's CreateKeyPair", () => {
+  it.each<[{ scopes?: string[]; expires_at?: string }, boolean]>([
+    [{ scopes: ['a', 'a'] }, false],
+    [{ scopes: ['a', 'b'] }, true],
+    [{ expires_at: '2030-01-31 12:00:00Z' }, false],
+    [{ expires_at: '2030-01-31T12:00:00' }, false],
+    [{ expires_at: '2030-01-31T12:00:00Z' }, true],
+    [{ expires_at: '2030-01-31t12:00:00.5+01:00' }, true],
+  ])('holds %j valid: %s, as the gateway does', (body, valid) => {
+    expect(documentCreateKey()(body)).toBe(valid);
+    const gateway =
+      createKeySchema.safeParse(body).success &&
+      (body.expires_at === undefined || parseRfc3339(body.expires_at) !== undefined);
+    expect(gateway).toBe(valid);
+  });
+});
+
 describe('a label', () => {
   const EMOJI = '\u{1F511}';
 
@@ -78,10 +102,7 @@ describe('a label', () => {
   });
 
   it('is judged alike by the gateway and by the document a client validates with', () => {
-    const document = buildOpenApiDocument() as unknown as OpenApiDocument;
-    const validate = createSchemaCompiler(document)({
-      $ref: '#/components/schemas/CreateKeyPair',
-    });
+    const validate = documentCreateKey();
     const chars = fc.oneof(
       fc.string({ unit: 'grapheme', maxLength: 210 }),
       fc.string({ unit: 'binary', maxLength: 210 }),
