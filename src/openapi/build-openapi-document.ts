@@ -6,6 +6,7 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
+import { KEY_ID } from '../identity/identity-formats.js';
 import {
   accountListSchema,
   createdKeyListSchema,
@@ -116,34 +117,43 @@ function errorHeaders(status: number): Headers {
  * The envelope of one status: its code among those of the catalogue with that status. One
  * schema per status (a component), however many operations answer it.
  */
-const errorSchemas = new Map<number, z.ZodType>();
-function errorSchema(status: number): z.ZodType {
-  let schema = errorSchemas.get(status);
+const errorSchemas = new Map<string, z.ZodType>();
+function errorSchema(status: number, codes: [ErrorCode, ...ErrorCode[]]): z.ZodType {
+  // Fewer codes than the status has: a component of its own, named after them.
+  const id =
+    codes.length === codesOf(status).length
+      ? `Error${status}`
+      : `Error${status}${codes.map((code) => code.replace(/(^|_)(.)/g, (_, __, c: string) => c.toUpperCase())).join('')}`;
+  let schema = errorSchemas.get(id);
   if (schema === undefined) {
     schema = errorEnvelopeSchema
       .extend({
         // A literal would say `type: number`; the envelope's status is an integer.
         status: z.int().min(status).max(status).meta({ const: status }),
-        error: z.object({ code: z.enum(codesOf(status)), message: z.string() }),
+        error: z.object({ code: z.enum(codes), message: z.string() }),
       })
-      .meta({ id: `Error${status}`, description: `The error envelope of a ${status}.` });
-    errorSchemas.set(status, schema);
+      .meta({ id, description: `The error envelope of a ${status}.` });
+    errorSchemas.set(id, schema);
   }
   return schema;
 }
 
-/** `id`: a component many operations share. */
+/**
+ * `id`: a component many operations share. `codes`: those the operation can answer, when
+ * fewer than all the catalogue's of the status.
+ */
 function errorResponse(
   status: number,
   why: string,
   extra: Headers = {},
   id?: string,
+  codes = codesOf(status),
 ): ZodOpenApiResponseObject {
   return {
     ...(id === undefined ? {} : { id }),
-    description: `${HTTP_STATUS_TEXT[status] ?? 'Error'}: ${why} (${codesOf(status).join(', ')}).`,
+    description: `${HTTP_STATUS_TEXT[status] ?? 'Error'}: ${why} (${codes.join(', ')}).`,
     headers: z.object({ ...GATEWAY_HEADERS, ...errorHeaders(status), ...extra }),
-    content: { [JSON_TYPE]: { schema: errorSchema(status) } },
+    content: { [JSON_TYPE]: { schema: errorSchema(status, codes) } },
   };
 }
 
@@ -307,7 +317,10 @@ const tokenExchange: ZodOpenApiOperationObject = {
       Pragma: z.literal('no-cache'),
     }),
     400: AUTHENTICATED[400],
-    401: errorResponse(401, 'the username or password is wrong'),
+    // The exchange reads no Authorization header: a wrong login is its only 401.
+    401: errorResponse(401, 'the username or password is wrong', {}, undefined, [
+      'invalid_credentials',
+    ]),
     ...WITH_BODY,
     429: AUTHENTICATED[429],
     503: AUTHENTICATED[503],
@@ -335,9 +348,14 @@ const revokeKey: ZodOpenApiOperationObject = {
   summary: 'Revokes one of the caller’s pairs.',
   security: SECURITY,
   requestParams: {
-    path: z.object({ key: z.string().meta({ description: 'The pair’s key.' }) }),
+    path: z.object({
+      key: z.string().regex(KEY_ID.pattern).meta({ description: 'The pair’s key.' }),
+    }),
     query: z.object({
-      force: z.enum(['true']).optional().meta({ description: 'Allow the last active pair.' }),
+      force: z.string().optional().meta({
+        description:
+          'Only `true` forces: the last active pair is then revoked too. Any other value is not forced (409 on the last active pair).',
+      }),
     }),
   },
   responses: {

@@ -211,6 +211,8 @@ describe('docs/openapi.json against built gateways', () => {
     await del(403, SPARE.key, { headers: basic(READER) });
     await del(404, 'ak_contract_nobody', { headers: basic(MANAGER) });
     await del(409, LONELY.key, { headers: basic(LONELY) });
+    // Only `true` forces: any other value is simply not forced.
+    await del(409, `${LONELY.key}?force=yes`, { headers: basic(LONELY) });
     await del(503, SPARE.key, { headers: basic(MANAGER) }, storeDown);
   });
 

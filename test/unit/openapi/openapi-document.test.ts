@@ -112,4 +112,25 @@ describe('the OpenAPI document', () => {
     const tokenMeta = (schemas.TokenList?.properties as Record<string, Json>).meta as Json;
     expect((tokenMeta.properties as Record<string, Json>).last_id).toMatchObject({ type: 'null' });
   });
+
+  it("lists only invalid_credentials under the token exchange's 401", () => {
+    const document = readDocument();
+    const response = document.paths['/auth/token']?.post?.responses as Record<string, Json>;
+    const ref = (response['401']?.content as Record<string, { schema: Json }>)['application/json']
+      ?.schema.$ref as string;
+    const schema = document.components.schemas[ref.split('/').at(-1) ?? ''] as {
+      properties: { error: { properties: { code: { enum: string[] } } } };
+    };
+    expect(schema.properties.error.properties.code.enum).toEqual(['invalid_credentials']);
+  });
+
+  it('gives /keys/{key} the pattern of KeyPair.key, and ?force any string', () => {
+    const document = readDocument();
+    const parameters = document.paths['/keys/{key}']?.delete?.parameters as Json[];
+    const schemaOf = (name: string) => parameters.find((p) => p.name === name)?.schema as Json;
+    const keyPair = document.components.schemas.KeyPair?.properties as Record<string, Json>;
+    expect(schemaOf('key').pattern).toBe(keyPair.key?.pattern);
+    expect(schemaOf('force')).toMatchObject({ type: 'string' });
+    expect(schemaOf('force').enum).toBeUndefined();
+  });
 });
