@@ -194,6 +194,13 @@ const WITH_BODY = {
   415: errorResponse(415, WHY[415], {}, 'UnsupportedMediaType'),
 };
 const ADDRESS_LIMITED = errorResponse(429, 'the address rate limit', {}, 'AddressRateLimited');
+/** Framing is checked before any route: a second Authorization line is refused even here. */
+const PUBLIC_BAD_REQUEST = errorResponse(
+  400,
+  'two Authorization header lines, or a malformed path or framing',
+  {},
+  'PublicBadRequest',
+);
 const SECURITY = [{ basic: [] }, { bearer: [] }];
 
 /** `name`: the path's spelling in the operation's id (ids are unique in a document). */
@@ -246,6 +253,7 @@ function jwks(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
         'The key set; Cache-Control: public, max-age=300.',
         method === 'GET' ? jwksSchema : undefined,
       ),
+      400: PUBLIC_BAD_REQUEST,
       429: ADDRESS_LIMITED,
     },
   };
@@ -266,6 +274,7 @@ function openapi(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
         ...REQUEST_ID,
         ETag: z.string(),
       }),
+      400: PUBLIC_BAD_REQUEST,
       429: ADDRESS_LIMITED,
     },
   };

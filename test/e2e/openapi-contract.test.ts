@@ -283,6 +283,14 @@ describe('docs/openapi.json against built gateways', () => {
       });
     }
     expect((await send(gateway.url, '/openapi.json')).json).toEqual(readDocument());
+    // Two Authorization lines are refused before any route, even where none is needed.
+    const twice = { headers: { authorization: [basicHeader(READER.key, SECRET), 'Basic eA=='] } };
+    for (const method of ['GET', 'HEAD'])
+      for (const path of ['/openapi.json', '/.well-known/jwks.json']) {
+        const twoLines = await expectStatus(gateway, method, path, 400, twice);
+        if (method === 'GET')
+          expect(twoLines.json).toMatchObject({ error: { code: 'malformed_authorization' } });
+      }
     // The address limit (40 an hour) is spent from one address.
     let answer: HttpAnswer | undefined;
     for (let i = 0; i < 41 && answer?.status !== 429; i++)
