@@ -280,40 +280,76 @@ function openapi(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
   };
 }
 
-const forwardAuth: ZodOpenApiOperationObject = {
-  operationId: 'forwardAuth',
-  summary: 'The forward-auth check (nginx auth_request, Caddy, Traefik, Envoy ext_authz).',
-  description: `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer of the check carries X-Auth-Error with its code; with the check off, its path answers 404 like any unknown one.`,
-  security: SECURITY,
-  requestParams: {
-    header: z.object({
-      'X-Forwarded-Method': z.string().optional(),
-      'X-Forwarded-Uri': z.string().optional(),
-      'X-Original-Method': z.string().optional(),
-      'X-Original-URI': z.string().optional(),
-    }),
-  },
-  responses: {
-    200: success('Allowed: exactly 200, an empty body, and the identity in X-Auth-*.', undefined, {
-      ...GATEWAY_HEADERS,
-      'X-Auth-Subject': z.string(),
-      'X-Auth-Method': z.enum(['basic', 'bearer']),
-      'X-Auth-Key': z.string().meta({ description: 'Empty for a bearer token.' }),
-      'X-Auth-Scopes': z.string().meta({ description: 'Space-delimited; may be empty.' }),
-      'X-Accel-Expires': z.string().optional(),
-    }),
-    ...Object.fromEntries(
-      ([400, 401, 403, 404, 405, 429, 503] as const).map((status) => [
-        status,
-        errorResponse(status, WHY[status], {
-          // With the check off, its path is as unknown as any other: a 404 without it.
-          'X-Auth-Error':
-            status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
-        }),
-      ]),
-    ),
-  },
+const ALLOW = {
+  Allow: z.string().meta({
+    description: 'The methods the route takes (RFC 9110 §10.2.1).',
+    header: { id: 'Allow' },
+  }),
 };
+
+const FORWARD_AUTH_DESCRIPTION = `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer of the check carries X-Auth-Error with its code; with the check off, its path answers 404 like any unknown one.`;
+
+/**
+ * The forward-auth check. `envoy`: called at the check's path followed by the original path,
+ * with the original method (so a method the route lacks is the route's 405, with Allow);
+ * otherwise the check's own method is not read: any method asks (proxies send GET), and a 405
+ * is the named method's.
+ */
+function forwardAuth(method: 'GET' | 'HEAD', envoy: boolean): ZodOpenApiOperationObject {
+  const statuses = envoy
+    ? ([400, 401, 403, 404, 429, 503] as const)
+    : ([400, 401, 403, 404, 405, 429, 503] as const);
+  return {
+    operationId: `${method === 'GET' ? 'forwardAuth' : 'headForwardAuth'}${envoy ? 'Envoy' : ''}`,
+    summary: envoy
+      ? 'The forward-auth check as Envoy ext_authz calls it: the original method and path under the check’s path.'
+      : 'The forward-auth check (nginx auth_request, Caddy, Traefik): the original request named in headers; any method of the check asks the same.',
+    description: FORWARD_AUTH_DESCRIPTION,
+    security: SECURITY,
+    requestParams: envoy
+      ? {
+          path: z.object({
+            path: z.string().meta({
+              description:
+                'The original request’s path without its leading slash (it may hold more slashes), and its query after the check’s.',
+            }),
+          }),
+        }
+      : {
+          header: z.object({
+            'X-Forwarded-Method': z.string().optional(),
+            'X-Forwarded-Uri': z.string().optional(),
+            'X-Original-Method': z.string().optional(),
+            'X-Original-URI': z.string().optional(),
+          }),
+        },
+    responses: {
+      200: success(
+        'Allowed: exactly 200, an empty body, and the identity in X-Auth-*.',
+        undefined,
+        {
+          ...GATEWAY_HEADERS,
+          'X-Auth-Subject': z.string(),
+          'X-Auth-Method': z.enum(['basic', 'bearer']),
+          'X-Auth-Key': z.string().meta({ description: 'Empty for a bearer token.' }),
+          'X-Auth-Scopes': z.string().meta({ description: 'Space-delimited; may be empty.' }),
+          'X-Accel-Expires': z.string().optional(),
+        },
+      ),
+      ...Object.fromEntries(
+        statuses.map((status) => [
+          status,
+          errorResponse(status, WHY[status], {
+            // With the check off, its path is as unknown as any other: a 404 without it.
+            'X-Auth-Error':
+              status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
+            ...(status === 405 ? ALLOW : {}),
+          }),
+        ]),
+      ),
+    },
+  };
+}
 
 const tokenExchange: ZodOpenApiOperationObject = {
   operationId: 'issueToken',
@@ -415,7 +451,11 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
       '/auth/token': { post: tokenExchange },
       '/.well-known/jwks.json': { get: jwks('GET'), head: jwks('HEAD') },
       [OPENAPI_PATH]: { get: openapi('GET'), head: openapi('HEAD') },
-      [FORWARD_AUTH_PATH]: { get: forwardAuth },
+      [FORWARD_AUTH_PATH]: { get: forwardAuth('GET', false) },
+      [`${FORWARD_AUTH_PATH}/{path}`]: {
+        get: forwardAuth('GET', true),
+        head: forwardAuth('HEAD', true),
+      },
     },
   };
   return createDocument(document);

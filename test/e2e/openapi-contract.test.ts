@@ -250,6 +250,8 @@ describe('docs/openapi.json against built gateways', () => {
         'x-forwarded-uri': '/accounts',
       },
     });
+    for (const method of ['GET', 'HEAD'])
+      await expectStatus(gateway, method, '/auth/check/accounts', 429, { headers: locked.headers });
   });
 
   it('answers every documented status of the forward-auth check', async () => {
@@ -268,8 +270,30 @@ describe('docs/openapi.json against built gateways', () => {
     await check(401, naming('GET', '/accounts'));
     await check(403, { ...naming('GET', '/accounts'), ...basic(READER) }, UNTRUSTED_FROM);
     await check(404, { ...naming('GET', '/nowhere'), ...basic(READER) });
-    await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+    const notTaken = await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+    expect(notTaken.headers.allow).toBe('GET, HEAD');
     await check(503, { ...naming('GET', '/accounts'), ...basic(READER) }, undefined, storeDown);
+  });
+
+  it('answers every documented status of the Envoy form of the check, its method the original', async () => {
+    const envoy = (method: string, status: number, path: string, options: RequestOptions = {}) =>
+      expectStatus(gateway, method, `/auth/check${path}`, status, options);
+    for (const method of ['GET', 'HEAD']) {
+      const allowed = await envoy(method, 200, '/accounts', { headers: basic(READER) });
+      expect(allowed.headers['x-auth-subject']).toBe(READER.subject);
+      await envoy(method, 400, '/accounts', { headers: MALFORMED });
+      await envoy(method, 401, '/accounts');
+      await envoy(method, 403, '/accounts', { headers: basic(NO_SCOPE) });
+      await envoy(method, 403, '/accounts', { headers: basic(READER), from: UNTRUSTED_FROM });
+      await envoy(method, 404, '/nowhere', { headers: basic(READER) });
+      await expectStatus(storeDown, method, '/auth/check/accounts', 503, {
+        headers: basic(READER),
+      });
+    }
+    // A method the route does not take is the route's 405, with its Allow.
+    const notTaken = await envoy('POST', 405, '/accounts', { headers: basic(READER) });
+    expect(notTaken.headers.allow).toBe('GET, HEAD');
+    expect(notTaken.headers['x-auth-error']).toBe('method_not_allowed');
   });
 
   it('serves the JWKS and this document without credentials, with 304 and the address limit', async () => {
