@@ -203,6 +203,14 @@ const PUBLIC_BAD_REQUEST = errorResponse(
 );
 const SECURITY = [{ basic: [] }, { bearer: [] }];
 
+/** One component: zod-openapi registers an id once, so every listing shares this object. */
+const UPSTREAM_ANSWER: ZodOpenApiResponseObject = {
+  id: 'UpstreamAnswer',
+  description:
+    'Any other status is the upstream’s answer, passed through: its status, headers and body as the upstream sent them (a 404, a 500…), with X-Request-Id added.',
+  headers: z.object(REQUEST_ID),
+};
+
 /** `name`: the path's spelling in the operation's id (ids are unique in a document). */
 function listing(method: 'GET' | 'HEAD', name: string): ZodOpenApiOperationObject {
   return {
@@ -220,6 +228,7 @@ function listing(method: 'GET' | 'HEAD', name: string): ZodOpenApiOperationObjec
       ...AUTHENTICATED,
       502: errorResponse(502, 'the upstream refused or reset the connection'),
       504: errorResponse(504, 'the upstream did not answer in time'),
+      default: UPSTREAM_ANSWER,
     },
   };
 }

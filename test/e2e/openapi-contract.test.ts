@@ -71,6 +71,8 @@ let refused: GatewayProcess;
 /** Its upstream never answers: 504. */
 let silent: GatewayProcess;
 let silentUpstream: Server;
+/** Its upstream answers 404 to everything: passed through, the listing's `default`. */
+let absent: GatewayProcess;
 const stopped: Server[] = [];
 
 async function closedPort(): Promise<number> {
@@ -132,10 +134,18 @@ beforeAll(async () => {
   silent = await memoryGateway(
     `http://127.0.0.1:${(silentUpstream.address() as AddressInfo).port}`,
   );
+  const absentUpstream = createServer((_, res) => {
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('no such listing');
+  });
+  await new Promise<void>((resolve) => absentUpstream.listen(0, '127.0.0.1', resolve));
+  stopped.push(absentUpstream);
+  absent = await memoryGateway(
+    `http://127.0.0.1:${(absentUpstream.address() as AddressInfo).port}`,
+  );
 });
 
 afterAll(async () => {
-  await Promise.all([gateway, storeDown, refused, silent].map((g) => g?.stop()));
+  await Promise.all([gateway, storeDown, refused, silent, absent].map((g) => g?.stop()));
   for (const server of stopped) {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -170,6 +180,8 @@ describe('docs/openapi.json against built gateways', () => {
         await expectStatus(storeDown, method, path, 503, { headers: basic(READER) });
         await expectStatus(refused, method, path, 502, { headers: basic(READER) });
         await expectStatus(silent, method, path, 504, { headers: basic(READER) });
+        const passed = await expectStatus(absent, method, path, 404, { headers: basic(READER) });
+        if (method === 'GET') expect(passed.body).toBe('no such listing');
       }
     const bearer = {
       authorization: bearerHeader(await issueToken(gateway.url, USER.username, USER.password)),
