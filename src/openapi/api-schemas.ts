@@ -180,7 +180,7 @@ export const createKeySchema = z
         .max(MAX_SCOPES, SCOPES_MESSAGE)
         .refine((scopes) => new Set(scopes).size === scopes.length, SCOPES_MESSAGE)
         .exactOptional()
-        // The refine above is code, invisible to the document: it says so itself.
+        // The document cannot show the refine: uniqueItems says it there.
         .meta({
           uniqueItems: true,
           description: "Defaults to the caller's own; never beyond them.",

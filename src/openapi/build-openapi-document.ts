@@ -113,17 +113,21 @@ function errorHeaders(status: number): Headers {
   return {};
 }
 
+/** `invalid_credentials` -> `InvalidCredentials`. */
+function pascalCase(code: string): string {
+  return code.replace(/(?:^|_)(.)/g, (_, letter: string) => letter.toUpperCase());
+}
+
 /**
- * The envelope of one status: its code among those of the catalogue with that status. One
- * schema per status (a component), however many operations answer it.
+ * The envelope of one status: its code among `codes`, those of the catalogue with that
+ * status unless an operation answers fewer. One schema (a component) per status and set of
+ * codes, however many operations answer it.
  */
 const errorSchemas = new Map<string, z.ZodType>();
 function errorSchema(status: number, codes: [ErrorCode, ...ErrorCode[]]): z.ZodType {
   // Fewer codes than the status has: a component of its own, named after them.
-  const id =
-    codes.length === codesOf(status).length
-      ? `Error${status}`
-      : `Error${status}${codes.map((code) => code.replace(/(^|_)(.)/g, (_, __, c: string) => c.toUpperCase())).join('')}`;
+  const named = codes.length === codesOf(status).length ? [] : codes.map(pascalCase);
+  const id = `Error${status}${named.join('')}`;
   let schema = errorSchemas.get(id);
   if (schema === undefined) {
     schema = errorEnvelopeSchema
