@@ -14,7 +14,8 @@ export type ExpiryOutcome =
   | { readonly ok: true; readonly expiresAt: string | undefined }
   | { readonly ok: false; readonly message: string };
 
-const RFC3339 =
+/** RFC 3339 §5.6 `date-time` as parsed here: `T` (or `t`) between date and time, an offset. */
+export const RFC3339_DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /**
@@ -23,7 +24,7 @@ const RFC3339 =
  * A leap second (`:60`) is refused: JavaScript time has none.
  */
 export function parseRfc3339(text: string): number | undefined {
-  const match = RFC3339.exec(text);
+  const match = RFC3339_DATE_TIME.exec(text);
   if (match === null) return undefined;
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
     number,

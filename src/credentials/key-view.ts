@@ -1,7 +1,25 @@
-import { hasControlCharacter } from '../identity/identity-formats.js';
+import type { Format } from '../identity/identity-formats.js';
 import { isExpired, type KeySummary } from './credential-store.js';
 
+/** Code points (as JSON Schema's maxLength counts), not UTF-16 units. */
 export const MAX_LABEL_CHARS = 200;
+
+/**
+ * One character of a label: any code point but the C0 and C1 controls, DEL, the bidi
+ * embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069), which would reorder
+ * or hide the text of `keys list` on a terminal (the "Trojan Source" trick, CVE-2021-42574),
+ * and lone surrogates, which no UTF-8 can carry (RFC 3629 §3) and would come back as U+FFFD.
+ * The second branch is a surrogate pair as two code units, so the pattern means the same
+ * with and without the `u` flag: JavaScript here, a JSON Schema validator in the document.
+ */
+const LABEL_CHAR =
+  '(?:[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])';
+
+/** A pair's label: shown in listings and one line per pair in the CLI's text. */
+export const LABEL: Format = {
+  pattern: new RegExp(`^${LABEL_CHAR}{0,${MAX_LABEL_CHARS}}$`),
+  rule: `at most ${MAX_LABEL_CHARS} characters, without control or bidi characters`,
+};
 
 /**
  * What a pair's holder sees of its state at `nowMs`: `revoked` wins (an act, for good), then
@@ -43,7 +61,6 @@ export function keyView(record: KeySummary, nowMs: number): KeyView {
   };
 }
 
-/** A label is shown in listings (and the CLI's one-line-per-pair view): no control characters. */
 export function isValidLabel(label: string): boolean {
-  return label.length <= MAX_LABEL_CHARS && !hasControlCharacter(label);
+  return LABEL.pattern.test(label);
 }

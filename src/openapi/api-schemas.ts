@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { isValidLabel, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
-import { MAX_KEY_LIFETIME_SEC } from '../credentials/key-expiry.js';
+import { LABEL, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
+import { MAX_KEY_LIFETIME_SEC, RFC3339_DATE_TIME } from '../credentials/key-expiry.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import type { ErrorEnvelopeBody } from '../errors/error-envelope.js';
 import {
@@ -37,13 +37,16 @@ export const errorEnvelopeSchema = z
   })
   .meta({ id: 'ErrorEnvelope', description: 'Every error the gateway itself answers with.' });
 
-/** The listing envelope's `meta` (spec §2.2); `last_id` is the cursor of the next page. */
+/**
+ * The listing envelope's `meta` (spec §2.2); `last_id` is the cursor of the next page, or
+ * null: `lastId` is the schema of the whole member, null included.
+ */
 function metaSchema<T extends z.ZodType>(lastId: T) {
   return z.object({
     count: z.int().min(0).meta({ description: 'Number of records in data.' }),
     limit: z.int().min(1).meta({ description: 'The page size asked for (1000 by default).' }),
     order: z.enum(['desc', 'asc']),
-    last_id: z.union([lastId, z.null()]).meta({
+    last_id: lastId.meta({
       description: 'The id of the last record in data; null when data is empty.',
     }),
   });
@@ -64,7 +67,7 @@ export const accountSchema = z
   .looseObject({ id: z.int() })
   .meta({ id: 'Account', description: "An account; fields beyond id are the backend's." });
 
-export const accountListSchema = successEnvelope(accountSchema, z.int()).meta({
+export const accountListSchema = successEnvelope(accountSchema, z.int().nullable()).meta({
   id: 'AccountList',
 });
 
@@ -88,8 +91,10 @@ export const createdKeySchema = keyViewSchema
   .extend({ secret: z.string().meta({ description: 'Shown once, never again.' }) })
   .meta({ id: 'CreatedKeyPair' });
 
-export const keyListSchema = successEnvelope(keyViewSchema, z.string()).meta({ id: 'KeyPairList' });
-export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string()).meta({
+export const keyListSchema = successEnvelope(keyViewSchema, z.string().nullable()).meta({
+  id: 'KeyPairList',
+});
+export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string().nullable()).meta({
   id: 'CreatedKeyPairList',
 });
 
@@ -102,7 +107,7 @@ export const tokenSchema = z
   })
   .meta({ id: 'Token' });
 
-export const tokenListSchema = successEnvelope(tokenSchema, z.never()).meta({ id: 'TokenList' });
+export const tokenListSchema = successEnvelope(tokenSchema, z.null()).meta({ id: 'TokenList' });
 
 /** RFC 7517 §5: a JWK Set. Only public members are ever served. */
 export const jwksSchema = z
@@ -148,18 +153,24 @@ export const createKeySchema = z
     {
       label: z
         .string({ error: CREATE_KEY_MESSAGES.label })
-        .max(MAX_LABEL_CHARS, CREATE_KEY_MESSAGES.label)
-        .refine(isValidLabel, CREATE_KEY_MESSAGES.label)
+        .regex(LABEL.pattern, CREATE_KEY_MESSAGES.label)
         .exactOptional()
-        .meta({ description: `At most ${MAX_LABEL_CHARS} characters, no control characters.` }),
+        // The pattern bounds the length in code points; zod's .max would count UTF-16 units.
+        .meta({
+          maxLength: MAX_LABEL_CHARS,
+          description: `At most ${MAX_LABEL_CHARS} characters (code points); no C0 or C1 control, DEL, bidi control (U+202A-U+202E, U+2066-U+2069) nor lone surrogate.`,
+        }),
       expires_in: z
         .int({ error: EXPIRY_MESSAGES.expiresIn })
         .min(1, EXPIRY_MESSAGES.expiresIn)
         .max(MAX_KEY_LIFETIME_SEC, EXPIRY_MESSAGES.expiresIn)
         .exactOptional()
         .meta({ description: 'Seconds from now (not with expires_at).' }),
+      // The pattern is the parser's (parseRfc3339), shown in the document only: the parser
+      // answers, so a body with both expires_in and a bad expires_at keeps its answer.
       expires_at: z.string({ error: EXPIRY_MESSAGES.expiresAt }).exactOptional().meta({
         format: 'date-time',
+        pattern: RFC3339_DATE_TIME.source,
         description: 'An RFC 3339 date-time with an offset, at most ten years ahead.',
       }),
       scopes: z
@@ -169,7 +180,11 @@ export const createKeySchema = z
         .max(MAX_SCOPES, SCOPES_MESSAGE)
         .refine((scopes) => new Set(scopes).size === scopes.length, SCOPES_MESSAGE)
         .exactOptional()
-        .meta({ description: "Defaults to the caller's own; never beyond them." }),
+        // The document cannot show the refine: uniqueItems says it there.
+        .meta({
+          uniqueItems: true,
+          description: "Defaults to the caller's own; never beyond them.",
+        }),
     },
     { error: CREATE_KEY_MESSAGES.body },
   )

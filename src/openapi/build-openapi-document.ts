@@ -6,6 +6,7 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
+import { KEY_ID } from '../identity/identity-formats.js';
 import {
   accountListSchema,
   createdKeyListSchema,
@@ -112,37 +113,51 @@ function errorHeaders(status: number): Headers {
   return {};
 }
 
+/** `invalid_credentials` -> `InvalidCredentials`. */
+function pascalCase(code: string): string {
+  return code.replace(/(?:^|_)(.)/g, (_, letter: string) => letter.toUpperCase());
+}
+
 /**
- * The envelope of one status: its code among those of the catalogue with that status. One
- * schema per status (a component), however many operations answer it.
+ * The envelope of one status: its code among `codes`, those of the catalogue with that
+ * status unless an operation answers fewer. One schema (a component) per status and set of
+ * codes, however many operations answer it.
  */
-const errorSchemas = new Map<number, z.ZodType>();
-function errorSchema(status: number): z.ZodType {
-  let schema = errorSchemas.get(status);
+const errorSchemas = new Map<string, z.ZodType>();
+function errorSchema(status: number, codes: [ErrorCode, ...ErrorCode[]]): z.ZodType {
+  // Fewer codes than the status has: a component of its own, named after them.
+  const named = codes.length === codesOf(status).length ? [] : codes.map(pascalCase);
+  const id = `Error${status}${named.join('')}`;
+  let schema = errorSchemas.get(id);
   if (schema === undefined) {
     schema = errorEnvelopeSchema
       .extend({
-        status: z.literal(status),
-        error: z.object({ code: z.enum(codesOf(status)), message: z.string() }),
+        // A literal would say `type: number`; the envelope's status is an integer.
+        status: z.int().min(status).max(status).meta({ const: status }),
+        error: z.object({ code: z.enum(codes), message: z.string() }),
       })
-      .meta({ id: `Error${status}`, description: `The error envelope of a ${status}.` });
-    errorSchemas.set(status, schema);
+      .meta({ id, description: `The error envelope of a ${status}.` });
+    errorSchemas.set(id, schema);
   }
   return schema;
 }
 
-/** `id`: a component many operations share. */
+/**
+ * `id`: a component many operations share. `codes`: those the operation can answer, when
+ * fewer than all the catalogue's of the status.
+ */
 function errorResponse(
   status: number,
   why: string,
   extra: Headers = {},
   id?: string,
+  codes = codesOf(status),
 ): ZodOpenApiResponseObject {
   return {
     ...(id === undefined ? {} : { id }),
-    description: `${HTTP_STATUS_TEXT[status] ?? 'Error'}: ${why} (${codesOf(status).join(', ')}).`,
+    description: `${HTTP_STATUS_TEXT[status] ?? 'Error'}: ${why} (${codes.join(', ')}).`,
     headers: z.object({ ...GATEWAY_HEADERS, ...errorHeaders(status), ...extra }),
-    content: { [JSON_TYPE]: { schema: errorSchema(status) } },
+    content: { [JSON_TYPE]: { schema: errorSchema(status, codes) } },
   };
 }
 
@@ -183,7 +198,22 @@ const WITH_BODY = {
   415: errorResponse(415, WHY[415], {}, 'UnsupportedMediaType'),
 };
 const ADDRESS_LIMITED = errorResponse(429, 'the address rate limit', {}, 'AddressRateLimited');
+/** Framing is checked before any route: a second Authorization line is refused even here. */
+const PUBLIC_BAD_REQUEST = errorResponse(
+  400,
+  'two Authorization header lines, or a malformed path or framing',
+  {},
+  'PublicBadRequest',
+);
 const SECURITY = [{ basic: [] }, { bearer: [] }];
+
+/** One component: zod-openapi registers an id once, so every listing shares this object. */
+const UPSTREAM_ANSWER: ZodOpenApiResponseObject = {
+  id: 'UpstreamAnswer',
+  description:
+    'Any other status is the upstream’s answer, passed through: its status, headers and body as the upstream sent them (a 404, a 500…), with X-Request-Id added.',
+  headers: z.object(REQUEST_ID),
+};
 
 /** `name`: the path's spelling in the operation's id (ids are unique in a document). */
 function listing(method: 'GET' | 'HEAD', name: string): ZodOpenApiOperationObject {
@@ -202,6 +232,7 @@ function listing(method: 'GET' | 'HEAD', name: string): ZodOpenApiOperationObjec
       ...AUTHENTICATED,
       502: errorResponse(502, 'the upstream refused or reset the connection'),
       504: errorResponse(504, 'the upstream did not answer in time'),
+      default: UPSTREAM_ANSWER,
     },
   };
 }
@@ -235,6 +266,7 @@ function jwks(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
         'The key set; Cache-Control: public, max-age=300.',
         method === 'GET' ? jwksSchema : undefined,
       ),
+      400: PUBLIC_BAD_REQUEST,
       429: ADDRESS_LIMITED,
     },
   };
@@ -255,45 +287,82 @@ function openapi(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
         ...REQUEST_ID,
         ETag: z.string(),
       }),
+      400: PUBLIC_BAD_REQUEST,
       429: ADDRESS_LIMITED,
     },
   };
 }
 
-const forwardAuth: ZodOpenApiOperationObject = {
-  operationId: 'forwardAuth',
-  summary: 'The forward-auth check (nginx auth_request, Caddy, Traefik, Envoy ext_authz).',
-  description: `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer of the check carries X-Auth-Error with its code; with the check off, its path answers 404 like any unknown one.`,
-  security: SECURITY,
-  requestParams: {
-    header: z.object({
-      'X-Forwarded-Method': z.string().optional(),
-      'X-Forwarded-Uri': z.string().optional(),
-      'X-Original-Method': z.string().optional(),
-      'X-Original-URI': z.string().optional(),
-    }),
-  },
-  responses: {
-    200: success('Allowed: exactly 200, an empty body, and the identity in X-Auth-*.', undefined, {
-      ...GATEWAY_HEADERS,
-      'X-Auth-Subject': z.string(),
-      'X-Auth-Method': z.enum(['basic', 'bearer']),
-      'X-Auth-Key': z.string().meta({ description: 'Empty for a bearer token.' }),
-      'X-Auth-Scopes': z.string().meta({ description: 'Space-delimited; may be empty.' }),
-      'X-Accel-Expires': z.string().optional(),
-    }),
-    ...Object.fromEntries(
-      ([400, 401, 403, 404, 405, 429, 503] as const).map((status) => [
-        status,
-        errorResponse(status, WHY[status], {
-          // With the check off, its path is as unknown as any other: a 404 without it.
-          'X-Auth-Error':
-            status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
-        }),
-      ]),
-    ),
-  },
+const ALLOW = {
+  Allow: z.string().meta({
+    description: 'The methods the route takes (RFC 9110 §10.2.1).',
+    header: { id: 'Allow' },
+  }),
 };
+
+const FORWARD_AUTH_DESCRIPTION = `Off by default (forwardAuth.enabled); its path is forwardAuth.path (${FORWARD_AUTH_PATH} by default). Answered only to server.trustedProxies. The original request is named by X-Forwarded-Method with X-Forwarded-Uri, or X-Original-Method with X-Original-URI, or (Envoy) by calling the check's path followed by the original path with the original method; it is decided by the route's rules as if it had come itself. Every error answer of the check carries X-Auth-Error with its code; with the check off, its path answers 404 like any unknown one.`;
+
+/**
+ * The forward-auth check. `envoy`: called at the check's path followed by the original path,
+ * with the original method (so a method the route lacks is the route's 405, with Allow);
+ * otherwise the check's own method is not read: any method asks (proxies send GET), and a 405
+ * is the named method's.
+ */
+function forwardAuth(method: 'GET' | 'HEAD', envoy: boolean): ZodOpenApiOperationObject {
+  const statuses = envoy
+    ? ([400, 401, 403, 404, 429, 503] as const)
+    : ([400, 401, 403, 404, 405, 429, 503] as const);
+  return {
+    operationId: `${method === 'GET' ? 'forwardAuth' : 'headForwardAuth'}${envoy ? 'Envoy' : ''}`,
+    summary: envoy
+      ? 'The forward-auth check as Envoy ext_authz calls it: the original method and path under the check’s path.'
+      : 'The forward-auth check (nginx auth_request, Caddy, Traefik): the original request named in headers; any method of the check asks the same.',
+    description: FORWARD_AUTH_DESCRIPTION,
+    security: SECURITY,
+    requestParams: envoy
+      ? {
+          path: z.object({
+            path: z.string().meta({
+              description:
+                'The original request’s path without its leading slash (it may hold more slashes), and its query after the check’s.',
+            }),
+          }),
+        }
+      : {
+          header: z.object({
+            'X-Forwarded-Method': z.string().optional(),
+            'X-Forwarded-Uri': z.string().optional(),
+            'X-Original-Method': z.string().optional(),
+            'X-Original-URI': z.string().optional(),
+          }),
+        },
+    responses: {
+      200: success(
+        'Allowed: exactly 200, an empty body, and the identity in X-Auth-*.',
+        undefined,
+        {
+          ...GATEWAY_HEADERS,
+          'X-Auth-Subject': z.string(),
+          'X-Auth-Method': z.enum(['basic', 'bearer']),
+          'X-Auth-Key': z.string().meta({ description: 'Empty for a bearer token.' }),
+          'X-Auth-Scopes': z.string().meta({ description: 'Space-delimited; may be empty.' }),
+          'X-Accel-Expires': z.string().optional(),
+        },
+      ),
+      ...Object.fromEntries(
+        statuses.map((status) => [
+          status,
+          errorResponse(status, WHY[status], {
+            // With the check off, its path is as unknown as any other: a 404 without it.
+            'X-Auth-Error':
+              status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
+            ...(status === 405 ? ALLOW : {}),
+          }),
+        ]),
+      ),
+    },
+  };
+}
 
 const tokenExchange: ZodOpenApiOperationObject = {
   operationId: 'issueToken',
@@ -306,7 +375,10 @@ const tokenExchange: ZodOpenApiOperationObject = {
       Pragma: z.literal('no-cache'),
     }),
     400: AUTHENTICATED[400],
-    401: errorResponse(401, 'the username or password is wrong'),
+    // The exchange reads no Authorization header: a wrong login is its only 401.
+    401: errorResponse(401, 'the username or password is wrong', {}, undefined, [
+      'invalid_credentials',
+    ]),
     ...WITH_BODY,
     429: AUTHENTICATED[429],
     503: AUTHENTICATED[503],
@@ -334,9 +406,14 @@ const revokeKey: ZodOpenApiOperationObject = {
   summary: 'Revokes one of the caller’s pairs.',
   security: SECURITY,
   requestParams: {
-    path: z.object({ key: z.string().meta({ description: 'The pair’s key.' }) }),
+    path: z.object({
+      key: z.string().regex(KEY_ID.pattern).meta({ description: 'The pair’s key.' }),
+    }),
     query: z.object({
-      force: z.enum(['true']).optional().meta({ description: 'Allow the last active pair.' }),
+      force: z.string().optional().meta({
+        description:
+          'Only `true` forces: the last active pair is then revoked too. Any other value is not forced (409 on the last active pair).',
+      }),
     }),
   },
   responses: {
@@ -387,7 +464,11 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
       '/auth/token': { post: tokenExchange },
       '/.well-known/jwks.json': { get: jwks('GET'), head: jwks('HEAD') },
       [OPENAPI_PATH]: { get: openapi('GET'), head: openapi('HEAD') },
-      [FORWARD_AUTH_PATH]: { get: forwardAuth },
+      [FORWARD_AUTH_PATH]: { get: forwardAuth('GET', false) },
+      [`${FORWARD_AUTH_PATH}/{path}`]: {
+        get: forwardAuth('GET', true),
+        head: forwardAuth('HEAD', true),
+      },
     },
   };
   return createDocument(document);

@@ -646,14 +646,14 @@ describe('keys create | list | revoke', () => {
     expect(await store.listKeys('subject-keys-5')).toHaveLength(MAX_ACTIVE);
   });
 
-  it('refuses a label with a control character or over 200 characters (exit 2), as the API does', async () => {
-    for (const label of ['two\nlines', 'x'.repeat(201)]) {
+  it('refuses a label with a control or bidi character or over 200 characters (exit 2), as the API does', async () => {
+    for (const label of ['two\nlines', 'x'.repeat(201), 'a\u0085b', 'a\u202eb']) {
       const result = await cli(['keys', 'create', '--subject', 'subject-keys-6', '--label', label]);
       expect(result).toEqual({
         code: 2,
         stdout: '',
         stderr:
-          'accounts-gateway: --label must be at most 200 characters, without control characters\n',
+          'accounts-gateway: --label must be at most 200 characters, without control or bidi characters\n',
       });
     }
     expect(await store.listKeys('subject-keys-6')).toEqual([]);

@@ -71,6 +71,8 @@ let refused: GatewayProcess;
 /** Its upstream never answers: 504. */
 let silent: GatewayProcess;
 let silentUpstream: Server;
+/** Its upstream answers 404 to everything: passed through, the listing's `default`. */
+let absent: GatewayProcess;
 const stopped: Server[] = [];
 
 async function closedPort(): Promise<number> {
@@ -132,10 +134,18 @@ beforeAll(async () => {
   silent = await memoryGateway(
     `http://127.0.0.1:${(silentUpstream.address() as AddressInfo).port}`,
   );
+  const absentUpstream = createServer((_, res) => {
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('no such listing');
+  });
+  await new Promise<void>((resolve) => absentUpstream.listen(0, '127.0.0.1', resolve));
+  stopped.push(absentUpstream);
+  absent = await memoryGateway(
+    `http://127.0.0.1:${(absentUpstream.address() as AddressInfo).port}`,
+  );
 });
 
 afterAll(async () => {
-  await Promise.all([gateway, storeDown, refused, silent].map((g) => g?.stop()));
+  await Promise.all([gateway, storeDown, refused, silent, absent].map((g) => g?.stop()));
   for (const server of stopped) {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -170,6 +180,8 @@ describe('docs/openapi.json against built gateways', () => {
         await expectStatus(storeDown, method, path, 503, { headers: basic(READER) });
         await expectStatus(refused, method, path, 502, { headers: basic(READER) });
         await expectStatus(silent, method, path, 504, { headers: basic(READER) });
+        const passed = await expectStatus(absent, method, path, 404, { headers: basic(READER) });
+        if (method === 'GET') expect(passed.body).toBe('no such listing');
       }
     const bearer = {
       authorization: bearerHeader(await issueToken(gateway.url, USER.username, USER.password)),
@@ -211,6 +223,8 @@ describe('docs/openapi.json against built gateways', () => {
     await del(403, SPARE.key, { headers: basic(READER) });
     await del(404, 'ak_contract_nobody', { headers: basic(MANAGER) });
     await del(409, LONELY.key, { headers: basic(LONELY) });
+    // Only `true` forces: any other value is simply not forced.
+    await del(409, `${LONELY.key}?force=yes`, { headers: basic(LONELY) });
     await del(503, SPARE.key, { headers: basic(MANAGER) }, storeDown);
   });
 
@@ -248,6 +262,8 @@ describe('docs/openapi.json against built gateways', () => {
         'x-forwarded-uri': '/accounts',
       },
     });
+    for (const method of ['GET', 'HEAD'])
+      await expectStatus(gateway, method, '/auth/check/accounts', 429, { headers: locked.headers });
   });
 
   it('answers every documented status of the forward-auth check', async () => {
@@ -266,8 +282,30 @@ describe('docs/openapi.json against built gateways', () => {
     await check(401, naming('GET', '/accounts'));
     await check(403, { ...naming('GET', '/accounts'), ...basic(READER) }, UNTRUSTED_FROM);
     await check(404, { ...naming('GET', '/nowhere'), ...basic(READER) });
-    await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+    const notTaken = await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+    expect(notTaken.headers.allow).toBe('GET, HEAD');
     await check(503, { ...naming('GET', '/accounts'), ...basic(READER) }, undefined, storeDown);
+  });
+
+  it('answers every documented status of the Envoy form of the check, its method the original', async () => {
+    const envoy = (method: string, status: number, path: string, options: RequestOptions = {}) =>
+      expectStatus(gateway, method, `/auth/check${path}`, status, options);
+    for (const method of ['GET', 'HEAD']) {
+      const allowed = await envoy(method, 200, '/accounts', { headers: basic(READER) });
+      expect(allowed.headers['x-auth-subject']).toBe(READER.subject);
+      await envoy(method, 400, '/accounts', { headers: MALFORMED });
+      await envoy(method, 401, '/accounts');
+      await envoy(method, 403, '/accounts', { headers: basic(NO_SCOPE) });
+      await envoy(method, 403, '/accounts', { headers: basic(READER), from: UNTRUSTED_FROM });
+      await envoy(method, 404, '/nowhere', { headers: basic(READER) });
+      await expectStatus(storeDown, method, '/auth/check/accounts', 503, {
+        headers: basic(READER),
+      });
+    }
+    // A method the route does not take is the route's 405, with its Allow.
+    const notTaken = await envoy('POST', 405, '/accounts', { headers: basic(READER) });
+    expect(notTaken.headers.allow).toBe('GET, HEAD');
+    expect(notTaken.headers['x-auth-error']).toBe('method_not_allowed');
   });
 
   it('serves the JWKS and this document without credentials, with 304 and the address limit', async () => {
@@ -281,6 +319,14 @@ describe('docs/openapi.json against built gateways', () => {
       });
     }
     expect((await send(gateway.url, '/openapi.json')).json).toEqual(readDocument());
+    // Two Authorization lines are refused before any route, even where none is needed.
+    const twice = { headers: { authorization: [basicHeader(READER.key, SECRET), 'Basic eA=='] } };
+    for (const method of ['GET', 'HEAD'])
+      for (const path of ['/openapi.json', '/.well-known/jwks.json']) {
+        const twoLines = await expectStatus(gateway, method, path, 400, twice);
+        if (method === 'GET')
+          expect(twoLines.json).toMatchObject({ error: { code: 'malformed_authorization' } });
+      }
     // The address limit (40 an hour) is spent from one address.
     let answer: HttpAnswer | undefined;
     for (let i = 0; i < 41 && answer?.status !== 429; i++)

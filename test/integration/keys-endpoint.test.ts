@@ -4,7 +4,11 @@ import { createRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import fc from 'fast-check';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
-import { SCOPE_ESCALATION_MESSAGE, SCOPES_MESSAGE } from '../../src/errors/gateway-error.js';
+import {
+  CREATE_KEY_MESSAGES,
+  SCOPE_ESCALATION_MESSAGE,
+  SCOPES_MESSAGE,
+} from '../../src/errors/gateway-error.js';
 import { createMemoryStore } from '../../src/backends/memory/credential-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
@@ -136,6 +140,22 @@ const postKeys = async (url: string, body: unknown) =>
       body: JSON.stringify(body),
     }),
   );
+
+describe('POST /keys and labels', () => {
+  it('takes 200 emoji, and refuses 201, a lone surrogate, a C1 control and a bidi override', async () => {
+    const { url, callerScopes } = await startScopedKeys();
+    callerScopes.current = ['keys'];
+    const emoji = '\u{1F511}'.repeat(200);
+    const made = await postKeys(url, { label: emoji });
+    expect(made.status).toBe(201);
+    expect((made.json as { data: { label: string }[] }).data[0]?.label).toBe(emoji);
+    for (const label of [`${emoji}x`, 'a\ud800b', 'a\u0085b', 'a\u009bb', 'a\u202eb'])
+      expectGatewayError(await postKeys(url, { label }), 'bad_request', {
+        requestId: 'test-request',
+        message: CREATE_KEY_MESSAGES.label,
+      });
+  });
+});
 
 describe('POST /keys and scopes', () => {
   it("gives a new pair the caller's own scopes when the body names none", async () => {

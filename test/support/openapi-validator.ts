@@ -35,7 +35,8 @@ export type Verdict =
       readonly kind: 'checked';
       readonly path: string;
       readonly method: string;
-      readonly status: number;
+      /** `default`: the operation's catch-all answer (the upstream's, passed through). */
+      readonly status: number | 'default';
     }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'failed'; readonly message: string };
@@ -135,7 +136,11 @@ export function createResponseValidator(
   };
 
   /** What of a documented answer's headers and body does not match the document. */
-  const responseProblems = (response: Json, observed: ObservedResponse): string[] => {
+  const responseProblems = (
+    response: Json,
+    observed: ObservedResponse,
+    passedThrough: boolean,
+  ): string[] => {
     const problems: string[] = [];
     for (const [name, value] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
       const header = deref(value, 'headers');
@@ -148,7 +153,8 @@ export function createResponseValidator(
       for (const line of typeof got === 'string' ? [got] : got)
         if (!validate(line)) problems.push(`header ${name}: ${describe(validate)}`);
     }
-    if (observed.method.toUpperCase() === 'HEAD' || observed.status === 304) return problems;
+    if (observed.method.toUpperCase() === 'HEAD' || observed.status === 304 || passedThrough)
+      return problems;
     const content = response.content as Record<string, { schema: Json }> | undefined;
     const schema = content?.['application/json']?.schema;
     if (schema === undefined) {
@@ -180,15 +186,26 @@ export function createResponseValidator(
     const operation = document.paths[template]?.[method];
     if (operation === undefined) return verdict([...base, ...envelopeProblems(observed, false)]);
     const responses = operation.responses as Record<string, Json>;
-    const documented = responses[String(observed.status)];
+    // `default`: the upstream's answer passed through, held to its headers only.
+    const passedThrough =
+      responses[String(observed.status)] === undefined && responses.default !== undefined;
+    const documented = responses[passedThrough ? 'default' : String(observed.status)];
     if (documented === undefined && UNROUTED.has(observed.status))
       return verdict([...base, ...envelopeProblems(observed, true)]);
     if (documented === undefined)
       return verdict([
         `status ${observed.status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`,
       ]);
-    const problems = [...base, ...responseProblems(deref(documented, 'responses'), observed)];
-    return verdict(problems, { kind: 'checked', path: template, method, status: observed.status });
+    const problems = [
+      ...base,
+      ...responseProblems(deref(documented, 'responses'), observed, passedThrough),
+    ];
+    return verdict(problems, {
+      kind: 'checked',
+      path: template,
+      method,
+      status: passedThrough ? 'default' : observed.status,
+    });
   };
 }
 

@@ -5,7 +5,8 @@ import { answerProblem } from './openapi-validator.js';
 
 export interface RequestOptions {
   method?: string;
-  headers?: Record<string, string>;
+  /** An array sends one header line per value. */
+  headers?: Record<string, string | string[]>;
   body?: string;
   /** The local address to connect from (any of 127.0.0.0/8 on Linux). */
   from?: string;
@@ -27,7 +28,7 @@ export function send(
   options: RequestOptions = {},
 ): Promise<HttpAnswer> {
   const url = new URL(path, baseUrl);
-  const headers: Record<string, string> = {
+  const headers: Record<string, string | string[]> = {
     ...(options.agent === undefined ? { connection: 'close' } : {}),
     ...options.headers,
   };

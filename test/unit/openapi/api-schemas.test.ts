@@ -1,4 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseRfc3339 } from '../../../src/credentials/key-expiry.js';
+import { isValidLabel } from '../../../src/credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
@@ -6,6 +9,8 @@ import {
   SCOPES_MESSAGE,
 } from '../../../src/errors/gateway-error.js';
 import { createKeySchema, loginSchema } from '../../../src/openapi/api-schemas.js';
+import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
+import { createSchemaCompiler, type OpenApiDocument } from '../../support/openapi-validator.js';
 
 /** The sentence the endpoint answers with: the first issue's. */
 function firstMessage(schema: typeof loginSchema | typeof createKeySchema, body: unknown) {
@@ -42,5 +47,73 @@ describe('the request body schemas', () => {
     [{ label: 'ok', expires_in: 60, scopes: ['a'] }, 'valid'],
   ])('refuses the new pair %j first with its fixed sentence', (body, message) => {
     expect(firstMessage(createKeySchema, body)).toBe(message);
+  });
+});
+
+/** The document's CreateKeyPair schema, as a client validating with the document holds it. */
+function documentCreateKey() {
+  const document = buildOpenApiDocument() as unknown as OpenApiDocument;
+  return createSchemaCompiler(document)({ $ref: '#/components/schemas/CreateKeyPair' });
+}
+
+describe("the document's CreateKeyPair", () => {
+  it.each<[{ scopes?: string[]; expires_at?: string }, boolean]>([
+    [{ scopes: ['a', 'a'] }, false],
+    [{ scopes: ['a', 'b'] }, true],
+    [{ expires_at: '2030-01-31 12:00:00Z' }, false],
+    [{ expires_at: '2030-01-31T12:00:00' }, false],
+    [{ expires_at: '2030-01-31T12:00:00Z' }, true],
+    [{ expires_at: '2030-01-31t12:00:00.5+01:00' }, true],
+  ])('holds %j valid: %s, as the gateway does', (body, valid) => {
+    expect(documentCreateKey()(body)).toBe(valid);
+    const gateway =
+      createKeySchema.safeParse(body).success &&
+      (body.expires_at === undefined || parseRfc3339(body.expires_at) !== undefined);
+    expect(gateway).toBe(valid);
+  });
+});
+
+describe('a label', () => {
+  const EMOJI = '\u{1F511}';
+
+  it('is accepted up to 200 code points, however many UTF-16 units they take', () => {
+    expect(firstMessage(createKeySchema, { label: EMOJI.repeat(200) })).toBe('valid');
+    expect(firstMessage(createKeySchema, { label: EMOJI.repeat(201) })).toBe(
+      CREATE_KEY_MESSAGES.label,
+    );
+    expect(firstMessage(createKeySchema, { label: 'x'.repeat(201) })).toBe(
+      CREATE_KEY_MESSAGES.label,
+    );
+  });
+
+  it.each([
+    ['a lone high surrogate', 'a\ud800b'],
+    ['a lone low surrogate', 'a\udc00b'],
+    ['a C0 control', 'a\u0007b'],
+    ['DEL', 'a\u007fb'],
+    ['a C1 control (NEL)', 'a\u0085b'],
+    ['a C1 control (CSI)', 'a\u009bb'],
+    ['a bidi override', 'a\u202eb'],
+    ['a bidi embedding', 'a\u202ab'],
+    ['a bidi isolate', 'a\u2066b'],
+    ['a bidi isolate end', 'a\u2069b'],
+  ])('is refused with %s in it', (_, label) => {
+    expect(firstMessage(createKeySchema, { label })).toBe(CREATE_KEY_MESSAGES.label);
+  });
+
+  it('is judged alike by the gateway and by the document a client validates with', () => {
+    const validate = documentCreateKey();
+    const chars = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 210 }),
+      fc.string({ unit: 'binary', maxLength: 210 }),
+      fc.string({
+        unit: fc.constantFrom('a', '\u{1F511}', '\u0085', '\u202e', '\ud800', '\udc00'),
+      }),
+    );
+    fc.assert(
+      fc.property(chars, (label) => {
+        expect(validate({ label })).toBe(isValidLabel(label));
+      }),
+    );
   });
 });

@@ -29,6 +29,8 @@ function inlineSchemas(document: OpenApiDocument): Record<string, unknown>[] {
   return found;
 }
 
+type Json = Record<string, unknown>;
+
 describe('the OpenAPI document', () => {
   it('validates against the official OpenAPI 3.1 schema', async () => {
     const document = buildOpenApiDocument() as unknown as Parameters<Validator['validate']>[0];
@@ -95,5 +97,40 @@ describe('the OpenAPI document', () => {
           if (status === '429') expect(headers).toContain('Retry-After');
         }
       }
+  });
+
+  it("types every status as an integer and the token envelope's last_id as plain null", () => {
+    const { schemas } = readDocument().components;
+    const statusTypes = Object.entries(schemas)
+      .filter(([name]) => /^Error(\d{3}|Envelope)$/.test(name))
+      .map(([name, schema]) => ({
+        name,
+        type: (schema.properties as Record<string, Json>).status?.type,
+      }));
+    expect(statusTypes.length).toBeGreaterThan(5);
+    for (const { name, type } of statusTypes) expect(type, name).toBe('integer');
+    const tokenMeta = (schemas.TokenList?.properties as Record<string, Json>).meta as Json;
+    expect((tokenMeta.properties as Record<string, Json>).last_id).toMatchObject({ type: 'null' });
+  });
+
+  it("lists only invalid_credentials under the token exchange's 401", () => {
+    const document = readDocument();
+    const response = document.paths['/auth/token']?.post?.responses as Record<string, Json>;
+    const ref = (response['401']?.content as Record<string, { schema: Json }>)['application/json']
+      ?.schema.$ref as string;
+    const schema = document.components.schemas[ref.split('/').at(-1) ?? ''] as {
+      properties: { error: { properties: { code: { enum: string[] } } } };
+    };
+    expect(schema.properties.error.properties.code.enum).toEqual(['invalid_credentials']);
+  });
+
+  it('gives /keys/{key} the pattern of KeyPair.key, and ?force any string', () => {
+    const document = readDocument();
+    const parameters = document.paths['/keys/{key}']?.delete?.parameters as Json[];
+    const schemaOf = (name: string) => parameters.find((p) => p.name === name)?.schema as Json;
+    const keyPair = document.components.schemas.KeyPair?.properties as Record<string, Json>;
+    expect(schemaOf('key').pattern).toBe(keyPair.key?.pattern);
+    expect(schemaOf('force')).toMatchObject({ type: 'string' });
+    expect(schemaOf('force').enum).toBeUndefined();
   });
 });

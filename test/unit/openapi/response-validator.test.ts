@@ -79,4 +79,17 @@ describe('the response validator', () => {
     delete unmarked['x-request-id'];
     expect(failure({ ...upstream, headers: unmarked })).toMatch(/no X-Request-Id header/);
   });
+
+  it("holds an upstream's status the listing does not list to its headers only, as passed through", () => {
+    const passed = { ...unauthorized, target: '/accounts', status: 404, body: 'not here' };
+    expect(validate(passed)).toEqual({
+      kind: 'checked',
+      path: '/accounts',
+      method: 'get',
+      status: 'default',
+    });
+    const headers = { ...passed.headers };
+    delete headers['x-request-id'];
+    expect(failure({ ...passed, headers })).toMatch(/no X-Request-Id header/);
+  });
 });
