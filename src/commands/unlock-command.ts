@@ -1,11 +1,8 @@
 import type { GatewayConfig } from '../config/config-schema.js';
-import {
-  unlockLockouts,
-  type Unlock,
-  type UnlockResult,
-} from '../backends/redis/unlock-lockouts.js';
+import { unlockLockouts, type UnlockResult } from '../backends/redis/unlock-lockouts.js';
 import { networkOf, parseIp } from '../http/ip-network.js';
 import { USERNAME } from '../identity/identity-formats.js';
+import type { Unlock } from '../protection/lockout.js';
 import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';
 import { CliError, EXIT } from './cli-error.js';
 
