@@ -60,7 +60,3 @@ export function keyView(record: KeySummary, nowMs: number): KeyView {
     last_used_at: record.lastUsedAt ?? null,
   };
 }
-
-export function isValidLabel(label: string): boolean {
-  return LABEL.pattern.test(label);
-}
