@@ -5,7 +5,7 @@ import { isUsable, type CredentialStore } from '../credentials/credential-store.
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
-import { parseKeyId } from '../identity/key-id.js';
+import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
 import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
@@ -139,7 +139,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         secret === '' ||
         key === '' ||
         Buffer.byteLength(secret) > MAX_SECRET_BYTES ||
-        key.length > 128 ||
+        key.length > MAX_KEY_CHARS ||
         parseKeyId(key).kind === 'malformed'
       ) {
         // Refused without a compare, so not counted: logged only. A malformed id (the new

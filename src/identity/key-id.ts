@@ -30,6 +30,11 @@ export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 
 export const KEY_ID_PREFIX = 'ak_';
 /**
+ * The longest key a Basic pair may name, in UTF-16 code units (a string's length, not its code
+ * points): the authenticator refuses a longer one before any compare, so no lockout counts it.
+ */
+export const MAX_KEY_CHARS = 128;
+/**
  * Hex characters of SHA-256(subject) in a tag. 5 (16^5 = 1,048,576 tags) is the fewest that
  * reach every one of Redis Cluster's 16,384 slots (CRC16 of the tag): measured over all
  * tags, 4 hex characters reach 13,152 slots (up to 12 tags in one, none in 3,232) and give
