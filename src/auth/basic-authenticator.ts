@@ -142,11 +142,11 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         key.length > MAX_KEY_CHARS ||
         parseKeyId(key).kind === 'malformed'
       ) {
-        // Refused without a compare, so not counted: logged only. A malformed id (the new
-        // form's length and prefix, its checksum failing) pays no dummy compare either: the
-        // gateway never makes one and docs/redis-layout.md bars other writers from it, the checksum is
-        // public, so its quick answer tells a caller nothing it could not compute, and a
-        // flood of forged ids costs neither a store read nor bcrypt.
+        // Refused without a compare, so not counted: logged only. A malformed id (the new form's
+        // length and prefix, its checksum failing) pays no dummy compare either: the gateway never
+        // makes one and docs/redis-layout.md bars other writers from it, the checksum is public, so
+        // its quick answer tells a caller nothing it could not compute, and a flood of forged ids
+        // costs neither a store read nor bcrypt.
         const client = from?.clientAddress() ?? NO_ADDRESS;
         guard?.events.failed({ kind: 'basic', id: key, ...client }, 'unusable_credentials');
         return Promise.resolve(DENIED.invalid_credentials);

@@ -33,7 +33,7 @@ export function viewStatus(record: KeySummary, nowMs: number): KeyViewStatus {
   return isExpired(record, nowMs) ? 'expired' : 'active';
 }
 
-/** A pair as its holder sees it (openapi/api-schemas' keyViewSchema; a type test keeps them equal). */
+/** A pair as its holder sees it (openapi/api-schemas' keyViewSchema; a test keeps them equal). */
 export interface KeyView {
   id: string;
   key: string;

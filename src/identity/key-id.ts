@@ -55,9 +55,9 @@ const TAG_SOURCE = `[0-9a-f]{${SUBJECT_TAG_LENGTH}}`;
 /** The random part and the checksum, one run of base62. */
 const TAIL_SOURCE = `[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}`;
 /**
- * What a secret scanner searches for (docs/redis-layout.md gives it verbatim); a hit is an id when its
- * checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a
- * match early nor lets `xak_…` match.
+ * What a secret scanner searches for (docs/redis-layout.md gives it verbatim); a hit is an id when
+ * its checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a match
+ * early nor lets `xak_…` match.
  */
 export const TAGGED_KEY_ID_SOURCE = `\\b${KEY_ID_PREFIX}${TAG_SOURCE}_${TAIL_SOURCE}\\b`;
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 export const readDoc = (path: string): string =>
   readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** The lines of `markdown` outside fenced code blocks (``` or ~~~, indented too), numbered from 1. */
+/** The lines of `markdown` outside fenced blocks (``` or ~~~, indented too), numbered from 1. */
 function proseLines(markdown: string): { readonly text: string; readonly line: number }[] {
   const out: { text: string; line: number }[] = [];
   let fence: string | undefined;

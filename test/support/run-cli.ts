@@ -79,7 +79,7 @@ export interface TerminalResult {
   readonly code: number;
   /** stdout and stderr as the terminal showed them (one pty: they interleave). */
   readonly output: string;
-  /** The terminal's ECHO and ICANON flags once the command ended: a raw mode left on clears them. */
+  /** The terminal's ECHO and ICANON flags after the command: a raw mode left on clears them. */
   readonly echo: boolean;
   readonly canonical: boolean;
 }
