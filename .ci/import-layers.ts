@@ -79,6 +79,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'identity',
     'observability',
     'openapi',
+    'protection',
     'tls',
     'tokens',
   ],

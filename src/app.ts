@@ -107,9 +107,9 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   showReadiness();
 
   let config = initial;
-  // The OpenTelemetry SDK is imported here, and only when an endpoint is configured.
   const exportProblem = (cause: string, suppressed: number): void =>
     logger.warn({ cause, suppressed }, 'span export problem (spans may be lost)');
+  // The OpenTelemetry SDK is imported here, and only when an endpoint is configured.
   const { otlp } = initial.tracing;
   const spanExport = await loadSpanExport(
     otlp === undefined

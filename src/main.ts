@@ -39,10 +39,15 @@ const withJson = <T>(y: Argv<T>) =>
 
 type AdminAction = (config: GatewayConfig, store: CredentialStore, output: Output) => Promise<void>;
 
+/** What a command prints goes to stdout, as text or (`--json`) as JSON. */
+function stdoutOutput(json: boolean): Output {
+  return { json, write: (text) => process.stdout.write(text) };
+}
+
 /** Loads the config, opens its store, runs the command, closes the store. */
 async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminAction): Promise<void> {
   const config = loadConfigFromArgs(args);
-  const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
+  const output = stdoutOutput(args.json);
   await withStore(config, (store) => action(config, store, output));
 }
 
@@ -227,12 +232,7 @@ async function main(argv: string[]): Promise<number> {
                 '$0 keys unlock --username alice --address 2001:db8::7',
                 'the username, and the /64 of that address',
               ),
-          (args) =>
-            unlockCommand(
-              loadConfigFromArgs(args),
-              { json: args.json, write: (text) => process.stdout.write(text) },
-              args,
-            ),
+          (args) => unlockCommand(loadConfigFromArgs(args), stdoutOutput(args.json), args),
         )
         .example('$0 keys list --subject alice', "the subject's pairs")
         .demandCommand(1, 'Name a keys command: create, list, show, revoke or unlock.'),
@@ -338,7 +338,7 @@ async function main(argv: string[]): Promise<number> {
           .example('$0 migrate --apply', 'move it'),
       async (args) => {
         const config = loadConfigFromArgs(args);
-        const output: Output = { json: args.json, write: (text) => process.stdout.write(text) };
+        const output = stdoutOutput(args.json);
         await migrateCommand(config, output, args.apply);
       },
     )

@@ -17,6 +17,7 @@ import type { SecretHasher } from './credentials/secret-hasher.js';
 import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
 import { createKeysEndpoints } from './endpoints/keys-endpoints.js';
 import { KEY_ID } from './identity/identity-formats.js';
+import { MAX_KEY_CHARS } from './identity/key-id.js';
 import { createTokenEndpoint } from './endpoints/token-endpoint.js';
 import { createOpenApiEndpoint } from './endpoints/openapi-endpoint.js';
 import { OPENAPI_PATH } from './openapi/build-openapi-document.js';
@@ -311,12 +312,14 @@ const OPEN_LOCKOUT: Lockout = {
 /**
  * The lines fail2ban-style tools match: one `authentication failed` per refused check and
  * one `locked out` per lock started, each with the client address, the network its counters
- * count, and the key or username as sent (at most 128 characters), never a secret or password.
+ * count, and the key or username as sent (at most MAX_KEY_CHARS), never a secret or password.
  */
 function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
   const who = (target: LockoutTarget) => ({
     client_network: target.network,
-    ...(target.kind === 'basic' ? { key: target.id.slice(0, 128) } : { username: target.id }),
+    ...(target.kind === 'basic'
+      ? { key: target.id.slice(0, MAX_KEY_CHARS) }
+      : { username: target.id }),
   });
   return {
     failed(target, reason) {

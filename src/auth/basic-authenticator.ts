@@ -5,7 +5,7 @@ import { isUsable, type CredentialStore } from '../credentials/credential-store.
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
-import { parseKeyId } from '../identity/key-id.js';
+import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
 import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
@@ -139,14 +139,14 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         secret === '' ||
         key === '' ||
         Buffer.byteLength(secret) > MAX_SECRET_BYTES ||
-        key.length > 128 ||
+        key.length > MAX_KEY_CHARS ||
         parseKeyId(key).kind === 'malformed'
       ) {
-        // Refused without a compare, so not counted: logged only. A malformed id (the new
-        // form's length and prefix, its checksum failing) pays no dummy compare either: the
-        // gateway never makes one and docs/redis-layout.md bars other writers from it, the checksum is
-        // public, so its quick answer tells a caller nothing it could not compute, and a
-        // flood of forged ids costs neither a store read nor bcrypt.
+        // Refused without a compare, so not counted: logged only. A malformed id (the new form's
+        // length and prefix, its checksum failing) pays no dummy compare either: the gateway never
+        // makes one and docs/redis-layout.md bars other writers from it, the checksum is public, so
+        // its quick answer tells a caller nothing it could not compute, and a flood of forged ids
+        // costs neither a store read nor bcrypt.
         const client = from?.clientAddress() ?? NO_ADDRESS;
         guard?.events.failed({ kind: 'basic', id: key, ...client }, 'unusable_credentials');
         return Promise.resolve(DENIED.invalid_credentials);

@@ -9,7 +9,7 @@ import {
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { parseExpiresOption } from '../credentials/key-expiry.js';
-import { isValidLabel, keyView, LABEL, viewStatus } from '../credentials/key-view.js';
+import { keyView, LABEL, viewStatus } from '../credentials/key-view.js';
 import { RedisUnavailableError } from '../backends/redis/client.js';
 import { listUsernames } from '../backends/redis/usernames.js';
 import { GatewayError } from '../errors/gateway-error.js';
@@ -110,7 +110,7 @@ export async function createKeyCommand(
   scopes: readonly string[] = [],
 ): Promise<void> {
   checkSubject(subject);
-  if (!isValidLabel(label)) throw new CliError(`--label must be ${LABEL.rule}`, EXIT.usage);
+  if (!LABEL.pattern.test(label)) throw new CliError(`--label must be ${LABEL.rule}`, EXIT.usage);
   const nowMs = Date.now();
   const expiry = expires === undefined ? undefined : parseExpiresOption(expires, nowMs);
   if (expiry?.ok === false) throw new CliError(expiry.message, EXIT.usage);

@@ -5,7 +5,7 @@ export const EXIT = {
   usage: 2,
   notFound: 3,
   conflict: 4,
-  /** Ctrl-C at a prompt: 128 + SIGINT's number, what a shell reports for a command it interrupts. */
+  /** Ctrl-C at a prompt: 128 + SIGINT's number, as a shell reports a command it interrupted. */
   cancelled: 130,
 } as const;
 

@@ -1,11 +1,9 @@
 import type { GatewayConfig } from '../config/config-schema.js';
-import {
-  unlockLockouts,
-  type Unlock,
-  type UnlockResult,
-} from '../backends/redis/unlock-lockouts.js';
+import { unlockLockouts, type UnlockResult } from '../backends/redis/unlock-lockouts.js';
 import { networkOf, parseIp } from '../http/ip-network.js';
 import { USERNAME } from '../identity/identity-formats.js';
+import { MAX_KEY_CHARS } from '../identity/key-id.js';
+import type { Unlock } from '../protection/lockout.js';
 import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';
 import { CliError, EXIT } from './cli-error.js';
 
@@ -18,10 +16,10 @@ export interface UnlockOptions {
 
 /**
  * A key id as a client sends it: what the lockout counts, known or not. Pairs refused before any
- * compare (a key over 128 characters) are never counted; a colon ends a Basic key (RFC 7617),
- * and the revocation channel's message ends at the first space.
+ * compare (a key over MAX_KEY_CHARS, counted as the authenticator counts) are never counted; a
+ * colon ends a Basic key (RFC 7617), and the revocation channel's message ends at the first space.
  */
-const COUNTED_KEY = /^[^\s:\p{Cc}]{1,128}$/u;
+const COUNTED_KEY_CHARACTERS = /^[^\s:\p{Cc}]+$/u;
 
 /** The options read: the unlocks they name, in the order key, username, address. */
 export function parseUnlockOptions(
@@ -43,9 +41,9 @@ export function parseUnlockOptions(
     throw new CliError('name what to unlock: --key, --username or --address', EXIT.usage);
   const unlocks: Unlock[] = [];
   if (key !== undefined) {
-    if (!COUNTED_KEY.test(key))
+    if (key.length > MAX_KEY_CHARS || !COUNTED_KEY_CHARACTERS.test(key))
       throw new CliError(
-        '--key must be a key id as clients send it: 1-128 characters, without a colon, a space or a control character',
+        `--key must be a key id as clients send it: 1-${MAX_KEY_CHARS} characters, without a colon, a space or a control character`,
         EXIT.usage,
       );
     unlocks.push({ kind: 'key', key });

@@ -33,7 +33,7 @@ export function viewStatus(record: KeySummary, nowMs: number): KeyViewStatus {
   return isExpired(record, nowMs) ? 'expired' : 'active';
 }
 
-/** A pair as its holder sees it (openapi/api-schemas' keyViewSchema; tsc keeps them equal). */
+/** A pair as its holder sees it (openapi/api-schemas' keyViewSchema; a test keeps them equal). */
 export interface KeyView {
   id: string;
   key: string;
@@ -59,8 +59,4 @@ export function keyView(record: KeySummary, nowMs: number): KeyView {
     scopes: record.scopes,
     last_used_at: record.lastUsedAt ?? null,
   };
-}
-
-export function isValidLabel(label: string): boolean {
-  return LABEL.pattern.test(label);
 }

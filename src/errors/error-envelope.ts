@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { ERROR_CATALOGUE, type ErrorCode } from './error-codes.js';
 import type { GatewayError } from './gateway-error.js';
 
-/** The error envelope (openapi/api-schemas' errorEnvelopeSchema; tsc keeps them equal). */
+/** The error envelope (openapi/api-schemas' errorEnvelopeSchema; a test keeps them equal). */
 export interface ErrorEnvelopeBody {
   result: 'error';
   status: number;

@@ -2,9 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { Identity } from '../identity/identity.js';
 
 /**
- * How a proxy named the request it asks about: Caddy `forward_auth` and Traefik ForwardAuth
- * send X-Forwarded-Method and X-Forwarded-Uri; nginx `auth_request` sends what its config
- * sets (X-Original-Method and X-Original-URI, see docs/forward-auth.md); Envoy `ext_authz` sends the
+ * How a proxy named the request it asks about: Caddy `forward_auth` and Traefik ForwardAuth send
+ * X-Forwarded-Method and X-Forwarded-Uri; nginx `auth_request` sends what its config sets
+ * (X-Original-Method and X-Original-URI, see docs/forward-auth.md); Envoy `ext_authz` sends the
  * original request line itself, at the check's path followed by the original path.
  */
 export type ForwardAuthShape = 'x-forwarded' | 'x-original' | 'request-line';

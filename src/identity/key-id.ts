@@ -30,6 +30,11 @@ export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 
 export const KEY_ID_PREFIX = 'ak_';
 /**
+ * The longest key a Basic pair may name, in UTF-16 code units (a string's length, not its code
+ * points): the authenticator refuses a longer one before any compare, so no lockout counts it.
+ */
+export const MAX_KEY_CHARS = 128;
+/**
  * Hex characters of SHA-256(subject) in a tag. 5 (16^5 = 1,048,576 tags) is the fewest that
  * reach every one of Redis Cluster's 16,384 slots (CRC16 of the tag): measured over all
  * tags, 4 hex characters reach 13,152 slots (up to 12 tags in one, none in 3,232) and give
@@ -50,9 +55,9 @@ const TAG_SOURCE = `[0-9a-f]{${SUBJECT_TAG_LENGTH}}`;
 /** The random part and the checksum, one run of base62. */
 const TAIL_SOURCE = `[0-9A-Za-z]{${KEY_ID_RANDOM_LENGTH + CHECKSUM_LENGTH}}`;
 /**
- * What a secret scanner searches for (docs/redis-layout.md gives it verbatim); a hit is an id when its
- * checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a
- * match early nor lets `xak_…` match.
+ * What a secret scanner searches for (docs/redis-layout.md gives it verbatim); a hit is an id when
+ * its checksum holds (`parseKeyId`). `\b` fits: `_` is a word character, so it neither ends a match
+ * early nor lets `xak_…` match.
  */
 export const TAGGED_KEY_ID_SOURCE = `\\b${KEY_ID_PREFIX}${TAG_SOURCE}_${TAIL_SOURCE}\\b`;
 

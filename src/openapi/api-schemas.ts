@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { LABEL, MAX_LABEL_CHARS, type KeyView } from '../credentials/key-view.js';
+import { LABEL, MAX_LABEL_CHARS } from '../credentials/key-view.js';
 import { MAX_KEY_LIFETIME_SEC, RFC3339_DATE_TIME } from '../credentials/key-expiry.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
-import type { ErrorEnvelopeBody } from '../errors/error-envelope.js';
 import {
   CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
@@ -63,7 +62,7 @@ function successEnvelope<R extends z.ZodType, L extends z.ZodType>(record: R, la
 }
 
 /** An account record (spec §2.3): an integer id; the other fields are the backend's. */
-export const accountSchema = z
+const accountSchema = z
   .looseObject({ id: z.int() })
   .meta({ id: 'Account', description: "An account; fields beyond id are the backend's." });
 
@@ -73,7 +72,7 @@ export const accountListSchema = successEnvelope(accountSchema, z.int().nullable
 
 const timestamp = z.string().meta({ format: 'date-time' });
 
-export const keyViewSchema = z
+const keyViewSchema = z
   .object({
     id: z.string().regex(KEY_ID.pattern).meta({ description: 'The key; the paging cursor.' }),
     key: z.string().regex(KEY_ID.pattern),
@@ -87,7 +86,7 @@ export const keyViewSchema = z
   })
   .meta({ id: 'KeyPair', description: 'A key pair as its owner sees it: never its secret.' });
 
-export const createdKeySchema = keyViewSchema
+const createdKeySchema = keyViewSchema
   .extend({ secret: z.string().meta({ description: 'Shown once, never again.' }) })
   .meta({ id: 'CreatedKeyPair' });
 
@@ -98,7 +97,7 @@ export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string()
   id: 'CreatedKeyPairList',
 });
 
-export const tokenSchema = z
+const tokenSchema = z
   .object({
     access_token: z.string().meta({ description: 'A JWT (RFC 7519) for Bearer authorization.' }),
     token_type: z.literal('Bearer'),
@@ -190,17 +189,6 @@ export const createKeySchema = z
   )
   .meta({ id: 'CreateKeyPair' });
 
-export type CreateKey = z.output<typeof createKeySchema>;
-
 export type KeyViewBody = z.input<typeof keyViewSchema>;
 export type CreatedKeyBody = z.input<typeof createdKeySchema>;
 export type TokenBody = z.input<typeof tokenSchema>;
-
-/*
- * The builders outside this folder keep their own types (credentials' keyView, errors'
- * errorBody): these lines make `tsc` fail when either drifts from its schema, both ways.
- */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const keyViewMatches: Same<KeyView, KeyViewBody> = true;
-const errorMatches: Same<ErrorEnvelopeBody, z.input<typeof errorEnvelopeSchema>> = true;
-export const SCHEMAS_MATCH_BUILDERS = keyViewMatches && errorMatches;

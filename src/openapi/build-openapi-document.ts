@@ -30,9 +30,6 @@ export const OPENAPI_PATH = '/openapi.json';
 
 const JSON_TYPE = 'application/json';
 const HTTP_STATUS_TEXT: Readonly<Record<number, string>> = {
-  200: 'OK',
-  201: 'Created',
-  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
@@ -143,15 +140,17 @@ function errorSchema(status: number, codes: [ErrorCode, ...ErrorCode[]]): z.ZodT
 }
 
 /**
- * `id`: a component many operations share. `codes`: those the operation can answer, when
- * fewer than all the catalogue's of the status.
+ * `extra`: headers beyond every error's. `id`: a component many operations share. `codes`:
+ * those the operation can answer, when fewer than all the catalogue's of the status.
  */
 function errorResponse(
   status: number,
   why: string,
-  extra: Headers = {},
-  id?: string,
-  codes = codesOf(status),
+  {
+    extra = {},
+    id,
+    codes = codesOf(status),
+  }: { extra?: Headers; id?: string; codes?: [ErrorCode, ...ErrorCode[]] } = {},
 ): ZodOpenApiResponseObject {
   return {
     ...(id === undefined ? {} : { id }),
@@ -187,23 +186,22 @@ const WHY = {
 
 /** What every authenticated operation may answer besides its success. */
 const AUTHENTICATED = {
-  400: errorResponse(400, WHY[400], {}, 'BadRequest'),
-  401: errorResponse(401, WHY[401], {}, 'Unauthorized'),
-  403: errorResponse(403, WHY[403], {}, 'Forbidden'),
-  429: errorResponse(429, WHY[429], {}, 'TooManyRequests'),
-  503: errorResponse(503, WHY[503], {}, 'Unavailable'),
+  400: errorResponse(400, WHY[400], { id: 'BadRequest' }),
+  401: errorResponse(401, WHY[401], { id: 'Unauthorized' }),
+  403: errorResponse(403, WHY[403], { id: 'Forbidden' }),
+  429: errorResponse(429, WHY[429], { id: 'TooManyRequests' }),
+  503: errorResponse(503, WHY[503], { id: 'Unavailable' }),
 };
 const WITH_BODY = {
-  413: errorResponse(413, WHY[413], {}, 'ContentTooLarge'),
-  415: errorResponse(415, WHY[415], {}, 'UnsupportedMediaType'),
+  413: errorResponse(413, WHY[413], { id: 'ContentTooLarge' }),
+  415: errorResponse(415, WHY[415], { id: 'UnsupportedMediaType' }),
 };
-const ADDRESS_LIMITED = errorResponse(429, 'the address rate limit', {}, 'AddressRateLimited');
+const ADDRESS_LIMITED = errorResponse(429, 'the address rate limit', { id: 'AddressRateLimited' });
 /** Framing is checked before any route: a second Authorization line is refused even here. */
 const PUBLIC_BAD_REQUEST = errorResponse(
   400,
   'two Authorization header lines, or a malformed path or framing',
-  {},
-  'PublicBadRequest',
+  { id: 'PublicBadRequest' },
 );
 const SECURITY = [{ basic: [] }, { bearer: [] }];
 
@@ -353,10 +351,12 @@ function forwardAuth(method: 'GET' | 'HEAD', envoy: boolean): ZodOpenApiOperatio
         statuses.map((status) => [
           status,
           errorResponse(status, WHY[status], {
-            // With the check off, its path is as unknown as any other: a 404 without it.
-            'X-Auth-Error':
-              status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
-            ...(status === 405 ? ALLOW : {}),
+            extra: {
+              // With the check off, its path is as unknown as any other: a 404 without it.
+              'X-Auth-Error':
+                status === 404 ? z.enum(codesOf(status)).optional() : z.enum(codesOf(status)),
+              ...(status === 405 ? ALLOW : {}),
+            },
           }),
         ]),
       ),
@@ -376,9 +376,9 @@ const tokenExchange: ZodOpenApiOperationObject = {
     }),
     400: AUTHENTICATED[400],
     // The exchange reads no Authorization header: a wrong login is its only 401.
-    401: errorResponse(401, 'the username or password is wrong', {}, undefined, [
-      'invalid_credentials',
-    ]),
+    401: errorResponse(401, 'the username or password is wrong', {
+      codes: ['invalid_credentials'],
+    }),
     ...WITH_BODY,
     429: AUTHENTICATED[429],
     503: AUTHENTICATED[503],

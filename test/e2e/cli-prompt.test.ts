@@ -32,10 +32,10 @@ const users = (args: string[]) => ['users', ...args, '--config', config, '--redi
 const asked = (question: string, keys: string) => ({ after: question, keys });
 
 describe('the password prompt on a terminal', () => {
-  it('prints the hash of a secret typed twice, without echoing it', async () => {
+  it('asks hash-password for a secret twice and prints its hash, without echoing it', async () => {
     const result = await runCliOnTerminal(
       ['hash-password', '--cost', '4'],
-      [asked('Password: ', 'typed-secret-1\r'), asked('Repeat password: ', 'typed-secret-1\r')],
+      [asked('Secret: ', 'typed-secret-1\r'), asked('Repeat secret: ', 'typed-secret-1\r')],
     );
     expect(result.code).toBe(0);
     expect(result.output).toMatch(HASH);
@@ -45,10 +45,10 @@ describe('the password prompt on a terminal', () => {
   it('ends at Ctrl-C with exit 130 and "cancelled", the terminal given back echoing', async () => {
     const result = await runCliOnTerminal(
       ['hash-password', '--cost', '4'],
-      [asked('Password: ', `half-typed${CTRL_C}`)],
+      [asked('Secret: ', `half-typed${CTRL_C}`)],
     );
     expect(result).toMatchObject({ code: 130, echo: true, canonical: true });
-    expect(result.output).toMatch(/Password: [^\n]*\r\naccounts-gateway: cancelled\r\n$/);
+    expect(result.output).toMatch(/Secret: [^\n]*\r\naccounts-gateway: cancelled\r\n$/);
   });
 
   it('ends users add at Ctrl-C too, and adds no user', async () => {
@@ -64,11 +64,11 @@ describe('the password prompt on a terminal', () => {
   it('ends hash-password at Ctrl-D on either prompt with exit 2, a sentence and no hash', async () => {
     const atFirst = await runCliOnTerminal(
       ['hash-password', '--cost', '4'],
-      [asked('Password: ', CTRL_D)],
+      [asked('Secret: ', CTRL_D)],
     );
     const atRepeat = await runCliOnTerminal(
       ['hash-password', '--cost', '4'],
-      [asked('Password: ', 'typed-secret-1\r'), asked('Repeat password: ', CTRL_D)],
+      [asked('Secret: ', 'typed-secret-1\r'), asked('Repeat secret: ', CTRL_D)],
     );
     for (const result of [atFirst, atRepeat]) {
       expect(result).toMatchObject({ code: 2, echo: true, canonical: true });

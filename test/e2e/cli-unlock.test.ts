@@ -225,6 +225,11 @@ describe('keys unlock refuses what it cannot do', () => {
       ['--key', 'ak:1'],
       '--key must be a key id as clients send it: 1-128 characters, without a colon, a space or a control character',
     ],
+    // 100 emoji are 200 UTF-16 units: the gateway refuses such a key before counting it.
+    [
+      ['--key', '😀'.repeat(100)],
+      '--key must be a key id as clients send it: 1-128 characters, without a colon, a space or a control character',
+    ],
     [
       ['--key', 'ak_1', '--key', 'ak_2'],
       '--key may be given once; run the command again for another',

@@ -7,6 +7,7 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import type { HttpAnswer } from '../support/http-answer.js';
 import { documentedAnswers, exercised, readDocument } from '../support/openapi-validator.js';
+import { freePort } from '../support/redis-server.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { issueToken, JSON_TYPE, send, type RequestOptions } from '../support/send.js';
 
@@ -75,14 +76,6 @@ let silentUpstream: Server;
 let absent: GatewayProcess;
 const stopped: Server[] = [];
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** A gateway on the memory store, READER seeded, forwarding the listing to `upstreamUrl`. */
 async function memoryGateway(upstreamUrl: string): Promise<GatewayProcess> {
   return startGateway(
@@ -121,11 +114,11 @@ beforeAll(async () => {
   storeDown = await startGateway(
     gatewayYaml({
       upstreamUrl: 'builtin',
-      redis: { url: `redis://127.0.0.1:${await closedPort()}`, keyPrefix },
+      redis: { url: `redis://127.0.0.1:${await freePort()}`, keyPrefix },
       config: config(),
     }),
   );
-  refused = await memoryGateway(`http://127.0.0.1:${await closedPort()}`);
+  refused = await memoryGateway(`http://127.0.0.1:${await freePort()}`);
   silentUpstream = createServer(() => {
     // Never answers: the gateway's upstream timeout decides.
   });

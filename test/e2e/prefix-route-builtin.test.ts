@@ -5,7 +5,7 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import { send } from '../support/send.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
-import { readDoc } from '../support/markdown.js';
+import { codeBlocks, readDoc } from '../support/markdown.js';
 
 // The prefix-route example of docs/api.md, pasted as it is over the built-in upstream, answers
 // GET /accounts/{id} with the subject's account (a newcomer tries it on `npm start`'s
@@ -13,7 +13,7 @@ import { readDoc } from '../support/markdown.js';
 
 const DOC = readDoc('docs/api.md');
 const SECTION = DOC.slice(DOC.indexOf('**Prefix routes.**'));
-const ROUTES = /```yaml\n(routes:[\s\S]*?)\n```/.exec(SECTION)?.[1];
+const ROUTES = codeBlocks(SECTION, 'yaml').find((block) => block.startsWith('routes:'));
 
 const prefix = uniquePrefix('prefix-builtin');
 const KEY = 'ak_prefix_builtin';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readDoc, section } from '../support/markdown.js';
+import { codeBlocks, readDoc, section } from '../support/markdown.js';
 
 // README "From zero to a token" is pasted by newcomers, often while the `npm start` of the
 // Quick start still holds 8080 and 9090. Its first block must then stop with a message naming
@@ -16,9 +16,7 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The shell blocks of the walk-through section, in order. */
 function walkThroughBlocks(): string[] {
-  return [
-    ...section(readDoc('README.md'), '## From zero to a token').matchAll(/```sh\n([\s\S]*?)```/g),
-  ].map((match) => match[1] ?? '');
+  return codeBlocks(section(readDoc('README.md'), '## From zero to a token'), 'sh');
 }
 
 /** Listens on 127.0.0.1:`port`; resolves undefined when something else already holds it. */

@@ -21,7 +21,7 @@ import { issueToken, send } from '../support/send.js';
 import { startTopologyGateways, type TopologyGateways } from '../support/topology-gateways.js';
 import { describeGatewaysOnTopology } from '../support/topology-suite.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
-import { readDoc } from '../support/markdown.js';
+import { codeBlocks, readDoc } from '../support/markdown.js';
 
 // Issue 14, point 5's ground: the gateway on a real Redis Cluster of 3 masters and 3
 // replicas (redis-server processes of this file's own, `redis-cli --cluster create`), with two
@@ -234,7 +234,7 @@ function docRecipe(heading: string): string[][] {
   const doc = readDoc('docs/redis-layout.md');
   const at = doc.indexOf(heading);
   if (at === -1) throw new Error(`no ${heading} in docs/redis-layout.md`);
-  const block = /```text\n([\s\S]*?)```/.exec(doc.slice(at))?.[1] ?? '';
+  const block = codeBlocks(doc.slice(at), 'text')[0] ?? '';
   return block
     .trim()
     .split('\n')

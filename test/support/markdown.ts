@@ -1,22 +1,44 @@
 // What a markdown file offers to links (its headings' anchors, as GitHub makes them) and what
-// it links to, outside code: enough to check that the README and docs/ link only to what exists.
+// it links to, outside code: enough to check that the README and docs/ link only to what exists;
+// and its sections and code blocks, for the tests that run or compare what the docs show.
 import { readFileSync } from 'node:fs';
 
 /** A documentation file (`README.md`, `docs/api.md`, …), by its path from the repository root. */
 export const readDoc = (path: string): string =>
   readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** The lines of `markdown` outside fenced code blocks (``` or ~~~, indented too), numbered from 1. */
-function proseLines(markdown: string): { readonly text: string; readonly line: number }[] {
-  const out: { text: string; line: number }[] = [];
-  let fence: string | undefined;
+interface Scanned {
+  /** The lines outside fenced blocks, numbered from 1. */
+  readonly prose: { readonly text: string; readonly line: number }[];
+  /** Each fenced block's language (the first word after its fence) and the lines inside it. */
+  readonly blocks: { readonly lang: string; readonly body: string }[];
+}
+
+/** `markdown` split at its fences (``` or ~~~, indented too) into prose lines and blocks. */
+function scan(markdown: string): Scanned {
+  const prose: { text: string; line: number }[] = [];
+  const blocks: { lang: string; body: string }[] = [];
+  let open: { fence: string; lang: string; lines: string[] } | undefined;
   markdown.split('\n').forEach((text, i) => {
-    const opener = /^\s*(`{3,}|~{3,})/.exec(text)?.[1];
-    if (fence === undefined && opener !== undefined) fence = opener;
-    else if (fence !== undefined && text.trim().startsWith(fence)) fence = undefined;
-    else if (fence === undefined) out.push({ text, line: i + 1 });
+    const opener = /^\s*(`{3,}|~{3,})\s*(\S*)/.exec(text);
+    if (open === undefined && opener?.[1] !== undefined)
+      open = { fence: opener[1], lang: opener[2] ?? '', lines: [] };
+    else if (open !== undefined && text.trim().startsWith(open.fence)) {
+      blocks.push({ lang: open.lang, body: open.lines.join('\n') });
+      open = undefined;
+    } else if (open !== undefined) open.lines.push(text);
+    else prose.push({ text, line: i + 1 });
   });
-  return out;
+  return { prose, blocks };
+}
+
+const proseLines = (markdown: string) => scan(markdown).prose;
+
+/** The bodies of `markdown`'s fenced blocks in language `lang` (```sh: 'sh'), in order. */
+export function codeBlocks(markdown: string, lang: string): string[] {
+  return scan(markdown)
+    .blocks.filter((block) => block.lang === lang)
+    .map((block) => block.body);
 }
 
 /**

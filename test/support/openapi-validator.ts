@@ -230,7 +230,7 @@ function describe(validate: ValidateFunction): string {
 let shared: ((o: ObservedResponse) => Verdict) | undefined;
 
 /**
- * The public ports of the gateways this test file started (gateway-process, in-process-gateway):
+ * The public ports of the gateways this test file started (gateway-process.ts adds them):
  * the answers read from them (send, rawRequest, fetch) are held to the document.
  */
 export const gatewayPorts = new Set<number>();

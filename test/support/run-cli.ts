@@ -79,16 +79,12 @@ export interface TerminalResult {
   readonly code: number;
   /** stdout and stderr as the terminal showed them (one pty: they interleave). */
   readonly output: string;
-  /** The terminal's ECHO and ICANON flags once the command ended: a raw mode left on clears them. */
+  /** The terminal's ECHO and ICANON flags after the command: a raw mode left on clears them. */
   readonly echo: boolean;
   readonly canonical: boolean;
 }
 
-/**
- * A pseudo-terminal from python3's pty module (node has none): runs the command with it as
- * stdin, stdout and stderr; for each step, waits for `after` to appear in the output, then
- * types `keys` (raw bytes: "\x03" is Ctrl-C, "\x04" Ctrl-D, "\r" Enter).
- */
+/** runCliOnTerminal's runner, in python3. */
 const PTY_SCRIPT = `
 import json, os, pty, sys, termios
 argv, steps = json.loads(sys.argv[1]), json.loads(sys.argv[2])
@@ -118,6 +114,11 @@ print(json.dumps({'code': os.waitstatus_to_exitcode(status), 'output': out.decod
   'echo': bool(lflag & termios.ECHO), 'canonical': bool(lflag & termios.ICANON)}))
 `;
 
+/**
+ * Runs the built CLI on a pseudo-terminal from python3's pty module (node has none) as its
+ * stdin, stdout and stderr; for each step, waits for `after` to appear in the output, then
+ * types `keys` (raw bytes: "\x03" is Ctrl-C, "\x04" Ctrl-D, "\r" Enter).
+ */
 export async function runCliOnTerminal(
   args: string[],
   steps: readonly { after: string; keys: string }[],

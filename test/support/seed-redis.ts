@@ -19,8 +19,8 @@ export function uniqueSingleSlotPrefix(name: string): string {
 }
 
 /**
- * Writes a pair the way docs/redis-layout.md tells another service to (HSET + ZADD + SADD, and for an id
- * that carries no tag its `key-tag` entry), its secret hashed at TEST_BCRYPT_COST unless
+ * Writes a pair the way docs/redis-layout.md tells another service to (HSET + ZADD + SADD, and for
+ * an id that carries no tag its `key-tag` entry), its secret hashed at TEST_BCRYPT_COST unless
  * `secretHash` gives the hash another writer made.
  */
 export async function seedKey(
@@ -62,9 +62,9 @@ export async function seedKey(
 }
 
 /**
- * Writes (or overwrites) a web-app user as docs/redis-layout.md tells another service to (HSET), with
- * a cost-4 bcrypt hash unless `passwordHash` gives another writer's: tests also use it to
- * move a user to another subject or change its scopes.
+ * Writes (or overwrites) a web-app user as docs/redis-layout.md tells another service to (HSET),
+ * with a cost-4 bcrypt hash unless `passwordHash` gives another writer's: tests also use it to move
+ * a user to another subject or change its scopes.
  */
 export async function putUser(
   redisUrl: string,
@@ -105,8 +105,9 @@ export async function removeUser(
 }
 
 /**
- * Revokes a pair as docs/redis-layout.md and the store's comment tell another service to: HSET status revoked,
- * SREM from the active set (one MULTI), then PUBLISH "key:<key>" on `<prefix>revocations`.
+ * Revokes a pair as docs/redis-layout.md and the store's comment tell another service to: HSET
+ * status revoked, SREM from the active set (one MULTI), then PUBLISH "key:<key>" on
+ * `<prefix>revocations`.
  */
 export async function revokeAsAnotherService(
   redisUrl: string,

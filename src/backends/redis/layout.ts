@@ -116,11 +116,11 @@ export function redisLayout(
 }
 
 /**
- * The names of the single-slot layout of earlier versions, where every key started with one
- * prefix holding a hash tag (`credentials.redis.singleSlotPrefix`, by default `{ag}:`): one
- * slot for everything. The gateway reads pairs and users there while they are not in the
- * layout above yet, and moves them (single-slot.ts; `migrate` moves them all). Its lockout
- * counters and rate buckets are not read: they start afresh (docs/redis-layout.md, Upgrading from the single-slot layout).
+ * The names of the single-slot layout of earlier versions, where every key started with one prefix
+ * holding a hash tag (`credentials.redis.singleSlotPrefix`, by default `{ag}:`): one slot for
+ * everything. The gateway reads pairs and users there while they are not in the layout above yet,
+ * and moves them (single-slot.ts; `migrate` moves them all). Its lockout counters and rate buckets
+ * are not read: they start afresh (docs/redis-layout.md, Upgrading from the single-slot layout).
  */
 export interface SingleSlotLayout extends Pick<
   RedisLayout,

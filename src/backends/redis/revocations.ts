@@ -37,10 +37,10 @@ export interface SubscribeOptions {
 
 /**
  * Keeps one connection subscribed to the revocation channel (classic SUBSCRIBE: a Cluster
- * broadcasts each PUBLISH to every node, so any one node hears them all; see
- * docs/ARCHITECTURE.md's design decisions for why not sharded pub/sub). Whatever is published while no subscription
- * stands is lost, so each time one stands again `flush` is called, once: the caller drops
- * everything it cached, and a missed revocation cannot outlive the outage.
+ * broadcasts each PUBLISH to every node, so any one node hears them all; see docs/ARCHITECTURE.md's
+ * design decisions for why not sharded pub/sub). Whatever is published while no subscription stands
+ * is lost, so each time one stands again `flush` is called, once: the caller drops everything it
+ * cached, and a missed revocation cannot outlive the outage.
  *
  * No connection reconnects or resubscribes by itself: when one ends, the next is made here
  * (on a Cluster, on another master), so every flush follows a SUBSCRIBE seen to succeed, and

@@ -5,9 +5,6 @@ import { redisLayout } from './layout.js';
 import { unlockMessage } from './revocation-message.js';
 import type { ScriptRunner } from './run-script.js';
 
-/** What the CLI names to unlock (commands/ reach the lockout's types through here). */
-export type { Unlock };
-
 /** What one unlock found: the counters it deleted, and how many of them held a lock. */
 export interface UnlockResult {
   readonly unlock: Unlock;

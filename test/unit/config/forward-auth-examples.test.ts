@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
-import { readDoc } from '../../support/markdown.js';
+import { codeBlocks, readDoc, section } from '../../support/markdown.js';
 
 // The forward-auth configs of docs/forward-auth.md are the files in config/forward-auth/
 // (nginx's, its cached variant and Caddy's run in the e2e tests; Traefik and Envoy are not run
@@ -13,13 +13,13 @@ import { readDoc } from '../../support/markdown.js';
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 
 const DOC = readDoc('docs/forward-auth.md');
-const SECTION = DOC.slice(DOC.indexOf('## Forward auth: nginx, Caddy, Traefik, Envoy'));
+const SECTION = section(DOC, '## Forward auth: nginx, Caddy, Traefik, Envoy');
 
-/** The first fenced block of the doc's forward-auth section whose body matches `start`. */
+/** The first fenced block of the doc's forward-auth section whose body starts with `start`. */
 function docBlock(lang: string, start = ''): string {
-  const match = new RegExp('```' + lang + '\\n(' + start + '[\\s\\S]*?)\\n```').exec(SECTION);
-  if (match?.[1] === undefined) throw new Error(`no ${lang} block in the doc's section`);
-  return match[1];
+  const block = codeBlocks(SECTION, lang).find((body) => body.startsWith(start));
+  if (block === undefined) throw new Error(`no ${lang} block in the doc's section`);
+  return block;
 }
 
 /** Lines that are neither empty nor comments, trimmed. */

@@ -10,7 +10,7 @@ import {
   type AccessEntry,
   type AccessLogOptions,
 } from '../../../src/observability/access-log.js';
-import { readDoc } from '../../support/markdown.js';
+import { codeBlocks, readDoc } from '../../support/markdown.js';
 
 function capture(level = 'info'): { lines: string[]; logger: pino.Logger } {
   const lines: string[] = [];
@@ -242,8 +242,8 @@ describe('the example under Logs in docs/operations.md', () => {
   // request's line, in the order written.
   it('has the fields of a proxied, authenticated request’s line, trace_id included, in order', () => {
     const doc = readDoc('docs/operations.md');
-    const open = doc.indexOf('```json\n', doc.indexOf('**Logs.**')) + '```json\n'.length;
-    const example = JSON.parse(doc.slice(open, doc.indexOf('\n```', open))) as object;
+    const [block = ''] = codeBlocks(doc.slice(doc.indexOf('**Logs.**')), 'json');
+    const example = JSON.parse(block) as object;
     const line = lineFor({ ...entry, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
     expect(Object.keys(example)).toEqual(Object.keys(line));
   });

@@ -1,14 +1,21 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { z } from 'zod';
 import { parseRfc3339 } from '../../../src/credentials/key-expiry.js';
-import { isValidLabel } from '../../../src/credentials/key-view.js';
+import { LABEL, type KeyView } from '../../../src/credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
   LOGIN_MESSAGES,
   SCOPES_MESSAGE,
 } from '../../../src/errors/gateway-error.js';
-import { createKeySchema, loginSchema } from '../../../src/openapi/api-schemas.js';
+import type { ErrorEnvelopeBody } from '../../../src/errors/error-envelope.js';
+import {
+  createKeySchema,
+  loginSchema,
+  type errorEnvelopeSchema,
+  type KeyViewBody,
+} from '../../../src/openapi/api-schemas.js';
 import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
 import { createSchemaCompiler, type OpenApiDocument } from '../../support/openapi-validator.js';
 
@@ -112,8 +119,17 @@ describe('a label', () => {
     );
     fc.assert(
       fc.property(chars, (label) => {
-        expect(validate({ label })).toBe(isValidLabel(label));
+        expect(validate({ label })).toBe(LABEL.pattern.test(label));
       }),
     );
+  });
+});
+
+// The builders outside openapi/ keep their own types (credentials' keyView, errors' errorBody):
+// `npm run check` type-checks this file, so either drifting from its schema fails it.
+describe("the response builders' types", () => {
+  it('are the types of the schemas the document is built from', () => {
+    expectTypeOf<KeyView>().toEqualTypeOf<KeyViewBody>();
+    expectTypeOf<ErrorEnvelopeBody>().toEqualTypeOf<z.input<typeof errorEnvelopeSchema>>();
   });
 });

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
+import { parseConfig, RESERVED_PATHS } from '../../../src/config/load-config.js';
 import { ERROR_CATALOGUE } from '../../../src/errors/error-codes.js';
-import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
+import { buildOpenApiDocument, OPENAPI_PATH } from '../../../src/openapi/build-openapi-document.js';
 import { openApiJson } from '../../../src/openapi/openapi-json.js';
 import {
   createSchemaCompiler,
@@ -45,6 +46,21 @@ describe('the OpenAPI document', () => {
     const schemas = [...Object.values(document.components.schemas), ...inlineSchemas(document)];
     expect(schemas.length).toBeGreaterThan(30);
     for (const schema of schemas) expect(() => compile(schema)).not.toThrow();
+  });
+
+  // The document is built without a configuration (config/ may not import openapi/, nor the
+  // other way round), so it retypes the defaults: this holds the two together.
+  it("has the default configuration's paths: its routes', the reserved ones and forwardAuth.path", () => {
+    const config = parseConfig('', 'empty.yaml');
+    const expected = [
+      ...config.routes.flatMap((route) => route.paths),
+      ...RESERVED_PATHS,
+      '/keys/{key}',
+      config.forwardAuth.path,
+      `${config.forwardAuth.path}/{path}`,
+    ];
+    expect(Object.keys(buildOpenApiDocument().paths ?? {}).sort()).toEqual(expected.sort());
+    expect(RESERVED_PATHS).toContain(OPENAPI_PATH);
   });
 
   it('names each operation by an id of its own', () => {
