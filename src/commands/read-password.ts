@@ -7,12 +7,6 @@ const MIN_PASSWORD_CHARS = 8;
 /** What the messages call the value read: a user's password, or a pair's secret. */
 export type PasswordNoun = 'password' | 'secret';
 
-/** The noun at the start of the first prompt: `hash-password` asks for a secret, not a password. */
-const CAPITALIZED: Readonly<Record<PasswordNoun, string>> = {
-  password: 'Password',
-  secret: 'Secret',
-};
-
 /**
  * The password comes from stdin (piped: its first line) or from a prompt that does not echo,
  * never from argv, where it would show in `ps` and shell history.
@@ -49,7 +43,8 @@ async function promptTwice(
   input: NodeJS.ReadStream,
   output: NodeJS.WriteStream,
 ): Promise<string> {
-  const first = await promptHidden(`${CAPITALIZED[noun]}: `, noun, input, output);
+  const capitalized = `${noun.charAt(0).toUpperCase()}${noun.slice(1)}`;
+  const first = await promptHidden(`${capitalized}: `, noun, input, output);
   const second = await promptHidden(`Repeat ${noun}: `, noun, input, output);
   if (first !== second) throw new CliError(`the ${noun}s differ`, EXIT.usage);
   return first;

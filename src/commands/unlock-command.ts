@@ -22,7 +22,7 @@ export interface UnlockOptions {
 const COUNTED_KEY_CHARACTERS = /^[^\s:\p{Cc}]+$/u;
 
 /** The options read: the unlocks they name, in the order key, username, address. */
-export function parseUnlockOptions(
+function parseUnlockOptions(
   options: UnlockOptions,
   clientNetworks: GatewayConfig['server']['clientNetworks'],
 ): { readonly unlocks: readonly Unlock[]; readonly address?: string } {
@@ -87,17 +87,23 @@ export async function unlockCommand(
   );
 }
 
-function named(unlock: Unlock, address: string | undefined): string {
+/**
+ * What a result names, for both outputs: its field(s) for --json, its words for the text (an
+ * address as asked, beside the network it counts in when they differ).
+ */
+function named(unlock: Unlock, address: string | undefined) {
   switch (unlock.kind) {
     case 'key':
-      return `key ${unlock.key}`;
+      return { fields: { key: unlock.key }, text: `key ${unlock.key}` };
     case 'username':
-      return `username ${unlock.username}`;
+      return { fields: { username: unlock.username }, text: `username ${unlock.username}` };
     case 'address': {
       const asked = address ?? unlock.network;
-      return asked === unlock.network
-        ? `address ${asked}`
-        : `address ${asked} (network ${unlock.network})`;
+      const text =
+        asked === unlock.network
+          ? `address ${asked}`
+          : `address ${asked} (network ${unlock.network})`;
+      return { fields: { address: asked, network: unlock.network }, text };
     }
   }
 }
@@ -107,19 +113,14 @@ function unlockLine(
   address: string | undefined,
 ): string {
   const counters = `${cleared} counter${cleared === 1 ? '' : 's'}`;
-  const what = named(unlock, address);
-  if (locked > 0) return `${what}: lock lifted (${counters} cleared)`;
+  const { text } = named(unlock, address);
+  if (locked > 0) return `${text}: lock lifted (${counters} cleared)`;
   return cleared === 0
-    ? `${what}: nothing was locked`
-    : `${what}: nothing was locked (failures cleared from ${counters})`;
+    ? `${text}: nothing was locked`
+    : `${text}: nothing was locked (failures cleared from ${counters})`;
 }
 
 function unlockView({ unlock, cleared, locked }: UnlockResult, address: string | undefined) {
-  const which =
-    unlock.kind === 'key'
-      ? { key: unlock.key }
-      : unlock.kind === 'username'
-        ? { username: unlock.username }
-        : { address: address ?? unlock.network, network: unlock.network };
-  return { kind: unlock.kind, ...which, was_locked: locked > 0, counters_cleared: cleared };
+  const { fields } = named(unlock, address);
+  return { kind: unlock.kind, ...fields, was_locked: locked > 0, counters_cleared: cleared };
 }
