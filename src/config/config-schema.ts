@@ -87,7 +87,6 @@ export const DEFAULT_ALLOW_HEADERS = [
   'accept-encoding',
   'accept-language',
   'cache-control',
-  'content-length',
   'content-type',
   'if-match',
   'if-modified-since',
@@ -123,6 +122,18 @@ export const upstreamSchema = z.strictObject({
   timeoutMs: durationMs.default(10_000),
   connectTimeoutMs: durationMs.default(2_000),
   maxSockets: int(z.number().int().positive()).default(256),
+  /**
+   * A chunked request body up to this size is read whole and sent with a Content-Length, for
+   * upstreams that cannot read a chunked request (nginx buffers bodies alike; 16 KiB is its
+   * client_body_buffer_size on 64-bit). Larger ones stream chunked; 0 streams every one.
+   */
+  bodyBufferBytes: int(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(8 * 1024 * 1024),
+  ).default(16 * 1024),
   /**
    * The forwarding engine: http-proxy-3 (the product's named engine) or undici (about half
    * the CPU per request). Both keep the same forwarding contract.

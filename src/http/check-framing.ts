@@ -4,9 +4,10 @@ import type { ErrorCode } from '../errors/error-codes.js';
 /**
  * Request-level refusals that Node's parser lets through (see facts): a second Host or
  * Authorization line (Node keeps the first, another hop may keep the last),
- * Transfer-Encoding on HTTP/1.0 or in any form but `chunked`, a body on GET/HEAD, and more
- * header lines than configured (Node silently drops lines past maxHeadersCount, a late
- * Authorization included, so the limit is enforced here and answered with 431).
+ * Transfer-Encoding on HTTP/1.0 or in any form but `chunked`, a Connection header naming the
+ * body's framing, a body on GET/HEAD, and more header lines than configured (Node silently
+ * drops lines past maxHeadersCount, a late Authorization included, so the limit is enforced
+ * here and answered with 431).
  */
 export function checkFraming(req: IncomingMessage, maxHeaderCount: number): ErrorCode | undefined {
   const raw = req.rawHeaders;
@@ -27,10 +28,26 @@ export function checkFraming(req: IncomingMessage, maxHeaderCount: number): Erro
     if (req.httpVersionMinor === 0 || transferEncoding.trim().toLowerCase() !== 'chunked')
       return 'bad_request';
   }
+  // A Connection header that names the body's framing asks the next hop to drop it, and the
+  // body with it would be read as another request; nginx, Envoy and Caddy frame every body
+  // they forward. No client has a reason to name them (RFC 9110 §7.6.1: Connection names
+  // options of this connection, and these two are the message's own).
+  const connection = req.headers.connection;
+  if (connection !== undefined && namesFraming(connection)) return 'bad_request';
   if (req.method === 'GET' || req.method === 'HEAD') {
     const length = req.headers['content-length'];
     if (transferEncoding !== undefined || (length !== undefined && length !== '0'))
       return 'bad_request';
   }
   return undefined;
+}
+
+/** `keep-alive` and `close`, the values clients send, are told at once. */
+function namesFraming(connection: string): boolean {
+  if (connection.length < 14) return false;
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === 'content-length' || name === 'transfer-encoding') return true;
+  }
+  return false;
 }

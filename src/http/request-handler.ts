@@ -19,6 +19,7 @@ import {
 import type { Logger } from '../observability/create-logger.js';
 import type { RateLimiter, RateVerdict } from '../protection/rate-limiter.js';
 import type { Exchange } from '../proxy/forwarder.js';
+import { frameRequestBody, NO_BODY, type RequestBody } from '../proxy/request-body.js';
 import { buildUpstreamHeaders, type HeaderPolicy } from '../proxy/upstream-headers.js';
 import type { RouteTable } from '../routing/route-table.js';
 import {
@@ -101,6 +102,7 @@ class RequestContext implements Exchange, ExchangeBytes {
   // The Exchange, once the request is accepted for forwarding.
   path = '';
   headers: OutgoingHttpHeaders = {};
+  body: RequestBody = NO_BODY;
   upstreamStartedAt = 0;
   upstreamStatus: number | undefined = undefined;
   upstreamMs: number | undefined = undefined;
@@ -354,8 +356,21 @@ class RequestContext implements Exchange, ExchangeBytes {
     });
     // Only now, with the request accepted, may the client send its body (see checkContinue).
     if (expectsContinue(req.headers)) res.writeContinue();
+    const body = frameRequestBody(req, upstream.bodyBufferBytes);
+    if (!(body instanceof Promise)) return this.send(route, body);
+    body.then(
+      (read) => {
+        // The client went away, or the server answered 408 meanwhile: nothing to forward.
+        if (read !== undefined && !res.headersSent && !res.destroyed) this.send(route, read);
+      },
+      (error: unknown) => this.onError(error),
+    );
+  }
+
+  private send(route: ProxyRoute, body: RequestBody): void {
+    this.body = body;
     this.upstreamStartedAt = performance.now();
-    route.forwarder.forward(req, res, this);
+    route.forwarder.forward(this.req, this.res, this);
   }
 
   private serve(route: EndpointRoute, param: string | undefined, query: string): void {

@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { ConnectionOptions } from 'node:tls';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { UpstreamErrorKind } from '../errors/upstream-error-kind.js';
+import type { RequestBody } from './request-body.js';
 
 /**
  * An https:// upstream's TLS beside Node's defaults: a CA, the name checked and sent in SNI,
@@ -22,13 +23,20 @@ export interface UpstreamTarget {
   readonly connectTimeoutMs: number;
   /** The bound on pooled connections to this upstream. */
   readonly maxSockets: number;
+  /** A chunked request body up to this size is read whole and sent with its length. */
+  readonly bodyBufferBytes: number;
   readonly tls: UpstreamTls;
 }
 
 export function createUpstreamTarget(
   name: string,
   url: URL,
-  options: { timeoutMs: number; connectTimeoutMs: number; maxSockets: number },
+  options: {
+    timeoutMs: number;
+    connectTimeoutMs: number;
+    maxSockets: number;
+    bodyBufferBytes: number;
+  },
   tls: UpstreamTls = {},
 ): UpstreamTarget {
   return {
@@ -39,6 +47,7 @@ export function createUpstreamTarget(
     timeoutMs: options.timeoutMs,
     connectTimeoutMs: options.connectTimeoutMs,
     maxSockets: options.maxSockets,
+    bodyBufferBytes: options.bodyBufferBytes,
     tls,
   };
 }
@@ -47,8 +56,13 @@ export function createUpstreamTarget(
 export interface Exchange {
   /** The whole outgoing path: the route's prefix (base path included) and the raw query. */
   readonly path: string;
-  /** Built from the allow-list (see upstream-headers); sent as they are. */
+  /**
+   * Built from the allow-list (see upstream-headers); sent as they are, with the body's
+   * framing (Content-Length or Transfer-Encoding) added by the engine from `body`.
+   */
   readonly headers: OutgoingHttpHeaders;
+  /** How the request's body goes upstream (see request-body). */
+  readonly body: RequestBody;
   readonly requestId: string;
   /** 502 or 504, before the response started; after it, the engine cuts the client socket. */
   readonly onError: (error: GatewayError) => void;

@@ -13,11 +13,14 @@ import {
 } from './forwarder.js';
 import { upstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { writeProxiedHead } from './response-headers.js';
+import { replayBytes } from './request-body.js';
 
 interface ExchangeState {
   readonly exchange: Exchange;
   readonly res: ServerResponse;
   timedOut: boolean;
+  /** The upstream's response, once its head came. */
+  response: IncomingMessage | undefined;
 }
 
 /**
@@ -72,6 +75,17 @@ export function createHttpProxyForwarder(
     selfHandleResponse: true,
   });
 
+  // http-proxy-3's deleteLength pass sets `content-length: 0` on a DELETE without one and drops
+  // its Transfer-Encoding, while the body is still piped: the upstream would read the body as
+  // a second request. Put the gateway's framing back before the request is made.
+  proxy.before('web', 'stream', (req: CarryingRequest) => {
+    const { headers } = req;
+    if (headers['transfer-encoding'] !== undefined || req[STATE]?.exchange.body.kind !== 'chunked')
+      return;
+    delete headers['content-length'];
+    headers['transfer-encoding'] = 'chunked';
+  });
+
   proxy.on('proxyReq', (proxyReq, req: CarryingRequest) => {
     const state = req[STATE];
     if (state === undefined) return;
@@ -101,6 +115,7 @@ export function createHttpProxyForwarder(
         state?.exchange.requestId ?? '',
       );
     if (state !== undefined) {
+      state.response = proxyRes;
       (proxyRes as CarryingRequest)[STATE] = state;
       // Before pipe's own listener: the time is taken before the client's response ends.
       // ('end' and 'close' come once each: `on` spares the wrapper `once` makes.)
@@ -145,6 +160,10 @@ export function createHttpProxyForwarder(
   const onProxyError = (error: Error, req: CarryingRequest): void => {
     const state = req[STATE];
     if (state === undefined) return;
+    // Bytes past a complete answer (more than its Content-Length): node:http fails the request
+    // and destroys that connection, while the answer, whole as declared, still streams to the
+    // client. nginx does the same: it sends the declared length and closes the connection.
+    if (state.response?.complete === true) return;
     upstreamFailed(state.exchange, observer, upstreamErrorKind(error, state.timedOut));
     state.exchange.onError(failure(state, error));
   };
@@ -152,10 +171,25 @@ export function createHttpProxyForwarder(
   return {
     upstream,
     forward(req: CarryingRequest, res, exchange) {
-      req[STATE] = { exchange, res, timedOut: false };
+      req[STATE] = { exchange, res, timedOut: false, response: undefined };
       req.url = exchange.path;
-      req.headers = exchange.headers as IncomingMessage['headers'];
-      proxy.web(req, res, onProxyError);
+      const { body, headers } = exchange;
+      req.headers = headers as IncomingMessage['headers'];
+      // The body-less fast path: node:http frames an empty body itself, and the request
+      // stream it pipes holds nothing.
+      if (body.kind === 'none') return proxy.web(req, res, onProxyError);
+      if (body.kind === 'length') {
+        headers['content-length'] = String(body.length);
+        return proxy.web(req, res, onProxyError);
+      }
+      // The request stream was read (wholly, or up to the buffer): the engine pipes this instead.
+      if (body.kind === 'whole') {
+        headers['content-length'] = String(body.bytes.length);
+        return proxy.web(req, res, { buffer: replayBytes(body.bytes) }, onProxyError);
+      }
+      // Explicit: node:http's client chunks a body by default on POST, PUT and PATCH only.
+      headers['transfer-encoding'] = 'chunked';
+      proxy.web(req, res, { buffer: body.stream }, onProxyError);
     },
     close() {
       agent.destroy();

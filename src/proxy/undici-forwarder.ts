@@ -1,4 +1,10 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type {
+  IncomingHttpHeaders,
+  IncomingMessage,
+  OutgoingHttpHeaders,
+  ServerResponse,
+} from 'node:http';
+import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error.js';
 import {
@@ -12,6 +18,7 @@ import {
 } from './forwarder.js';
 import { upstreamErrorKind } from '../errors/upstream-error-kind.js';
 import { writeProxiedHead } from './response-headers.js';
+import type { RequestBody } from './request-body.js';
 
 /** undici's own timers: no data from the upstream within the timeout, or no connection. */
 const TIMEOUT_CODES = new Set([
@@ -52,6 +59,10 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
+    // An interim answer (103 Early Hints, or a 1xx nobody asked for): dropped, as nginx does
+    // by default; written as a final head it would leave the real one nowhere to go.
+    // RFC 9110 §15.2: a proxy may drop 1xx it did not ask for (101 never comes: no Upgrade is sent).
+    if (statusCode < 200) return;
     this.exchange.upstreamStatus = statusCode;
     writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange.requestId);
   }
@@ -89,10 +100,26 @@ function onClientClose(this: CarryingResponse): void {
   if (!this.writableFinished) this[EXCHANGE]?.clientClosed();
 }
 
-/** A request carries a body when it says so (RFC 9112 §6.3); a GET without one sends none. */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+/**
+ * The body undici sends, from the gateway's decision: a stream goes with the Content-Length
+ * given in the headers, or chunked without one; bytes go with their length.
+ */
+function outgoingBody(
+  req: IncomingMessage,
+  body: RequestBody,
+  headers: OutgoingHttpHeaders,
+): Buffer | Readable | null {
+  switch (body.kind) {
+    case 'none':
+      return null;
+    case 'length':
+      headers['content-length'] = String(body.length);
+      return req;
+    case 'whole':
+      return body.bytes;
+    case 'chunked':
+      return body.stream;
+  }
 }
 
 /**
@@ -124,8 +151,8 @@ export function createUndiciForwarder(
           {
             method: req.method ?? 'GET',
             path: exchange.path,
+            body: outgoingBody(req, exchange.body, exchange.headers),
             headers: exchange.headers as Record<string, string | string[]>,
-            body: hasBody(req) ? req : null,
           },
           handler,
         );

@@ -23,6 +23,9 @@ const HOP_BY_HOP: ReadonlySet<string> = new Set([
 
 const NEVER_ALLOWED: readonly string[] = [
   ...HOP_BY_HOP,
+  // The body's framing is the gateway's: the engine sets it from the body it forwards (see
+  // request-body), whatever the client's framing was.
+  'content-length',
   'host',
   'authorization',
   'x-request-id',

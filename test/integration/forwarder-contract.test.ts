@@ -1,10 +1,17 @@
 import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  connect,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayError } from '../../src/errors/gateway-error.js';
 import { createUpstreamTarget, type Exchange, type Forwarder } from '../../src/proxy/forwarder.js';
 import { createHttpProxyForwarder } from '../../src/proxy/http-proxy-forwarder.js';
+import { frameRequestBody, type RequestBody } from '../../src/proxy/request-body.js';
 import { createUndiciForwarder } from '../../src/proxy/undici-forwarder.js';
 
 // The contract every forwarding engine keeps, run against each: a real upstream and a
@@ -31,6 +38,42 @@ afterEach(async () => {
   );
 });
 
+/** Raw upstreams, and their connections: closed after each test. */
+const netServers: { server: NetServer; sockets: Socket[] }[] = [];
+
+afterEach(async () => {
+  await Promise.all(
+    netServers.splice(0).map(({ server, sockets }) => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    }),
+  );
+});
+
+async function listenNet(server: NetServer): Promise<number> {
+  const sockets: Socket[] = [];
+  netServers.push({ server, sockets });
+  server.on('connection', (socket) => sockets.push(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+/** Sends `head` on a fresh connection and resolves with every byte received until the server closes. */
+function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(head));
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      received += chunk;
+      // The test's upstreams end their answers so.
+      if (/\r\n\r\n[^]*(?:after the hints|ok)$/.test(received)) socket.end();
+    });
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+  });
+}
+
 async function listen(server: Server): Promise<number> {
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -45,6 +88,7 @@ async function front(
   /** Headers the front sets on the response before forwarding (as the rate limiter does). */
   preset: Record<string, string> = {},
   timeoutMs = 5_000,
+  bodyBufferBytes = 16 * 1024,
 ): Promise<Front> {
   const observed: Front['observed'] = { seconds: [], errors: [] };
   const forwarder = engine(
@@ -52,6 +96,7 @@ async function front(
       timeoutMs,
       connectTimeoutMs: 1_000,
       maxSockets,
+      bodyBufferBytes,
     }),
     {
       observe: (seconds) => observed.seconds.push(seconds),
@@ -63,26 +108,32 @@ async function front(
   const exchanges: Exchange[] = [];
   const server = createServer((req, res) => {
     const headers: Record<string, string> = { host: `127.0.0.1:${upstreamPort}` };
-    for (const name of ['content-type', 'content-length'] as const) {
-      const value = req.headers[name];
-      if (value !== undefined) headers[name] = value;
-    }
+    const type = req.headers['content-type'];
+    if (type !== undefined) headers['content-type'] = type;
     for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
-    const exchange: Exchange = {
-      path: req.url ?? '/',
-      headers,
-      requestId: 'req-1',
-      onError: (error) => {
-        errors.push(error);
-        res.destroy();
-      },
-      upstreamStartedAt: performance.now(),
-      upstreamStatus: undefined,
-      upstreamMs: undefined,
-      upstreamError: undefined,
+    // The gateway's decision, as the request handler takes it (see request-body).
+    const forward = (body: RequestBody | undefined): void => {
+      if (body === undefined) return;
+      const exchange: Exchange = {
+        path: req.url ?? '/',
+        headers,
+        body,
+        requestId: 'req-1',
+        onError: (error) => {
+          errors.push(error);
+          res.destroy();
+        },
+        upstreamStartedAt: performance.now(),
+        upstreamStatus: undefined,
+        upstreamMs: undefined,
+        upstreamError: undefined,
+      };
+      exchanges.push(exchange);
+      forwarder.forward(req, res, exchange);
     };
-    exchanges.push(exchange);
-    forwarder.forward(req, res, exchange);
+    const body = frameRequestBody(req, bodyBufferBytes);
+    if (body instanceof Promise) void body.then(forward);
+    else forward(body);
   });
   return { port: await listen(server), errors, exchanges, observed };
 }
@@ -161,6 +212,54 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       headers: { 'content-type': 'application/octet-stream' },
     });
     expect([answer.status, sha(answer.body), received]).toEqual([200, sha(download), sha(upload)]);
+  });
+
+  describe.each(['POST', 'DELETE'])('frames a %s body upstream', (method) => {
+    // The front's buffer is 8 bytes. Past it, the body goes chunked, or with its length when
+    // it had all arrived by then (undici measures a stream that has ended).
+    const FRAMINGS = [
+      ['with the client length', 'content-length', ['hello'], ['length 5']],
+      ['chunked, within the buffer, with its length', 'chunked', ['he', 'llo'], ['length 5']],
+      [
+        'chunked, past the buffer, chunked',
+        'chunked',
+        ['hello ', 'world, ', 'again'],
+        ['chunked', 'length 18'],
+      ],
+    ] as const;
+    it.each(FRAMINGS)('%s', async (_case, framing, parts, framings) => {
+      const received: { framing: string; body: string }[] = [];
+      const upstream = createServer((req, res) => {
+        let body = '';
+        req.setEncoding('latin1');
+        req.on('data', (chunk: string) => (body += chunk));
+        req.on('end', () => {
+          const length = req.headers['content-length'];
+          received.push({
+            framing: req.headers['transfer-encoding'] ?? `length ${length ?? 'none'}`,
+            body,
+          });
+          res.end('ok');
+        });
+      });
+      const { port } = await front(engine, await listen(upstream), 16, {}, 5_000, 8);
+      const sent = parts.join('');
+      const head =
+        framing === 'chunked'
+          ? 'transfer-encoding: chunked\r\n'
+          : `content-length: ${Buffer.byteLength(sent)}\r\n`;
+      const body =
+        framing === 'chunked'
+          ? parts.map((part) => `${part.length.toString(16)}\r\n${part}\r\n`).join('') + '0\r\n\r\n'
+          : sent;
+      const raw = await rawExchange(
+        port,
+        `${method} / HTTP/1.1\r\nHost: front\r\nConnection: close\r\n${head}\r\n${body}`,
+      );
+      expect(raw).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nok$/);
+      expect(received.map((r) => r.body)).toEqual([sent]);
+      expect(framings).toContain(received[0]?.framing);
+    });
   });
 
   it('answers HEAD with the upstream status and headers and no body', async () => {
@@ -315,6 +414,38 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       [undefined, 'number', 'timeout'],
       { seconds: [], errors: ['timeout'] },
     ]);
+  });
+
+  it('drops a 103 Early Hints, as nginx does, and forwards the final answer whole', async () => {
+    const upstream = createServer((_req, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }, () =>
+        res.end('after the hints'),
+      );
+    });
+    const { port, errors, exchanges } = await front(engine, await listen(upstream));
+    const raw = await rawExchange(port, 'GET / HTTP/1.1\r\nHost: front\r\n\r\n');
+    expect(raw).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(raw).toMatch(/\r\n\r\nafter the hints$/);
+    expect([errors, exchanges[0]?.upstreamStatus]).toEqual([[], 200]);
+  });
+
+  it('sends the declared length of an overlong answer, and closes that upstream connection', async () => {
+    const connections: Socket[] = [];
+    const upstream = createNetServer((socket) => {
+      connections.push(socket);
+      socket.once('data', () =>
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA BYTES'),
+      );
+    });
+    const upstreamPort = await listenNet(upstream);
+    const { port, errors, exchanges } = await front(engine, upstreamPort);
+    const first = await send(port, {});
+    expect([first.status, first.body.toString()]).toEqual([200, 'hello']);
+    const second = await send(port, {});
+    expect([second.status, second.body.toString()]).toEqual([200, 'hello']);
+    expect([errors, exchanges.map((e) => e.upstreamError)]).toEqual([[], [undefined, undefined]]);
+    // Each on its own connection: what followed the declared length never reads as an answer.
+    expect(connections.length).toBe(2);
   });
 
   it('reports a refused connection as 502 upstream_unavailable', async () => {

@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { GatewayError } from '../../../src/errors/gateway-error.js';
 import type { Exchange } from '../../../src/proxy/forwarder.js';
+import { NO_BODY } from '../../../src/proxy/request-body.js';
 import { UndiciExchange } from '../../../src/proxy/undici-forwarder.js';
 
 /** A client response whose socket is full until `drain`, recording what it was asked. */
@@ -32,6 +33,7 @@ function controller() {
 const exchange = (errors: GatewayError[] = []): Exchange => ({
   path: '/',
   headers: {},
+  body: NO_BODY,
   requestId: 'r',
   onError: (error: GatewayError) => errors.push(error),
   upstreamStartedAt: performance.now(),
