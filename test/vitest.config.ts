@@ -13,6 +13,7 @@ const FORWARDING_SUITE = [
   'test/e2e/reload.test.ts',
   'test/e2e/errors-framing.test.ts',
   'test/e2e/tracing.test.ts',
+  'test/e2e/body-framing.test.ts',
 ];
 
 export default defineConfig({
