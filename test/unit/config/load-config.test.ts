@@ -89,6 +89,7 @@ describe('parseConfig: defaults', () => {
         timeoutMs: 10_000,
         connectTimeoutMs: 2_000,
         maxSockets: 256,
+        bodyBufferBytes: 16384,
         engine: 'http-proxy-3',
       },
     });
@@ -159,6 +160,7 @@ auth:
         timeoutMs: 500,
         connectTimeoutMs: 2_000,
         maxSockets: 256,
+        bodyBufferBytes: 16384,
         engine: 'http-proxy-3',
       },
     });
@@ -793,6 +795,7 @@ describe('parseConfig: overrides', () => {
       timeoutMs: 700,
       connectTimeoutMs: 2_000,
       maxSockets: 256,
+      bodyBufferBytes: 16384,
       engine: 'http-proxy-3',
     });
   });
