@@ -59,9 +59,10 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
-    // An interim answer (103 Early Hints, or a 1xx nobody asked for): dropped, as nginx does
-    // by default; written as a final head it would leave the real one nowhere to go.
-    // RFC 9110 §15.2: a proxy may drop 1xx it did not ask for (101 never comes: no Upgrade is sent).
+    // An interim answer (103 Early Hints): dropped, as nginx does, and as the http-proxy-3
+    // engine does (node:http reports it apart from the response, and nothing forwards it), so
+    // both engines answer alike; written as a final head, it left the real one nowhere to go.
+    // (RFC 9110 §15.2 would have a proxy forward it; no 101 comes: no Upgrade is ever sent.)
     if (statusCode < 200) return;
     this.exchange.upstreamStatus = statusCode;
     writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange.requestId);
