@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { createSocket } from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { PassThrough, type Readable } from 'node:stream';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { NGINX } from './proxy-process.js';
 import { freePort } from './redis-server.js';
@@ -51,7 +51,7 @@ export async function startNginxUpstream(): Promise<LoggingUpstream> {
     join(dir, 'nginx.conf'),
     [
       `pid ${join(dir, 'nginx.pid')};`,
-      // Its own errors go to a file: stderr carries the access log only.
+      // In its temp directory, removed when it stops.
       `error_log ${join(dir, 'error.log')} warn;`,
       'events { worker_connections 64; }',
       'http {',
@@ -135,16 +135,20 @@ async function logging(
     }),
   );
   exited.catch(() => undefined);
-  if (knownPort === undefined)
-    await within(10_000, `${name} listening`, Promise.race([portSeen, exited]));
-  else await within(10_000, `${name} listening`, Promise.race([untilAccepting(knownPort), exited]));
+  const listening = knownPort === undefined ? portSeen : untilAccepting(knownPort);
+  try {
+    await within(10_000, `${name} listening`, Promise.race([listening, exited]));
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return {
     name,
     url: `http://127.0.0.1:${String(port)}`,
     served,
     untilServed: (count) =>
       within(
-        5_000,
+        10_000,
         `${name} serving ${count} requests (served: ${JSON.stringify(served)})`,
         new Promise((resolve) => {
           const check = (): void => {
