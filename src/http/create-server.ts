@@ -207,6 +207,10 @@ function answerRefused(
 
 function clientErrorCode(code: string | undefined): ErrorCode {
   if (code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
+  // A target the parser cannot take as a URL (`GET other.example:80`, authority-form on a
+  // method other than CONNECT; `GET accounts`, no leading `/`): a path problem, as the same
+  // targets are when they parse (route-table refuses every non-origin, non-absolute form).
+  if (code === 'HPE_INVALID_URL') return 'invalid_path';
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT')
     return 'request_timeout';
   return 'bad_request';
