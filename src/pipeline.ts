@@ -210,6 +210,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     verifier,
     schemes: ['basic', 'bearer'],
     refuse: authenticator.refuse,
+    refuseScope: authenticator.refuseScope,
     maxActivePerSubject: config.keys.maxActivePerSubject,
     requiredScopes: config.keys.requiredScopes,
     maxBodyBytes: config.server.maxBodyBytes,

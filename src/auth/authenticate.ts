@@ -4,7 +4,7 @@ import type { BasicAuthenticator } from './basic-authenticator.js';
 import { DENIED, type AuthOutcome } from './denial.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';
 import { basicCredentials, bearerToken, parseAuthorization } from './parse-authorization.js';
-import { createRefusal, type Refuse } from './refusal.js';
+import { createRefusal, createScopeRefusal, type Refuse, type RefuseScope } from './refusal.js';
 
 export interface Authenticator {
   /**
@@ -22,6 +22,8 @@ export interface Authenticator {
   ): AuthOutcome | Promise<AuthOutcome>;
   /** The error a denial answers with on a route accepting `schemes`. */
   readonly refuse: Refuse;
+  /** The 403 of a caller lacking a required scope (with the RFC 6750 challenge for a token). */
+  readonly refuseScope: RefuseScope;
 }
 
 export interface AuthenticatorOptions {
@@ -35,6 +37,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const { basic, bearer } = options;
   return {
     refuse: createRefusal(options.realm),
+    refuseScope: createScopeRefusal(options.realm),
     authenticate(header, schemes, from, connection) {
       // Cache hits first, looked up by the credentials exactly as sent: only a verified pair
       // or token is ever cached, so a hit needs no decoding and no syntax scan.

@@ -1,6 +1,6 @@
 import type { AuthScheme } from '../auth/auth-scheme.js';
 import { DENIED } from '../auth/denial.js';
-import type { Refuse } from '../auth/refusal.js';
+import type { Refuse, RefuseScope } from '../auth/refusal.js';
 import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import { isUsable, type CredentialStore, type KeyRecord } from '../credentials/credential-store.js';
@@ -28,6 +28,8 @@ export interface KeysEndpointsOptions {
   schemes: readonly AuthScheme[];
   /** Turns a denial into the route's 401, with its challenges. */
   refuse: Refuse;
+  /** The 403 of a caller without keys.requiredScopes (a token's with its challenge). */
+  refuseScope: RefuseScope;
   maxActivePerSubject: number;
   /** Scopes every caller of these endpoints needs (keys.requiredScopes). */
   requiredScopes: readonly string[];
@@ -63,7 +65,8 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
         throw options.refuse(DENIED.invalid_token, ['bearer']);
       caller = { ...identity, scopes: identity.scopes.filter((s) => user.scopes.includes(s)) };
     }
-    if (!hasScopes(caller.scopes, options.requiredScopes)) throw new GatewayError('forbidden');
+    if (!hasScopes(caller.scopes, options.requiredScopes))
+      throw options.refuseScope(caller, options.requiredScopes);
     return caller;
   };
 

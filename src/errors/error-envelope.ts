@@ -66,13 +66,21 @@ export function writeError(res: ServerResponse, error: GatewayError, requestId: 
   }
 }
 
-/** For errors the HTTP parser raises before a request object exists. */
-export function writeRawError(socket: Socket, code: ErrorCode, requestId: string): void {
+/**
+ * For errors the HTTP parser raises before a request object exists (`message`: a fixed
+ * override of the catalogue's, as GatewayErrorOptions.message).
+ */
+export function writeRawError(
+  socket: Socket,
+  code: ErrorCode,
+  requestId: string,
+  message?: string,
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const body = errorBody(code, requestId);
+  const body = errorBody(code, requestId, message);
   const { status } = ERROR_CATALOGUE[code];
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +

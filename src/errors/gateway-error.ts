@@ -38,6 +38,13 @@ export const FORWARD_AUTH_MESSAGES = {
     'A forward-auth check names the original request one way: X-Forwarded-Method with X-Forwarded-Uri, X-Original-Method with X-Original-URI, or the path after the check path.',
 } as const;
 
+/**
+ * 400 bad_request to a request in plain HTTP on the TLS listener (nginx answers "The plain
+ * HTTP request was sent to HTTPS port"): the client needs https://, not another request.
+ */
+export const PLAIN_HTTP_MESSAGE =
+  'This port speaks HTTPS only: the request was sent in plain HTTP; use an https:// URL.';
+
 /** `POST /keys` 403 forbidden: the body asked for a scope the caller does not hold. */
 export const SCOPE_ESCALATION_MESSAGE = 'A new key pair can only carry scopes the caller holds.';
 

@@ -10,7 +10,8 @@ import type { Socket } from 'node:net';
 import type { SecureContextOptions, Server as TlsServer, TlsOptions } from 'node:tls';
 import { writeError, writeRawError } from '../errors/error-envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
-import { GatewayError } from '../errors/gateway-error.js';
+import { GatewayError, PLAIN_HTTP_MESSAGE } from '../errors/gateway-error.js';
+import { answerPlainHttpOnTls } from './plain-http-on-tls.js';
 import type { RejectedRequestLog } from './rejected-request.js';
 import type { RequestHandler } from './request-handler.js';
 import { pickRequestId } from './request-id.js';
@@ -94,6 +95,11 @@ export function createGatewayServer(
     tls === undefined
       ? createServer(options, counted)
       : (createHttpsServer({ ...options, ...handshake, ...tls }, counted) as unknown as Server);
+  if (tls !== undefined)
+    answerPlainHttpOnTls(server, {
+      silentTimeoutMs: () => server.headersTimeout,
+      answer: (socket) => answerPlainHttp(socket, server.headersTimeout, rejected),
+    });
   // One more than allowed, so the handler sees the overflow and answers 431 instead of Node
   // silently dropping the extra lines (a late Authorization among them).
   server.maxHeadersCount = limits.maxHeaderCount + 1;
@@ -127,8 +133,10 @@ export function createGatewayServer(
     });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: TrackedSocket) => {
     // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
-    // reach a client that has no TLS session, so the connection is closed.
-    if (tls !== undefined && !sockets.has(socket)) socket.destroy();
+    // reach a client that has no TLS session, so the connection is closed. Nor one whose
+    // session OpenSSL has ended (a refused renegotiation, a bad record): not a request.
+    if (tls !== undefined && (!sockets.has(socket) || error.code?.startsWith('ERR_SSL_') === true))
+      socket.destroy();
     else answerClientError(error, socket, rejected);
   });
   const closeAfterResponses = (): void => {
@@ -205,8 +213,29 @@ function answerRefused(
   else answer();
 }
 
+/**
+ * A request in plain HTTP on the TLS port: 400 with a sentence saying to use https, then the
+ * connection closes. Its head is not parsed (so no X-Request-Id of the client's is kept): what
+ * the client sends is read and dropped, so that the close is a FIN after the answer rather
+ * than a reset that could discard it, for at most `lingerMs`.
+ */
+function answerPlainHttp(socket: Socket, lingerMs: number, rejected: RejectedRequestLog): void {
+  const requestId = pickRequestId(undefined);
+  socket.resume();
+  const answered = socket.writable;
+  writeRawError(socket, 'bad_request', requestId, PLAIN_HTTP_MESSAGE);
+  if (answered) rejected(socket, 'bad_request', requestId);
+  const linger = setTimeout(() => socket.destroy(), lingerMs);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+}
+
 function clientErrorCode(code: string | undefined): ErrorCode {
   if (code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
+  // A target the parser cannot take as a URL (`GET other.example:80`, authority-form on a
+  // method other than CONNECT; `GET accounts`, no leading `/`): a path problem, as the same
+  // targets are when they parse (route-table refuses every non-origin, non-absolute form).
+  if (code === 'HPE_INVALID_URL') return 'invalid_path';
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT')
     return 'request_timeout';
   return 'bad_request';

@@ -263,7 +263,7 @@ class RequestContext implements Exchange, ExchangeBytes {
     // Authenticated, and now authorized: the route's scopes, all of them (RFC 6750 §3.1's
     // insufficient_scope is a 403 too; the envelope says `forbidden`).
     if (!hasScopes(outcome.scopes, route.scopes))
-      return this.onError(new GatewayError('forbidden'));
+      return this.onError(this.shared.options.authenticator.refuseScope(outcome, route.scopes));
     if (this.limit(route, param, query)) return;
     this.dispatch(route, param, query);
   }

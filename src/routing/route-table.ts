@@ -1,4 +1,5 @@
 import { checkRequestTarget } from './check-request-target.js';
+import { foldPath } from './fold-path.js';
 
 /**
  * What a raw request target resolves to. Paths are compared exactly, byte for byte:
@@ -36,9 +37,9 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
   const resolve = createResolver(entries);
   // The same table as a case-insensitive upstream reads it (Express, ASP.NET Core, IIS).
   const resolveFolded = createResolver({
-    exact: new Map([...entries.exact].map(([path, entry]) => [foldCase(path), entry])),
-    parameterized: (entries.parameterized ?? []).map((p) => ({ ...p, prefix: foldCase(p.prefix) })),
-    prefixes: (entries.prefixes ?? []).map((p) => ({ ...p, prefix: foldCase(p.prefix) })),
+    exact: new Map([...entries.exact].map(([path, entry]) => [foldPath(path), entry])),
+    parameterized: (entries.parameterized ?? []).map((p) => ({ ...p, prefix: foldPath(p.prefix) })),
+    prefixes: (entries.prefixes ?? []).map((p) => ({ ...p, prefix: foldPath(p.prefix) })),
   });
   // The match of each exact path without a query, made once: the listing paths are most
   // requests, and their answer is then one Map lookup and no allocation.
@@ -80,17 +81,25 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
 
   /**
    * Whether an upstream may serve `path` as one another route decides: read without case
-   * (Express, ASP.NET Core, IIS), or without a format suffix on its last segment (Rails'
-   * optional `(.:format)`, Spring MVC's suffix match before 5.3). `/accounts/ADMIN/x` or
-   * `/accounts/admin.json` would otherwise pass a loose `/accounts/` route to the handler of
-   * a stricter `/accounts/admin/`.
+   * (Express, ASP.NET Core, IIS; Java's equalsIgnoreCase, which reads `ı` as `i`), after
+   * NFKC (`ａ` as `a`), or without a format suffix on its last segment (Rails' optional
+   * `(.:format)`, Spring MVC's suffix match before 5.3). `/accounts/ADMIN/x`,
+   * `/accounts/adm%C4%B1n/x` or `/accounts/admin.json` would otherwise pass a loose
+   * `/accounts/` route to the handler of a stricter `/accounts/admin/`. A path whose folded
+   * reading is no longer a path of one spelling (a fullwidth `/` or `.` folds to a segment
+   * boundary or a dot segment) is a twin of whatever that becomes: refused too.
    */
   function twinElsewhere(path: string, entry: T): boolean {
     const bare = withoutFormat(path);
     if (bare !== undefined && differs(resolve(bare), entry)) return true;
     for (const spelling of bare === undefined ? [path] : [path, bare]) {
-      const folded = foldCase(spelling);
-      if (folded !== spelling && differs(resolveFolded(folded), entry)) return true;
+      const folded = foldPath(spelling);
+      if (folded === spelling) continue;
+      const read = checkRequestTarget(folded);
+      if (read === undefined || read.query !== '') return true;
+      if (differs(resolveFolded(read.path), entry)) return true;
+      const foldedBare = withoutFormat(read.path);
+      if (foldedBare !== undefined && differs(resolveFolded(foldedBare), entry)) return true;
     }
     return false;
   }
@@ -124,12 +133,6 @@ function createResolver<T>(
     }
     return undefined;
   };
-}
-
-/** Letters folded to lower case; escapes kept upper-case, the only case a path may use. */
-function foldCase(path: string): string {
-  if (!/[A-Z]/.test(path)) return path;
-  return path.toLowerCase().replace(/%[0-9a-f]{2}/g, (escape) => escape.toUpperCase());
 }
 
 /** The path without a `.suffix` on its last segment; undefined when it has none. */

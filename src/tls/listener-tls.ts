@@ -1,3 +1,4 @@
+import { constants } from 'node:crypto';
 import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -6,6 +7,38 @@ import { checkKeyPair, type ServablePair } from './check-key-pair.js';
 
 /** RFC 8996 deprecates TLS 1.0 and 1.1; RFC 9325 §3.1.1 asks for 1.2 at least. */
 export const MIN_TLS_VERSION = 'TLSv1.2';
+
+/**
+ * AEAD suites only (RFC 9325 §4.2), with forward secrecy: on TLS 1.2 ECDHE with AES-GCM or
+ * ChaCha20-Poly1305, for ECDSA and RSA certificates; TLS 1.3's suites are all AEAD. Node's
+ * default list also offers CBC suites (Lucky Thirteen, RFC 7457 §2.8) and DHE and static-RSA
+ * key exchange. Mozilla's "intermediate" list without DHE: every client of the last decade
+ * has one of these.
+ */
+export const LISTENER_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/**
+ * What every context of the listener (the first, and each reloaded one) is made with.
+ * Renegotiation is refused (OpenSSL answers a TLS 1.2 ClientHello on an established
+ * connection with a no_renegotiation alert): a client-initiated one costs the server a full
+ * handshake per request of the client (a CPU flood, CVE-2011-1473), and nothing the gateway
+ * does asks for one. TLS 1.3 has no renegotiation.
+ */
+const LISTENER_POLICY = {
+  minVersion: MIN_TLS_VERSION,
+  ciphers: LISTENER_CIPHERS,
+  secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
+} as const;
 
 /**
  * A certificate and key are usually replaced one after the other: events within this time
@@ -43,8 +76,8 @@ export class ListenerTlsError extends Error {
 }
 
 export interface ListenerTls {
-  /** What https.createServer takes: the first pair, and the minimum version. */
-  readonly serverOptions: SecureContextOptions & { minVersion: typeof MIN_TLS_VERSION };
+  /** What https.createServer takes: the first pair, the minimum version, suites, options. */
+  readonly serverOptions: SecureContextOptions & typeof LISTENER_POLICY;
   /** Swaps the context of `server` at each accepted reload, and watches the files. */
   attach(server: TlsServer): void;
   /**
@@ -119,7 +152,7 @@ export async function loadListenerTls(
     // A watch event with nothing new (an editor's touch, the other file of a pair already read).
     if (pair.cert.equals(served.cert) && pair.key.equals(served.key)) return undefined;
     try {
-      server?.setSecureContext({ ...pair, minVersion: MIN_TLS_VERSION });
+      server?.setSecureContext({ ...pair, ...LISTENER_POLICY });
     } catch {
       // What checkKeyPair cannot see (a key type OpenSSL refuses for TLS).
       return { refused: 'OpenSSL refused the pair for TLS' };
@@ -187,7 +220,7 @@ export async function loadListenerTls(
   };
 
   return {
-    serverOptions: { cert: served.cert, key: served.key, minVersion: MIN_TLS_VERSION },
+    serverOptions: { cert: served.cert, key: served.key, ...LISTENER_POLICY },
     attach(target) {
       server = target;
       watchFiles();

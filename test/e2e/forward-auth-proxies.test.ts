@@ -32,6 +32,7 @@ import {
   type ProxyProcess,
 } from '../support/proxy-process.js';
 import type { HttpAnswer } from '../support/http-answer.js';
+import { listeningAddresses } from '../support/listening-addresses.js';
 import { freePort } from '../support/redis-server.js';
 import { scrapeMetric } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
@@ -106,6 +107,14 @@ describe.each(PROXIES)('forward auth behind $name', ({ name, binary, start, ever
       expect(existsSync(join((proxy as CaddyProcess).home, 'caddy', 'autosave.json'))).toBe(true);
     },
   );
+
+  // An example copied as it is must not open the protected service to the network: a site
+  // address names the Host Caddy answers, not the interface it listens on.
+  it.runIf(run)('listens on loopback only, as run from its example config', () => {
+    const addresses = listeningAddresses(Number(new URL(proxy.url).port));
+    expect(addresses.length).toBeGreaterThan(0);
+    expect(addresses.filter((address) => address !== '127.0.0.1' && address !== '::1')).toEqual([]);
+  });
 
   /** The 401's challenges are the gateway's, in its order (only its first, see above). */
   function expectChallenges(answer: HttpAnswer, sent: readonly string[]): void {

@@ -141,8 +141,9 @@ describe('a prefix route', () => {
   });
 
   // The key lacks the admin scope; an upstream decoding escapes, stripping `;params`,
-  // merging slashes, reading paths without case or dropping a `.format` would serve each of
-  // these as the admin route's under the weaker route.
+  // merging slashes, reading paths without case (Java's equalsIgnoreCase reads `ı` as `i`),
+  // normalizing to NFKC or dropping a `.format` would serve each of these as the admin
+  // route's under the weaker route.
   it.each([
     '/accounts//admin/x',
     '/accounts/%61dmin/x',
@@ -152,6 +153,9 @@ describe('a prefix route', () => {
     '/accounts/ADMIN/x',
     '/accounts/Admin',
     '/accounts/admin.json',
+    '/accounts/adm%C4%B1n/x',
+    '/accounts/ADM%C4%B0N',
+    '/accounts/%EF%BD%81dmin/x',
   ])(
     'answers 400 invalid_path for %s, a spelling of a stricter route, and forwards nothing',
     async (target) => {

@@ -209,6 +209,11 @@ describe('request targets that could normalize into another path', () => {
     '//accounts',
     '/acc%6Funts',
     '/accounts;v=1',
+    // Not origin-form nor absolute-form: authority-form on a method other than CONNECT, and a
+    // relative path (Node's parser refuses both before any handler).
+    'other.example:80',
+    'accounts',
+    'accounts/../admin',
   ];
 
   it.each(targets)('answers 400 invalid_path for GET %s and forwards nothing', async (target) => {

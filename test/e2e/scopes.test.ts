@@ -37,6 +37,13 @@ beforeAll(async () => {
             scopes: ['accounts:read'],
           },
           { name: 'open', paths: ['/account'], upstream: 'accounts', upstreamPath: '/accounts' },
+          {
+            name: 'ledger',
+            paths: ['/accounts/ledger'],
+            upstream: 'accounts',
+            upstreamPath: '/accounts',
+            scopes: ['accounts:read', 'ledger'],
+          },
         ],
         keys: { requiredScopes: ['keys'] },
         credentials: {
@@ -114,6 +121,30 @@ describe('routes[].scopes', () => {
     expect((await send(gateway.url, '/accounts', { headers })).status).toBe(200);
     // The user lacks `keys`: the key-management endpoints refuse the token.
     expectGatewayError(await send(gateway.url, '/keys', { headers }), 'forbidden');
+  });
+
+  it('answers a token without a route scope 403 with the RFC 6750 insufficient_scope challenge naming the scopes the route requires', async () => {
+    const token = await issueToken(gateway.url, USER.username, USER.password);
+    const headers = { authorization: bearerHeader(token) };
+    const ledger = await send(gateway.url, '/accounts/ledger', { headers });
+    expectGatewayError(ledger, 'forbidden');
+    expect(ledger.headers['www-authenticate']).toBe(
+      'Bearer realm="accounts-gateway", error="insufficient_scope", scope="accounts:read ledger"',
+    );
+    // keys.requiredScopes, on the gateway's own endpoints, alike.
+    const keys = await send(gateway.url, '/keys', { headers });
+    expectGatewayError(keys, 'forbidden');
+    expect(keys.headers['www-authenticate']).toBe(
+      'Bearer realm="accounts-gateway", error="insufficient_scope", scope="keys"',
+    );
+  });
+
+  it('answers a Basic pair without a route scope 403 without a challenge (RFC 7617 has no such error)', async () => {
+    for (const path of ['/accounts', '/accounts/ledger', '/keys']) {
+      const answer = await send(gateway.url, path, { headers: basic(NOBODY) });
+      expectGatewayError(answer, 'forbidden');
+      expect(answer.headers['www-authenticate']).toBeUndefined();
+    }
   });
 });
 

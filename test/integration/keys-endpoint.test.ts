@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRefusal } from '../../src/auth/refusal.js';
+import { createRefusal, createScopeRefusal } from '../../src/auth/refusal.js';
 import { createSecretVerifier } from '../../src/auth/secret-verifier.js';
 import fc from 'fast-check';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
@@ -58,6 +58,7 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
     }),
     schemes: ['basic'],
     refuse: createRefusal('test'),
+    refuseScope: createScopeRefusal('test'),
     maxActivePerSubject: MAX_ACTIVE,
     requiredScopes: [],
     maxBodyBytes: 1024,
@@ -112,6 +113,7 @@ async function startScopedKeys(): Promise<{
     }),
     schemes: ['basic'],
     refuse: createRefusal('test'),
+    refuseScope: createScopeRefusal('test'),
     maxActivePerSubject: 1000,
     requiredScopes: [],
     maxBodyBytes: 4096,

@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load-config.js';
+import { PLAIN_HTTP_MESSAGE } from '../../src/errors/gateway-error.js';
 import { capturedLogger, type CapturedLogger } from '../support/captured-logger.js';
 import { createTestCa, LOOPBACK, type IssuedCertificate } from '../support/certificates.js';
+import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { sample } from '../support/scrape-metric.js';
 import { send } from '../support/send.js';
@@ -76,7 +78,7 @@ describe('the API port over TLS', () => {
     port = (await gateway.listen()).port;
   };
 
-  it('answers over TLS 1.3 and 1.2, and refuses TLS 1.1 and plain HTTP', async () => {
+  it('answers over TLS 1.3 and 1.2, refuses TLS 1.1, and answers plain HTTP 400', async () => {
     await start();
     const answer = await send(`https://127.0.0.1:${String(port)}`, '/nowhere', { ca: ca.cert });
     expect(answer.status).toBe(404);
@@ -93,7 +95,9 @@ describe('the API port over TLS', () => {
     });
     // The server's protocol_version alert (RFC 8446 §6.2), not a refusal of the client's own.
     expect(old).toMatchObject({ ok: false, code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' });
-    await expect(send(`http://127.0.0.1:${String(port)}`, '/nowhere')).rejects.toThrow();
+    expectGatewayError(await send(`http://127.0.0.1:${String(port)}`, '/nowhere'), 'bad_request', {
+      message: PLAIN_HTTP_MESSAGE,
+    });
   });
 
   it('serves a new pair once its files change, and logs it', async () => {

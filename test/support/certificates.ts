@@ -29,6 +29,8 @@ export interface IssueOptions {
   /** Validity as openssl's YYYYMMDDHHMMSSZ; by default from an hour ago for a year. */
   readonly startDate?: string;
   readonly endDate?: string;
+  /** The leaf's key: P-256 by default; RSA for the suites with RSA key exchange or signatures. */
+  readonly keyAlgorithm?: 'EC' | 'RSA';
 }
 
 /** A private CA in a temporary folder, made with the openssl CLI, that issues certificates. */
@@ -52,11 +54,12 @@ function opensslDate(ms: number): string {
   return `${new Date(ms).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
 }
 
-function newKey(dir: string, file: string): void {
-  openssl(
-    ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file],
-    dir,
-  );
+function newKey(dir: string, file: string, algorithm: 'EC' | 'RSA' = 'EC'): void {
+  const parameters =
+    algorithm === 'EC'
+      ? ['-pkeyopt', 'ec_paramgen_curve:P-256']
+      : ['-pkeyopt', 'rsa_keygen_bits:2048'];
+  openssl(['genpkey', '-algorithm', algorithm, ...parameters, '-out', file], dir);
 }
 
 /**
@@ -110,7 +113,7 @@ export function createTestCa(name = 'Test CA'): TestCa {
     issue(leaf, options) {
       const keyFile = join(dir, `${leaf}.key`);
       const cert = join(dir, `${leaf}.pem`);
-      newKey(dir, keyFile);
+      newKey(dir, keyFile, options.keyAlgorithm);
       openssl(
         [
           'req',

@@ -32,6 +32,17 @@ function upstreamView(path: string): string {
       /%(2[5DE]|3[0-9B]|[46][1-9A-F]|[57][0-9AEF]|5F)/gi,
       (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)),
     );
+  // A Java upstream decodes UTF-8 and compares with equalsIgnoreCase (each character upper-,
+  // then lower-cased: `ı` is `i`, `ſ` is `s`); others normalize to NFKC first (`ａ` is `a`).
+  decoded = decoded.replace(/(?:%[89A-F][0-9A-F])+/gi, (row) => {
+    try {
+      return [...decodeURIComponent(row).normalize('NFKC')]
+        .map((char) => char.toUpperCase().toLowerCase())
+        .join('');
+    } catch {
+      return row;
+    }
+  });
   return decoded
     .toLowerCase()
     .replace(/;[^/]*/g, '')
@@ -68,6 +79,55 @@ describe('path spellings an upstream treats alike', () => {
       expect(table.match(target)).toEqual({ kind: 'invalid_path' });
     },
   );
+
+  it.each([
+    '/accounts/adm%C4%B1n/x',
+    '/accounts/adm%C4%B1n',
+    '/accounts/ADM%C4%B0N/',
+    '/accounts/%EF%BD%81dmin/x',
+    '/accounts/%EF%BC%A1DMIN/x',
+    '/accounts/adm%C4%B1n.json',
+  ])(
+    'refuses %s, which an upstream folding Unicode (Java equalsIgnoreCase, NFKC) serves as the admin route, with invalid_path',
+    (target) => {
+      expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+    },
+  );
+
+  it.each([
+    // ſ (long s) and K (Kelvin sign) in a stricter /files/desk/ beside a loose /files/.
+    '/files/de%C5%BFk/x',
+    '/files/des%E2%84%AA/x',
+    '/files/DE%C5%BFK',
+  ])('refuses %s, a Unicode twin of a stricter route, with invalid_path', (target) => {
+    const files = createRouteTable({
+      exact: new Map([['/files/desk', 'desk']]),
+      prefixes: [
+        { prefix: '/files/', entry: 'files' },
+        { prefix: '/files/desk/', entry: 'desk' },
+      ],
+    });
+    expect(files.match(target)).toEqual({ kind: 'invalid_path' });
+    expect(upstreamView(target)).toMatch(/^\/files\/desk\b/);
+  });
+
+  it.each([
+    '/accounts/%EF%BC%8Fadmin/x',
+    '/accounts/%EF%BC%8E%EF%BC%8E/admin',
+    '/accounts/x%EF%BC%9Fy',
+  ])(
+    'refuses %s, whose NFKC reading is a boundary, a dot segment or a query, with invalid_path',
+    (target) => {
+      expect(table.match(target)).toEqual({ kind: 'invalid_path' });
+    },
+  );
+
+  it('routes Unicode that reads as no stricter path as it is', () => {
+    expect(entryOf('/accounts/caf%C3%A9')).toBe('accounts');
+    expect(entryOf('/accounts/%C4%B1')).toBe('accounts');
+    expect(entryOf('/accounts/admin/%C4%B1')).toBe('admin');
+    expect(entryOf('/accounts/%C4%B1dmin/x')).toBe('accounts');
+  });
 
   it.each(['/accounts/admin.json', '/accounts/admin.', '/accounts/ADMIN.json'])(
     'refuses %s, which Rails and old Spring MVC serve as /accounts/admin, with invalid_path',
@@ -129,6 +189,16 @@ describe('path spellings an upstream treats alike', () => {
     (s: string) => (s.endsWith('/') ? s.slice(0, -1) : `${s}/`),
     (s: string, i: number) => `${s.slice(0, i)}${s.charAt(i).toUpperCase()}${s.slice(i + 1)}`,
     (s: string) => `${s}.json`,
+    // A letter spelled as Unicode that folds to it: ı for i, ſ for s, K for k, fullwidth.
+    (s: string, i: number) => {
+      const char = s.charAt(i).toLowerCase();
+      const twin =
+        { i: '%C4%B1', s: '%C5%BF', k: '%E2%84%AA' }[char] ??
+        (/[a-z]/.test(char)
+          ? encodeURIComponent(String.fromCharCode(char.charCodeAt(0) + 0xfee0))
+          : undefined);
+      return twin === undefined ? s : `${s.slice(0, i)}${twin}${s.slice(i + 1)}`;
+    },
   );
 
   it('sends no spelling of a path to another route than the path itself (or refuses it)', () => {
