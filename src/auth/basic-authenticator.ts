@@ -1,5 +1,6 @@
 import { hash, randomInt } from 'node:crypto';
 import type { CacheCounters } from '../identity/cache-counters.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
@@ -10,7 +11,7 @@ import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
-import { createIdentityCache } from './identity-cache.js';
+import { createIdentityCache, type IdentityCache } from './identity-cache.js';
 import { perConnection } from './per-connection.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
@@ -64,6 +65,9 @@ export interface BasicAuthenticator {
   cacheEntries(): number;
 }
 
+/** Flushes whose cached pairs stay suspect (served only while the store cannot answer). */
+const MAX_SUSPECT_CACHES = 4;
+
 /** A caller that gave no client address (tests, the CLI): counted under the empty one. */
 const NO_ADDRESS: ClientAddress = { address: '', network: '' };
 
@@ -78,13 +82,29 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   // A keep-alive client's repeated credentials: their cache id once per connection.
   const connectionCacheKey = perConnection(cacheKey);
   const now = options.now ?? Date.now;
-  const cache = createIdentityCache({
-    maxEntries: options.cacheMaxEntries,
-    ttlMs: options.cacheTtlSec * 1000,
-    // Read on every lookup: a cached pair must stop working at its expiry, not after.
-    now,
-    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
-  });
+  const newCache = () =>
+    createIdentityCache({
+      maxEntries: options.cacheMaxEntries,
+      ttlMs: options.cacheTtlSec * 1000,
+      // Read on every lookup: a cached pair must stop working at its expiry, not after.
+      now,
+      ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
+    });
+  let cache = newCache();
+  // The pairs cached before the last flush: no longer served as verified, since a revocation
+  // may have been missed, but served while the store cannot answer for them (they were served
+  // all through the outage that caused the flush; a subscription standing again does not mean
+  // the store answers yet, its breaker may still be open). Any answer of the store ends their
+  // stay here. They expire as they would have in the cache. A connection that flaps flushes
+  // again before the store answers: the caches of the last few flushes are kept, newest first.
+  let suspects: IdentityCache[] = [];
+  const suspectOf = (id: string): Identity | undefined => {
+    for (const suspect of suspects) {
+      const identity = suspect.peek(id);
+      if (identity !== undefined) return identity;
+    }
+    return undefined;
+  };
   const caching = options.cacheTtlSec > 0;
   const { lastUse } = options;
   const singleFlight = createSingleFlight<AuthOutcome>();
@@ -125,6 +145,27 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     return identity;
   };
 
+  /** The store's answer; when it cannot give one, the pair as cached before the last flush. */
+  const orSuspect = async (id: string, outcome: Promise<AuthOutcome>): Promise<AuthOutcome> => {
+    if (suspectOf(id) === undefined) return outcome;
+    try {
+      const answer = await outcome;
+      for (const suspect of suspects) suspect.delete(id);
+      return answer;
+    } catch (error) {
+      const stale = suspectOf(id);
+      if (
+        error instanceof GatewayError &&
+        error.code === 'credential_store_unavailable' &&
+        stale?.key !== undefined
+      ) {
+        lastUse?.touch(stale.key);
+        return stale;
+      }
+      throw error;
+    }
+  };
+
   return {
     cached(encoded, connection) {
       if (!caching) return undefined;
@@ -156,30 +197,36 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       // Keyed by generation too: a request arriving after an eviction starts its own check,
       // which reads the store again, instead of joining one that read it before.
       const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
-      if (guard === undefined) return run();
+      if (guard === undefined) return orSuspect(id, run());
       // Checked and counted per client network before it may join a check. Callers sending
       // the same pair from the same network at once share one attempt: it is one guess, and a
       // busy client whose cached pair has just expired must not spend its (key, address)
       // threshold on its own parallel connections.
       const client = from?.clientAddress() ?? NO_ADDRESS;
       const target = { kind: 'basic', id: key, ...client } as const;
-      return guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
-        guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
-          isDenial(outcome) ? 'invalid_credentials' : 'success',
+      return orSuspect(
+        id,
+        guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
+          guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
+            isDenial(outcome) ? 'invalid_credentials' : 'success',
+          ),
         ),
       );
     },
     evictKey(key) {
       generation += 1;
       cache.evictKey(key);
+      for (const suspect of suspects) suspect.evictKey(key);
     },
     evictSubject(subject) {
       generation += 1;
       cache.evictSubject(subject);
+      for (const suspect of suspects) suspect.evictSubject(subject);
     },
     flush() {
       generation += 1;
-      cache.clear();
+      if (cache.size > 0) suspects = [cache, ...suspects].slice(0, MAX_SUSPECT_CACHES);
+      cache = newCache();
     },
     cacheEntries: () => cache.size,
   };
