@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { describeFailure } from './errors/describe-failure.js';
 import type { GatewayMetrics, JwksKeySetTime } from './observability/metrics.js';
@@ -46,6 +47,8 @@ export interface Pipeline {
   readonly rejected: RejectedRequestLog;
   readonly basic: BasicAuthenticator;
   readonly bearer: BearerVerifier;
+  /** What its verified caches depend on (verifiedCacheSettings), as it was built. */
+  readonly cacheSettings: VerifiedCacheSettings;
   /** When the key set in use of each JWKS issuer was fetched (those fetched so far). */
   jwksFetchedAt(): JwksKeySetTime[];
   /** Frees the upstream connections and the built-in upstream once requests have drained. */
@@ -66,10 +69,57 @@ export interface PipelineDeps {
   spans?: SpanSink | undefined;
   /** Logs an issuer's failed JWKS fetch (made once in app.ts: its pace outlives a reload). */
   jwksFetchFailed?: ((issuer: string) => (reason: string) => void) | undefined;
+  /** The pipeline this one replaces (a reload): its verified caches are kept if still valid. */
+  previous?: Pipeline | undefined;
+}
+
+/**
+ * What a verified cache's entries depend on, one string per cache: a reload whose settings
+ * give the same string keeps the cache (10 reloads in 2 s used to empty it 10 times, each
+ * costing every client a bcrypt run), any other empties it.
+ *
+ * Basic: the whole `credentials` section (the store, its Redis connection and key prefix,
+ * bcryptCost, the memory store's seed; a reload cannot change it, but were that to change,
+ * so would what a cached pair was checked against) and `auth.basic.cache` (a shorter TTL or
+ * fewer entries apply to what is cached). Not the lockout, the bcrypt bounds, `keys` or the
+ * routes: a cached pair skips the first two, and the others act after authentication.
+ *
+ * Bearer: everything in `auth.bearer` (the issuers, their keys and allow-lists, the clock
+ * tolerance, the cache, the token size bound) with the content of each `publicKeyFile`,
+ * read again by every reload, and the gateway's own tokens' settings but `lifetimeSec`
+ * (which only bounds tokens issued from then on). A JWKS's content is not among them: its
+ * key sets are fetched again after a reload anyway, and a removed key stops working there
+ * by the same cache TTL as without a reload.
+ */
+export interface VerifiedCacheSettings {
+  readonly basic: string;
+  readonly bearer: string;
+}
+
+export function verifiedCacheSettings(config: GatewayConfig): VerifiedCacheSettings {
+  const tokens = { ...config.tokens, lifetimeSec: undefined };
+  const keyFiles = config.auth.bearer.issuers.map((issuer) => {
+    if (issuer.publicKeyFile === undefined) return null;
+    try {
+      return readFileSync(issuer.publicKeyFile, 'utf8');
+    } catch (error) {
+      // The pipeline's build fails on it too; never equal to what was read before.
+      return { unreadable: String(error), at: performance.now() };
+    }
+  });
+  return {
+    basic: JSON.stringify([config.credentials, config.auth.basic.cache]),
+    bearer: JSON.stringify([config.auth.bearer, tokens, keyFiles]),
+  };
 }
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
-  const { backend, signer, now } = deps;
+  const { backend, signer, now, previous } = deps;
+  const cacheSettings = verifiedCacheSettings(config);
+  const keptBasic =
+    previous?.cacheSettings.basic === cacheSettings.basic ? previous.basic.verified : undefined;
+  const keptBearer =
+    previous?.cacheSettings.bearer === cacheSettings.bearer ? previous.bearer.verified : undefined;
   const store = backend.credentials;
   const countedHasher: SecretHasher = {
     hash: (secret) => deps.hasher.hash(secret),
@@ -118,6 +168,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     now,
     ...(lastUse === undefined ? {} : { lastUse }),
     cacheCounters: deps.metrics.cache.basic,
+    ...(keptBasic && { verified: keptBasic }),
   });
   const issuers = config.auth.bearer.issuers.map((issuer) => {
     const label = issuer.issuer ?? issuer.name;
@@ -139,6 +190,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     cacheMaxEntries: config.auth.bearer.cache.maxEntries,
     now,
     cacheCounters: deps.metrics.cache.bearer,
+    ...(keptBearer && { verified: keptBearer }),
   });
 
   const helpers: Server[] = [];
@@ -289,6 +341,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
     basic,
     bearer,
+    cacheSettings,
     jwksFetchedAt: () =>
       issuers.flatMap(({ label, source }) => {
         const fetchedAtMs = source.fetchedAtMs?.();

@@ -37,6 +37,8 @@ export interface BasicAuthenticatorOptions {
   rehash?: RehashOnUse;
   /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
   cacheCounters?: CacheCounters;
+  /** The verified pairs of the authenticator this one replaces, made with the same settings. */
+  verified?: VerifiedPairs;
 }
 
 export interface BasicAuthenticator {
@@ -63,6 +65,34 @@ export interface BasicAuthenticator {
   flush(): void;
   /** Pairs in the cache now. */
   cacheEntries(): number;
+  /** The verified pairs, for the authenticator that replaces this one with the same settings. */
+  readonly verified: VerifiedPairs;
+}
+
+/**
+ * A Basic authenticator's verified pairs, shared with the one that replaces it on a reload
+ * that keeps the credential settings (app.ts decides which).
+ */
+export interface VerifiedPairs {
+  /** The id a pair is cached under (its HMAC under this cache's own random key). */
+  readonly cacheKey: (encoded: string) => string;
+  cache: IdentityCache;
+  /**
+   * The pairs cached before the last flushes: no longer served as verified, since a
+   * revocation may have been missed, but served while the store cannot answer for them (they
+   * were served all through the outage that caused the flush; a subscription standing again
+   * does not mean the store answers yet, its breaker may still be open). Any answer of the
+   * store ends their stay. They expire as they would have in the cache. A connection that
+   * flaps flushes again before the store answers: the last few flushes are kept, newest first.
+   */
+  suspects: IdentityCache[];
+  /**
+   * Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
+   * bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
+   * cache what it read before it, and later requests must not share its answer. One counter
+   * for all evictions: they are rare, and a spurious miss only costs one bcrypt run.
+   */
+  generation: number;
 }
 
 /** Flushes whose cached pairs stay suspect (served only while the store cannot answer). */
@@ -78,9 +108,6 @@ const NO_ADDRESS: ClientAddress = { address: '', network: '' };
  * before they get here, so no two secrets share a cache entry or a hash).
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
-  const cacheKey = createCacheKeyFunction();
-  // A keep-alive client's repeated credentials: their cache id once per connection.
-  const connectionCacheKey = perConnection(cacheKey);
   const now = options.now ?? Date.now;
   const newCache = () =>
     createIdentityCache({
@@ -90,16 +117,19 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       now,
       ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
     });
-  let cache = newCache();
-  // The pairs cached before the last flush: no longer served as verified, since a revocation
-  // may have been missed, but served while the store cannot answer for them (they were served
-  // all through the outage that caused the flush; a subscription standing again does not mean
-  // the store answers yet, its breaker may still be open). Any answer of the store ends their
-  // stay here. They expire as they would have in the cache. A connection that flaps flushes
-  // again before the store answers: the caches of the last few flushes are kept, newest first.
-  let suspects: IdentityCache[] = [];
+  // Handed over by the authenticator this one replaces (a reload that kept the settings the
+  // cache depends on), so both, and the checks still running on the old one, share it.
+  const state: VerifiedPairs = options.verified ?? {
+    cacheKey: createCacheKeyFunction(),
+    cache: newCache(),
+    suspects: [],
+    generation: 0,
+  };
+  const { cacheKey } = state;
+  // A keep-alive client's repeated credentials: their cache id once per connection.
+  const connectionCacheKey = perConnection(cacheKey);
   const suspectOf = (id: string): Identity | undefined => {
-    for (const suspect of suspects) {
+    for (const suspect of state.suspects) {
       const identity = suspect.peek(id);
       if (identity !== undefined) return identity;
     }
@@ -110,12 +140,6 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   const singleFlight = createSingleFlight<AuthOutcome>();
   const guardedFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
-
-  // Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
-  // bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
-  // cache what it read before it, and later requests must not share its answer. One
-  // counter for all evictions: they are rare, and a spurious miss only costs one bcrypt run.
-  let generation = 0;
 
   const check = async (
     key: string,
@@ -139,7 +163,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       scopes: record.scopes.length === 0 ? NO_SCOPES : record.scopes,
     };
     // The entry ends with the pair: min(cache TTL, expiry - now).
-    if (caching && readAt === generation) cache.set(id, identity, endsAt);
+    if (caching && readAt === state.generation) state.cache.set(id, identity, endsAt);
     options.lastUse?.touch(key);
     options.rehash?.afterSuccess({ kind: 'key', key }, secret, record.secretHash);
     return identity;
@@ -150,7 +174,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     if (suspectOf(id) === undefined) return outcome;
     try {
       const answer = await outcome;
-      for (const suspect of suspects) suspect.delete(id);
+      for (const suspect of state.suspects) suspect.delete(id);
       return answer;
     } catch (error) {
       const stale = suspectOf(id);
@@ -169,7 +193,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   return {
     cached(encoded, connection) {
       if (!caching) return undefined;
-      const hit = cache.get(connectionCacheKey(encoded, connection));
+      const hit = state.cache.get(connectionCacheKey(encoded, connection));
       // A Basic identity always has its key; the check keeps the types honest.
       if (hit?.key !== undefined) lastUse?.touch(hit.key);
       return hit;
@@ -193,7 +217,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         return Promise.resolve(DENIED.invalid_credentials);
       }
       const id = cacheKey(encoded);
-      const readAt = generation;
+      const readAt = state.generation;
       // Keyed by generation too: a request arriving after an eviction starts its own check,
       // which reads the store again, instead of joining one that read it before.
       const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
@@ -214,21 +238,23 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       );
     },
     evictKey(key) {
-      generation += 1;
-      cache.evictKey(key);
-      for (const suspect of suspects) suspect.evictKey(key);
+      state.generation += 1;
+      state.cache.evictKey(key);
+      for (const suspect of state.suspects) suspect.evictKey(key);
     },
     evictSubject(subject) {
-      generation += 1;
-      cache.evictSubject(subject);
-      for (const suspect of suspects) suspect.evictSubject(subject);
+      state.generation += 1;
+      state.cache.evictSubject(subject);
+      for (const suspect of state.suspects) suspect.evictSubject(subject);
     },
     flush() {
-      generation += 1;
-      if (cache.size > 0) suspects = [cache, ...suspects].slice(0, MAX_SUSPECT_CACHES);
-      cache = newCache();
+      state.generation += 1;
+      if (state.cache.size > 0)
+        state.suspects = [state.cache, ...state.suspects].slice(0, MAX_SUSPECT_CACHES);
+      state.cache = newCache();
     },
-    cacheEntries: () => cache.size,
+    cacheEntries: () => state.cache.size,
+    verified: state,
   };
 }
 

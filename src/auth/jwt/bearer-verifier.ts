@@ -5,7 +5,7 @@ import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
 import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
-import { createIdentityCache } from '../identity-cache.js';
+import { createIdentityCache, type IdentityCache } from '../identity-cache.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -17,6 +17,8 @@ export interface BearerVerifierOptions {
   now?: () => number;
   /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
   cacheCounters?: CacheCounters;
+  /** The verified tokens of the verifier this one replaces, made with the same settings. */
+  verified?: IdentityCache;
 }
 
 export interface BearerVerifier {
@@ -30,6 +32,8 @@ export interface BearerVerifier {
   evictSubject(subject: string): void;
   /** Tokens in the cache now. */
   cacheEntries(): number;
+  /** The verified tokens, for the verifier that replaces this one with the same settings. */
+  readonly verified: IdentityCache;
 }
 
 /**
@@ -40,16 +44,18 @@ export interface BearerVerifier {
  */
 export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
   const now = options.now ?? Date.now;
-  const cache = createIdentityCache({
-    maxEntries: options.cacheMaxEntries,
-    // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
-    maxSize: 64 * 1024 * 1024,
-    sizeOf: (token) => token.length + 64,
-    ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
-    // An entry must end exactly at `exp`, by the injectable clock.
-    now,
-    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
-  });
+  const cache =
+    options.verified ??
+    createIdentityCache({
+      maxEntries: options.cacheMaxEntries,
+      // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
+      maxSize: 64 * 1024 * 1024,
+      sizeOf: (token) => token.length + 64,
+      ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
+      // An entry must end exactly at `exp`, by the injectable clock.
+      now,
+      ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
+    });
   const caching = options.cacheTtlSec > 0;
 
   const verifyWith = async (source: KeySource, token: string): Promise<JWTPayload> => {
@@ -120,6 +126,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     },
     evictSubject: (subject) => cache.evictSubject(subject),
     cacheEntries: () => cache.size,
+    verified: cache,
   };
 }
 
