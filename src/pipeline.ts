@@ -5,6 +5,7 @@ import type { GatewayMetrics, JwksKeySetTime } from './observability/metrics.js'
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
+import { createTokenUserCheck } from './auth/jwt/check-token-user.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import type { LockoutEvents } from './protection/guard-attempt.js';
@@ -37,7 +38,11 @@ import { readUpstreamTls } from './tls/upstream-tls.js';
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
-import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from './tokens/token-signer.js';
+import {
+  GATEWAY_TOKEN_SOURCE,
+  TOKEN_GENERATION_CLAIM,
+  type TokenSigner,
+} from './tokens/token-signer.js';
 import type { SpanSink } from './tracing/span-sink.js';
 
 /** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
@@ -191,6 +196,10 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     now,
     cacheCounters: deps.metrics.cache.bearer,
     ...(keptBearer && { verified: keptBearer }),
+    ownTokens: {
+      source: GATEWAY_TOKEN_SOURCE,
+      check: createTokenUserCheck(store, TOKEN_GENERATION_CLAIM),
+    },
   });
 
   const helpers: Server[] = [];

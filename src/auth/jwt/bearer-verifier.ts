@@ -6,6 +6,7 @@ import type { Identity } from '../../identity/identity.js';
 import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
 import { createIdentityCache, type IdentityCache } from '../identity-cache.js';
+import type { TokenUserCheck } from './check-token-user.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -19,6 +20,11 @@ export interface BearerVerifierOptions {
   cacheCounters?: CacheCounters;
   /** The verified tokens of the verifier this one replaces, made with the same settings. */
   verified?: IdentityCache;
+  /**
+   * The gateway's own tokens: the name of their source, and whether a token's user still
+   * holds it (check-token-user.ts). A token it refuses is invalid_token.
+   */
+  ownTokens?: { readonly source: string; readonly check: TokenUserCheck };
 }
 
 export interface BearerVerifier {
@@ -107,6 +113,13 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
             failure = pick(failure, deny('invalid_token'));
             continue;
           }
+          if (
+            source.name === options.ownTokens?.source &&
+            !(await options.ownTokens.check(payload))
+          ) {
+            failure = pick(failure, deny('invalid_token'));
+            continue;
+          }
           const username = payload.preferred_username;
           const identity: Identity = {
             subject: payload.sub,
@@ -141,6 +154,8 @@ export function scopesOf(payload: JWTPayload): readonly string[] {
 
 /** jose's and the key sources' errors, mapped where they enter: a denial, or a 503. */
 function mapVerificationError(error: unknown): Denial | GatewayError {
+  // The store behind the gateway's own tokens' check could not answer: a 503 already.
+  if (error instanceof GatewayError) return error;
   if (error instanceof errors.JWTExpired) return deny('token_expired', error);
   if (error instanceof KeySourceUnavailableError || error instanceof errors.JWKSTimeout) {
     return new GatewayError('credential_store_unavailable', { cause: error, retryAfterSec: 5 });
