@@ -289,6 +289,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
         now,
         spans: spanExport?.sink,
         jwksFetchFailed,
+        previous: pipeline,
       });
       const previous = pipeline;
       config = effective;
@@ -302,7 +303,14 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       setTimeout(() => void previous.close(), config.server.drainTimeoutMs).unref();
       // A certificate that does not pass is logged and the served one stays: not a failed reload.
       if (tls !== undefined) await listenerTls?.reload('reload', tls);
-      logger.info('configuration reloaded');
+      const cache = (kept: boolean) => (kept ? 'kept' : 'emptied');
+      logger.info(
+        {
+          basic_cache: cache(nextPipeline.basic.verified === previous.basic.verified),
+          bearer_cache: cache(nextPipeline.bearer.verified === previous.bearer.verified),
+        },
+        'configuration reloaded',
+      );
     },
     async close() {
       // From here /readyz answers 503 draining and gateway_ready reads 0; the admin port

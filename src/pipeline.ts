@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { describeFailure } from './errors/describe-failure.js';
 import type { GatewayMetrics, JwksKeySetTime } from './observability/metrics.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createBasicAuthenticator, type BasicAuthenticator } from './auth/basic-authenticator.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/jwt/bearer-verifier.js';
+import { createTokenUserCheck } from './auth/jwt/check-token-user.js';
 import { createKeySource } from './auth/jwt/key-sources.js';
 import { createConfiguredRateLimiter, toRatePolicy } from './protection/configured-rate-limiter.js';
 import type { LockoutEvents } from './protection/guard-attempt.js';
@@ -36,7 +38,11 @@ import { readUpstreamTls } from './tls/upstream-tls.js';
 import { createHeaderPolicy } from './proxy/upstream-headers.js';
 import { createReferenceUpstream } from './reference-upstream/reference-upstream.js';
 import { createRouteTable } from './routing/route-table.js';
-import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from './tokens/token-signer.js';
+import {
+  GATEWAY_TOKEN_SOURCE,
+  TOKEN_GENERATION_CLAIM,
+  type TokenSigner,
+} from './tokens/token-signer.js';
 import type { SpanSink } from './tracing/span-sink.js';
 
 /** What lives for one configuration: rebuilt on SIGHUP while the listening sockets stay. */
@@ -46,6 +52,8 @@ export interface Pipeline {
   readonly rejected: RejectedRequestLog;
   readonly basic: BasicAuthenticator;
   readonly bearer: BearerVerifier;
+  /** What its verified caches depend on (verifiedCacheSettings), as it was built. */
+  readonly cacheSettings: VerifiedCacheSettings;
   /** When the key set in use of each JWKS issuer was fetched (those fetched so far). */
   jwksFetchedAt(): JwksKeySetTime[];
   /** Frees the upstream connections and the built-in upstream once requests have drained. */
@@ -66,10 +74,57 @@ export interface PipelineDeps {
   spans?: SpanSink | undefined;
   /** Logs an issuer's failed JWKS fetch (made once in app.ts: its pace outlives a reload). */
   jwksFetchFailed?: ((issuer: string) => (reason: string) => void) | undefined;
+  /** The pipeline this one replaces (a reload): its verified caches are kept if still valid. */
+  previous?: Pipeline | undefined;
+}
+
+/**
+ * What a verified cache's entries depend on, one string per cache: a reload whose settings
+ * give the same string keeps the cache (10 reloads in 2 s used to empty it 10 times, each
+ * costing every client a bcrypt run), any other empties it.
+ *
+ * Basic: the whole `credentials` section (the store, its Redis connection and key prefix,
+ * bcryptCost, the memory store's seed; a reload cannot change it, but were that to change,
+ * so would what a cached pair was checked against) and `auth.basic.cache` (a shorter TTL or
+ * fewer entries apply to what is cached). Not the lockout, the bcrypt bounds, `keys` or the
+ * routes: a cached pair skips the first two, and the others act after authentication.
+ *
+ * Bearer: everything in `auth.bearer` (the issuers, their keys and allow-lists, the clock
+ * tolerance, the cache, the token size bound) with the content of each `publicKeyFile`,
+ * read again by every reload, and the gateway's own tokens' settings but `lifetimeSec`
+ * (which only bounds tokens issued from then on). A JWKS's content is not among them: its
+ * key sets are fetched again after a reload anyway, and a removed key stops working there
+ * by the same cache TTL as without a reload.
+ */
+export interface VerifiedCacheSettings {
+  readonly basic: string;
+  readonly bearer: string;
+}
+
+export function verifiedCacheSettings(config: GatewayConfig): VerifiedCacheSettings {
+  const tokens = { ...config.tokens, lifetimeSec: undefined };
+  const keyFiles = config.auth.bearer.issuers.map((issuer) => {
+    if (issuer.publicKeyFile === undefined) return null;
+    try {
+      return readFileSync(issuer.publicKeyFile, 'utf8');
+    } catch (error) {
+      // The pipeline's build fails on it too; never equal to what was read before.
+      return { unreadable: String(error), at: performance.now() };
+    }
+  });
+  return {
+    basic: JSON.stringify([config.credentials, config.auth.basic.cache]),
+    bearer: JSON.stringify([config.auth.bearer, tokens, keyFiles]),
+  };
 }
 
 export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): Promise<Pipeline> {
-  const { backend, signer, now } = deps;
+  const { backend, signer, now, previous } = deps;
+  const cacheSettings = verifiedCacheSettings(config);
+  const keptBasic =
+    previous?.cacheSettings.basic === cacheSettings.basic ? previous.basic.verified : undefined;
+  const keptBearer =
+    previous?.cacheSettings.bearer === cacheSettings.bearer ? previous.bearer.verified : undefined;
   const store = backend.credentials;
   const countedHasher: SecretHasher = {
     hash: (secret) => deps.hasher.hash(secret),
@@ -118,6 +173,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     now,
     ...(lastUse === undefined ? {} : { lastUse }),
     cacheCounters: deps.metrics.cache.basic,
+    ...(keptBasic && { verified: keptBasic }),
   });
   const issuers = config.auth.bearer.issuers.map((issuer) => {
     const label = issuer.issuer ?? issuer.name;
@@ -139,6 +195,11 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     cacheMaxEntries: config.auth.bearer.cache.maxEntries,
     now,
     cacheCounters: deps.metrics.cache.bearer,
+    ...(keptBearer && { verified: keptBearer }),
+    ownTokens: {
+      source: GATEWAY_TOKEN_SOURCE,
+      check: createTokenUserCheck(store, TOKEN_GENERATION_CLAIM),
+    },
   });
 
   const helpers: Server[] = [];
@@ -290,6 +351,7 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
     }),
     basic,
     bearer,
+    cacheSettings,
     jwksFetchedAt: () =>
       issuers.flatMap(({ label, source }) => {
         const fetchedAtMs = source.fetchedAtMs?.();

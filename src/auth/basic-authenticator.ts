@@ -1,5 +1,6 @@
 import { hash, randomInt } from 'node:crypto';
 import type { CacheCounters } from '../identity/cache-counters.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
@@ -10,7 +11,7 @@ import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
-import { createIdentityCache } from './identity-cache.js';
+import { createIdentityCache, type IdentityCache } from './identity-cache.js';
 import { perConnection } from './per-connection.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
@@ -36,6 +37,8 @@ export interface BasicAuthenticatorOptions {
   rehash?: RehashOnUse;
   /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
   cacheCounters?: CacheCounters;
+  /** The verified pairs of the authenticator this one replaces, made with the same settings. */
+  verified?: VerifiedPairs;
 }
 
 export interface BasicAuthenticator {
@@ -62,7 +65,38 @@ export interface BasicAuthenticator {
   flush(): void;
   /** Pairs in the cache now. */
   cacheEntries(): number;
+  /** The verified pairs, for the authenticator that replaces this one with the same settings. */
+  readonly verified: VerifiedPairs;
 }
+
+/**
+ * A Basic authenticator's verified pairs, shared with the one that replaces it on a reload
+ * that keeps the credential settings (app.ts decides which).
+ */
+export interface VerifiedPairs {
+  /** The id a pair is cached under (its HMAC under this cache's own random key). */
+  readonly cacheKey: (encoded: string) => string;
+  cache: IdentityCache;
+  /**
+   * The pairs cached before the last flushes: no longer served as verified, since a
+   * revocation may have been missed, but served while the store cannot answer for them (they
+   * were served all through the outage that caused the flush; a subscription standing again
+   * does not mean the store answers yet, its breaker may still be open). Any answer of the
+   * store ends their stay. They expire as they would have in the cache. A connection that
+   * flaps flushes again before the store answers: the last few flushes are kept, newest first.
+   */
+  suspects: IdentityCache[];
+  /**
+   * Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
+   * bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
+   * cache what it read before it, and later requests must not share its answer. One counter
+   * for all evictions: they are rare, and a spurious miss only costs one bcrypt run.
+   */
+  generation: number;
+}
+
+/** Flushes whose cached pairs stay suspect (served only while the store cannot answer). */
+const MAX_SUSPECT_CACHES = 4;
 
 /** A caller that gave no client address (tests, the CLI): counted under the empty one. */
 const NO_ADDRESS: ClientAddress = { address: '', network: '' };
@@ -74,28 +108,38 @@ const NO_ADDRESS: ClientAddress = { address: '', network: '' };
  * before they get here, so no two secrets share a cache entry or a hash).
  */
 export function createBasicAuthenticator(options: BasicAuthenticatorOptions): BasicAuthenticator {
-  const cacheKey = createCacheKeyFunction();
+  const now = options.now ?? Date.now;
+  const newCache = () =>
+    createIdentityCache({
+      maxEntries: options.cacheMaxEntries,
+      ttlMs: options.cacheTtlSec * 1000,
+      // Read on every lookup: a cached pair must stop working at its expiry, not after.
+      now,
+      ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
+    });
+  // Handed over by the authenticator this one replaces (a reload that kept the settings the
+  // cache depends on), so both, and the checks still running on the old one, share it.
+  const state: VerifiedPairs = options.verified ?? {
+    cacheKey: createCacheKeyFunction(),
+    cache: newCache(),
+    suspects: [],
+    generation: 0,
+  };
+  const { cacheKey } = state;
   // A keep-alive client's repeated credentials: their cache id once per connection.
   const connectionCacheKey = perConnection(cacheKey);
-  const now = options.now ?? Date.now;
-  const cache = createIdentityCache({
-    maxEntries: options.cacheMaxEntries,
-    ttlMs: options.cacheTtlSec * 1000,
-    // Read on every lookup: a cached pair must stop working at its expiry, not after.
-    now,
-    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
-  });
+  const suspectOf = (id: string): Identity | undefined => {
+    for (const suspect of state.suspects) {
+      const identity = suspect.peek(id);
+      if (identity !== undefined) return identity;
+    }
+    return undefined;
+  };
   const caching = options.cacheTtlSec > 0;
   const { lastUse } = options;
   const singleFlight = createSingleFlight<AuthOutcome>();
   const guardedFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
-
-  // Bumped by every eviction. A check reads the store, then spends tens of milliseconds in
-  // bcrypt: a revocation arriving in between finds nothing to evict, so the check must not
-  // cache what it read before it, and later requests must not share its answer. One
-  // counter for all evictions: they are rare, and a spurious miss only costs one bcrypt run.
-  let generation = 0;
 
   const check = async (
     key: string,
@@ -119,16 +163,37 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       scopes: record.scopes.length === 0 ? NO_SCOPES : record.scopes,
     };
     // The entry ends with the pair: min(cache TTL, expiry - now).
-    if (caching && readAt === generation) cache.set(id, identity, endsAt);
+    if (caching && readAt === state.generation) state.cache.set(id, identity, endsAt);
     options.lastUse?.touch(key);
     options.rehash?.afterSuccess({ kind: 'key', key }, secret, record.secretHash);
     return identity;
   };
 
+  /** The store's answer; when it cannot give one, the pair as cached before the last flush. */
+  const orSuspect = async (id: string, outcome: Promise<AuthOutcome>): Promise<AuthOutcome> => {
+    if (suspectOf(id) === undefined) return outcome;
+    try {
+      const answer = await outcome;
+      for (const suspect of state.suspects) suspect.delete(id);
+      return answer;
+    } catch (error) {
+      const stale = suspectOf(id);
+      if (
+        error instanceof GatewayError &&
+        error.code === 'credential_store_unavailable' &&
+        stale?.key !== undefined
+      ) {
+        lastUse?.touch(stale.key);
+        return stale;
+      }
+      throw error;
+    }
+  };
+
   return {
     cached(encoded, connection) {
       if (!caching) return undefined;
-      const hit = cache.get(connectionCacheKey(encoded, connection));
+      const hit = state.cache.get(connectionCacheKey(encoded, connection));
       // A Basic identity always has its key; the check keeps the types honest.
       if (hit?.key !== undefined) lastUse?.touch(hit.key);
       return hit;
@@ -152,36 +217,44 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
         return Promise.resolve(DENIED.invalid_credentials);
       }
       const id = cacheKey(encoded);
-      const readAt = generation;
+      const readAt = state.generation;
       // Keyed by generation too: a request arriving after an eviction starts its own check,
       // which reads the store again, instead of joining one that read it before.
       const run = () => singleFlight.run(`${readAt}:${id}`, () => check(key, secret, id, readAt));
-      if (guard === undefined) return run();
+      if (guard === undefined) return orSuspect(id, run());
       // Checked and counted per client network before it may join a check. Callers sending
       // the same pair from the same network at once share one attempt: it is one guess, and a
       // busy client whose cached pair has just expired must not spend its (key, address)
       // threshold on its own parallel connections.
       const client = from?.clientAddress() ?? NO_ADDRESS;
       const target = { kind: 'basic', id: key, ...client } as const;
-      return guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
-        guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
-          isDenial(outcome) ? 'invalid_credentials' : 'success',
+      return orSuspect(
+        id,
+        guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
+          guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
+            isDenial(outcome) ? 'invalid_credentials' : 'success',
+          ),
         ),
       );
     },
     evictKey(key) {
-      generation += 1;
-      cache.evictKey(key);
+      state.generation += 1;
+      state.cache.evictKey(key);
+      for (const suspect of state.suspects) suspect.evictKey(key);
     },
     evictSubject(subject) {
-      generation += 1;
-      cache.evictSubject(subject);
+      state.generation += 1;
+      state.cache.evictSubject(subject);
+      for (const suspect of state.suspects) suspect.evictSubject(subject);
     },
     flush() {
-      generation += 1;
-      cache.clear();
+      state.generation += 1;
+      if (state.cache.size > 0)
+        state.suspects = [state.cache, ...state.suspects].slice(0, MAX_SUSPECT_CACHES);
+      state.cache = newCache();
     },
-    cacheEntries: () => cache.size,
+    cacheEntries: () => state.cache.size,
+    verified: state,
   };
 }
 

@@ -21,6 +21,8 @@ export interface IdentityCacheOptions {
  */
 export interface IdentityCache {
   get(id: string): Identity | undefined;
+  /** As get(), but not counted as a hit or a miss: a lookup beside the cache's own use. */
+  peek(id: string): Identity | undefined;
   /**
    * Caches `identity` for the cache's TTL, or less: never past `untilMs` (milliseconds since
    * the epoch, by the cache's clock), when the credential itself ends then (a token's `exp`,
@@ -29,6 +31,7 @@ export interface IdentityCache {
   set(id: string, identity: Identity, untilMs?: number): void;
   evictKey(key: string): void;
   evictSubject(subject: string): void;
+  delete(id: string): void;
   clear(): void;
   readonly size: number;
 }
@@ -109,6 +112,7 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
       else counters.hits += 1;
       return hit;
     },
+    peek: (id) => cache.get(id),
     set(id, identity, untilMs) {
       if (untilMs === undefined) cache.set(id, identity);
       else {
@@ -128,6 +132,7 @@ export function createIdentityCache(options: IdentityCacheOptions): IdentityCach
     },
     evictKey: (key) => drop(byKey.take(key)),
     evictSubject: (subject) => drop(bySubject.take(subject)),
+    delete: (id) => drop([id]),
     clear() {
       cache.clear();
       byKey.clear();

@@ -60,6 +60,12 @@ export interface UserRecord {
   readonly createdAt: string;
   /** What the user's tokens may do: issued in their `scope` claim. */
   readonly scopes: readonly string[];
+  /**
+   * Bumped by every password change (absent: 0). A token carries the generation it was issued
+   * at, and is refused once the user's has moved on: a token must not outlive the password it
+   * was issued for.
+   */
+  readonly tokenGeneration?: number;
 }
 
 /** Whose bcrypt hash: a pair's secret hash, or a web-app user's password hash. */
@@ -143,8 +149,9 @@ export interface CredentialStore {
   /** Adds a user; false (and nothing written) when the username is taken. Atomic. */
   addUser(record: UserRecord): Promise<boolean>;
   /**
-   * Replaces the password hash of an existing user; false when there is none. Atomic, so a
-   * user removed meanwhile is not brought back.
+   * Replaces the password hash of an existing user and bumps its token generation, announcing
+   * that the subject's cached credentials must go (its tokens issued so far stop working);
+   * false when there is none. Atomic, so a user removed meanwhile is not brought back.
    */
   setUserPassword(username: string, passwordHash: string): Promise<boolean>;
   /**

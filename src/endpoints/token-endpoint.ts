@@ -68,7 +68,12 @@ export function createTokenEndpoint(options: TokenEndpointOptions): EndpointRout
       throw options.refuse(DENIED.invalid_credentials, ['bearer']);
     }
     options.rehash?.afterSuccess({ kind: 'user', username }, password, user.passwordHash);
-    const token = await options.signer.issue(user.subject, user.username, user.scopes);
+    const token = await options.signer.issue(
+      user.subject,
+      user.username,
+      user.scopes,
+      user.tokenGeneration,
+    );
     const body = listEnvelope<TokenBody>([
       {
         access_token: token.accessToken,

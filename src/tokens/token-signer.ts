@@ -18,8 +18,16 @@ export interface IssuedToken {
 }
 
 export interface TokenSigner {
-  /** `scopes` go in the `scope` claim (RFC 9068 §2.2.3), left out when there are none. */
-  issue(subject: string, username: string, scopes?: readonly string[]): Promise<IssuedToken>;
+  /**
+   * `scopes` go in the `scope` claim (RFC 9068 §2.2.3), left out when there are none; the
+   * user's token generation in `gen` (TOKEN_GENERATION_CLAIM), left out when 0.
+   */
+  issue(
+    subject: string,
+    username: string,
+    scopes?: readonly string[],
+    tokenGeneration?: number,
+  ): Promise<IssuedToken>;
   /** Public keys of the current and previous signing keys (RFC 7517 JWK Set). */
   readonly jwks: JSONWebKeySet;
   /** What the Bearer verifier needs to accept the tokens issued here, with no extra config. */
@@ -30,6 +38,12 @@ type SigningAlgorithm = TokensConfig['algorithm'];
 
 /** The name of the key source for gateway-issued tokens (see Identity.source). */
 export const GATEWAY_TOKEN_SOURCE = 'gateway';
+
+/**
+ * The claim of a gateway-issued token that holds its user's token generation (UserRecord):
+ * absent for 0, so that tokens of users whose password never changed are as before.
+ */
+export const TOKEN_GENERATION_CLAIM = 'gen';
 
 /** Signs with the key `config` holds (createSigningKeys in signing-key.ts chose it). */
 export async function createTokenSigner(
@@ -57,12 +71,13 @@ export async function createTokenSigner(
       audience: config.audience,
       key: createLocalJWKSet(jwks),
     },
-    async issue(subject, username, scopes = []) {
+    async issue(subject, username, scopes = [], tokenGeneration = 0) {
       const issuedAt = Math.floor(now() / 1000);
       const expiresAt = issuedAt + config.lifetimeSec;
       const claims = {
         preferred_username: username,
         ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
+        ...(tokenGeneration === 0 ? {} : { [TOKEN_GENERATION_CLAIM]: tokenGeneration }),
       };
       const accessToken = await new SignJWT(claims)
         .setProtectedHeader({ alg: config.algorithm, kid, typ: 'at+jwt' })

@@ -6,6 +6,7 @@
 import { createAuthenticator } from '../../src/auth/authenticate.js';
 import { createBasicAuthenticator } from '../../src/auth/basic-authenticator.js';
 import type { BearerVerifier } from '../../src/auth/jwt/bearer-verifier.js';
+import { createIdentityCache } from '../../src/auth/identity-cache.js';
 import type { SecretVerifier } from '../../src/auth/secret-verifier.js';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
 
@@ -55,6 +56,7 @@ const bearer: BearerVerifier = {
   verify: () => Promise.reject(new Error('no bearer here')),
   evictSubject: () => undefined,
   cacheEntries: () => 0,
+  verified: createIdentityCache({ maxEntries: 1, ttlMs: 1 }),
 };
 const authenticator = createAuthenticator({ realm: 'bench', basic, bearer, maxTokenBytes: 8192 });
 

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { expectGatewayError, expectLockRetryAfter } from '../support/expect-gateway-error.js';
@@ -171,5 +174,36 @@ describe('lockout at POST /auth/token', () => {
     expect((await login(CAROL.password, '127.0.2.41')).status).toBe(200);
     const [line] = await linesOf('authentication failed', 'client_address', from, THRESHOLD);
     expect(line).toMatchObject({ scheme: 'token', username: CAROL.username });
+  });
+});
+
+describe('a flood of random key ids from a refused address', () => {
+  it('answers each 429 and leaves no Redis key behind for any of the ids', async () => {
+    // The address counter at its threshold with attempts in flight, as after a lock ends while
+    // the flood goes on: Redis refuses each id (a refusal the process does not remember, since
+    // those attempts may succeed), so each one reaches the lockout script.
+    const from = '127.0.2.50';
+    const admin = new Redis(redisUrl);
+    try {
+      const counter = redisLayout(prefix).lockoutCounter({
+        scope: 'basic_address',
+        id: '',
+        network: from,
+      });
+      const [sec, usec] = await admin.time();
+      const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+      await admin.hset(counter, { f: 0, p: 50, pt: nowMs, lu: 0 });
+      await admin.pexpire(counter, 60_000);
+      const ids = Array.from({ length: 300 }, () => `ak_flood${randomBytes(12).toString('hex')}`);
+      for (let at = 0; at < ids.length; at += 20) {
+        const answers = await Promise.all(
+          ids.slice(at, at + 20).map((id) => get(id, 'any-secret', from)),
+        );
+        expect(answers.map((a) => a.status)).toEqual(answers.map(() => 429));
+      }
+      expect(await admin.keys(`${prefix}*ak_flood*`)).toEqual([]);
+    } finally {
+      admin.disconnect();
+    }
   });
 });

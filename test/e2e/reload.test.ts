@@ -6,6 +6,7 @@ import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.j
 import { untilLogs } from '../support/gateway-logs.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
+import { BCRYPT_COMPARES, scrapeMetric } from '../support/scrape-metric.js';
 import { issueToken } from '../support/send.js';
 import { putUser, seedKey, uniquePrefix } from '../support/seed-redis.js';
 
@@ -102,5 +103,47 @@ describe('SIGHUP', () => {
     expect((await get('/accounts', bearerHeader(token))).status).toBe(200);
     const warnings = gateway.logs.filter((l) => String(l.msg).startsWith('tokens are signed'));
     expect(warnings).toHaveLength(1);
+  });
+});
+
+describe('SIGHUP and the verified caches', () => {
+  /** Writes `yaml`, sends SIGHUP, and resolves with the reload's log line. */
+  async function reload(yaml: string): Promise<Record<string, unknown>> {
+    const before = gateway.logs.filter((l) => l.msg === 'configuration reloaded').length;
+    writeFileSync(gateway.configFile, yaml);
+    gateway.child.kill('SIGHUP');
+    await untilLogs(
+      gateway,
+      'a reload',
+      (line) => line.msg === 'configuration reloaded',
+      before + 1,
+    );
+    return gateway.logs.filter((l) => l.msg === 'configuration reloaded')[before] ?? {};
+  }
+  const compares = () => scrapeMetric(gateway, BCRYPT_COMPARES);
+
+  it('serves a cached pair without a new bcrypt run after a reload that changes no credential setting', async () => {
+    expect((await get('/accounts')).status).toBe(200);
+    const before = await compares();
+    // The same file, then a change of routes only.
+    for (const yaml of [
+      configYaml('/v2/accounts', ['/accounts']),
+      configYaml('/v3/accounts', ['/accounts', '/acct3']),
+    ]) {
+      expect(await reload(yaml)).toMatchObject({ basic_cache: 'kept', bearer_cache: 'kept' });
+      expect((await get('/accounts')).status).toBe(200);
+    }
+    expect(await compares()).toBe(before);
+  });
+
+  it('empties the Basic cache when a setting it depends on changes, and checks the pair again', async () => {
+    expect((await get('/accounts')).status).toBe(200);
+    const before = await compares();
+    const yaml = configYaml('/v3/accounts', ['/accounts']).concat(
+      'auth:\n  basic:\n    cache:\n      ttlSec: 30\n',
+    );
+    expect(await reload(yaml)).toMatchObject({ basic_cache: 'emptied', bearer_cache: 'kept' });
+    expect((await get('/accounts')).status).toBe(200);
+    expect(await compares()).toBe(before + 1);
   });
 });

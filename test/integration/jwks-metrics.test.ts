@@ -77,9 +77,10 @@ describe('JWKS metrics', () => {
     const later = await scrape();
     expect(later.age).toBeGreaterThan(fetched.age ?? Infinity);
 
-    // A kid the set lacks makes the gateway fetch again; the endpoint fails: 503, not 401.
+    // A kid the set lacks makes the gateway fetch again; the endpoint fails, and the last good
+    // set lacks the kid: 401 (a 503 would let any junk token page on-call).
     issuer.answer('error');
-    expect(await statusWith('k2')).toBe(503);
+    expect(await statusWith('k2')).toBe(401);
     expect(await scrape()).toMatchObject({ fetches: 2, failures: 1 });
     expect(issuer.hits()).toBe(2);
     // The key set in use is still the first one: its age goes on.

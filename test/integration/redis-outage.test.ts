@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openRedisStore } from '../support/redis-store.js';
 import { basicHeader } from '../support/basic-header.js';
@@ -165,5 +166,58 @@ describe('a gateway started while Redis is down', () => {
     expectGatewayError(rejected.answer, 'invalid_credentials', {
       message: 'The credentials are not valid.',
     });
+  });
+});
+
+describe('Redis back but not answering yet', () => {
+  let ownRedis: TestRedis | undefined;
+  let gateway: RunningGateway | undefined;
+
+  afterEach(async () => {
+    await gateway?.close();
+    await ownRedis?.stop();
+  });
+
+  it('keeps serving a pair cached before the outage, never 503, once the revocation subscription stands again', async () => {
+    ownRedis = await startLocalRedis();
+    const backPrefix = uniquePrefix('back');
+    const pair = { key: 'ak_back', secret: 'back-secret-0123456789', subject: 'erin' };
+    await seedKey(ownRedis.url, backPrefix, pair);
+    gateway = await startInProcessGateway({
+      redisUrl: ownRedis.url,
+      keyPrefix: backPrefix,
+      upstreamUrl: upstream.url,
+      cacheTtlSec: 300,
+    });
+    const { adminUrl, url } = gateway;
+    const resubscribes = async (): Promise<number> => {
+      const text = await (await fetch(`${adminUrl}/metrics`)).text();
+      return Number(/^gateway_revocation_resubscribes_total (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const send = () =>
+      fetch(`${url}/accounts`, { headers: { authorization: basicHeader(pair.key, pair.secret) } });
+    await untilSubscribers(ownRedis.url, backPrefix, 1);
+    expect((await send()).status).toBe(200);
+
+    await ownRedis.stop();
+    expect((await send()).status).toBe(200);
+    await ownRedis.start();
+    await seedKey(ownRedis.url, backPrefix, pair);
+    // The subscription stands again, and the cache was flushed: a revocation may have been
+    // missed. The commands' way to Redis is not back yet (its breaker still open, the
+    // client not reconnected): CLIENT PAUSE makes that moment last.
+    while ((await resubscribes()) < 1) await new Promise((r) => setTimeout(r, 50));
+    const admin = new Redis(ownRedis.url);
+    try {
+      await admin.client('PAUSE', 2_000, 'ALL');
+      const statuses = [];
+      for (let i = 0; i < 6; i += 1) statuses.push((await send()).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    } finally {
+      await admin.client('UNPAUSE');
+      admin.disconnect();
+    }
+    // Once the store answers again, the pair is checked there (and cached again).
+    await pollStatus(send, 200, { deadlineMs: 10_000, intervalMs: 50 });
   });
 });

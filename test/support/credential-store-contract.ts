@@ -296,11 +296,17 @@ export function credentialStoreContract(
       await expect(store.addUser(user)).resolves.toBe(true);
       await expect(store.getUser('alice@example.com')).resolves.toEqual(user);
 
-      const changed = { ...user, passwordHash: HASH.replace('C6', 'D7') };
+      // Each change moves the token generation on: the tokens issued before it stop working.
+      const changed = { ...user, passwordHash: HASH.replace('C6', 'D7'), tokenGeneration: 1 };
       await expect(store.setUserPassword('alice@example.com', changed.passwordHash)).resolves.toBe(
         true,
       );
       await expect(store.getUser('alice@example.com')).resolves.toEqual(changed);
+      await store.setUserPassword('alice@example.com', HASH);
+      await expect(store.getUser('alice@example.com')).resolves.toEqual({
+        ...user,
+        tokenGeneration: 2,
+      });
 
       await expect(store.removeUser('alice@example.com')).resolves.toBe(true);
       await expect(store.getUser('alice@example.com')).resolves.toBeUndefined();
@@ -403,6 +409,16 @@ export function credentialStoreContract(
       await store.removeUser('bob@example.com');
 
       await expect(heard).resolves.toEqual({ kind: 'subject', subject: 'bob' });
+    });
+
+    it("announces the subject's revocation when a user's password changes", async () => {
+      await store.addUser(userRecord('pam@example.com', 'pam'));
+      const heard = nextRevocation(target);
+      await target.subscribed();
+
+      await store.setUserPassword('pam@example.com', HASH.replace('C6', 'D7'));
+
+      await expect(heard).resolves.toEqual({ kind: 'subject', subject: 'pam' });
     });
 
     it('lists pairs in pages, newest or oldest first, the last id of a page leading to the next', async () => {

@@ -5,7 +5,8 @@ import { SUBJECT } from '../../identity/identity-formats.js';
 import type { Identity } from '../../identity/identity.js';
 import { parseScopeList, uniqueScopes } from '../../identity/scopes.js';
 import { deny, type AuthOutcome, type Denial } from '../denial.js';
-import { createIdentityCache } from '../identity-cache.js';
+import { createIdentityCache, type IdentityCache } from '../identity-cache.js';
+import type { TokenUserCheck } from './check-token-user.js';
 import { KeySourceUnavailableError, type KeySource } from './key-sources.js';
 
 export interface BearerVerifierOptions {
@@ -17,6 +18,13 @@ export interface BearerVerifierOptions {
   now?: () => number;
   /** The cache's lookups and evictions, counted in place (kept across reloads by the caller). */
   cacheCounters?: CacheCounters;
+  /** The verified tokens of the verifier this one replaces, made with the same settings. */
+  verified?: IdentityCache;
+  /**
+   * The gateway's own tokens: the name of their source, and whether a token's user still
+   * holds it (check-token-user.ts). A token it refuses is invalid_token.
+   */
+  ownTokens?: { readonly source: string; readonly check: TokenUserCheck };
 }
 
 export interface BearerVerifier {
@@ -30,6 +38,8 @@ export interface BearerVerifier {
   evictSubject(subject: string): void;
   /** Tokens in the cache now. */
   cacheEntries(): number;
+  /** The verified tokens, for the verifier that replaces this one with the same settings. */
+  readonly verified: IdentityCache;
 }
 
 /**
@@ -40,16 +50,18 @@ export interface BearerVerifier {
  */
 export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
   const now = options.now ?? Date.now;
-  const cache = createIdentityCache({
-    maxEntries: options.cacheMaxEntries,
-    // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
-    maxSize: 64 * 1024 * 1024,
-    sizeOf: (token) => token.length + 64,
-    ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
-    // An entry must end exactly at `exp`, by the injectable clock.
-    now,
-    ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
-  });
+  const cache =
+    options.verified ??
+    createIdentityCache({
+      maxEntries: options.cacheMaxEntries,
+      // Tokens are bounded by auth.bearer.maxTokenBytes; this bounds the cache's bytes too.
+      maxSize: 64 * 1024 * 1024,
+      sizeOf: (token) => token.length + 64,
+      ttlMs: Math.max(options.cacheTtlSec, 1) * 1000,
+      // An entry must end exactly at `exp`, by the injectable clock.
+      now,
+      ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
+    });
   const caching = options.cacheTtlSec > 0;
 
   const verifyWith = async (source: KeySource, token: string): Promise<JWTPayload> => {
@@ -101,6 +113,13 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
             failure = pick(failure, deny('invalid_token'));
             continue;
           }
+          if (
+            source.name === options.ownTokens?.source &&
+            !(await options.ownTokens.check(payload))
+          ) {
+            failure = pick(failure, deny('invalid_token'));
+            continue;
+          }
           const username = payload.preferred_username;
           const identity: Identity = {
             subject: payload.sub,
@@ -120,6 +139,7 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     },
     evictSubject: (subject) => cache.evictSubject(subject),
     cacheEntries: () => cache.size,
+    verified: cache,
   };
 }
 
@@ -134,6 +154,8 @@ export function scopesOf(payload: JWTPayload): readonly string[] {
 
 /** jose's and the key sources' errors, mapped where they enter: a denial, or a 503. */
 function mapVerificationError(error: unknown): Denial | GatewayError {
+  // The store behind the gateway's own tokens' check could not answer: a 503 already.
+  if (error instanceof GatewayError) return error;
   if (error instanceof errors.JWTExpired) return deny('token_expired', error);
   if (error instanceof KeySourceUnavailableError || error instanceof errors.JWKSTimeout) {
     return new GatewayError('credential_store_unavailable', { cause: error, retryAfterSec: 5 });

@@ -97,11 +97,13 @@ export function createKeySource(
  * key set keeps verifying, the endpoint is retried at most once per backoff period, and
  * only when no key set was ever fetched does verification fail, as "unavailable".
  *
- * A `kid` missing from the last good set is "unavailable" too while the endpoint cannot be
- * read: the issuer may have rotated to a key published after that set was fetched, so the
- * gateway cannot tell a forged token from a fresh one, and "cannot tell" is a 503, never a
- * 401. Only a set just read from the endpoint can say "no such key" (401). jose's cooldown
- * (30 s between refetches for unknown `kid`s) keeps random `kid`s from hammering it.
+ * A `kid` missing from the last good set is "no such key" (401) while the endpoint cannot be
+ * read, as when it can: were it a 503, any junk token with a random `kid` (no key, no
+ * signature needed) would page whoever watches the 503s for the length of the outage. The
+ * price: a token signed with a key the issuer published after the last good fetch gets 401
+ * until the endpoint answers again; issuers publish a key ahead of signing with it, so only a
+ * key both published and used within the outage is hit. jose's cooldown (30 s between refetches for unknown `kid`s) keeps random `kid`s from
+ * hammering the endpoint, and the failure backoff from retrying it while it fails.
  */
 export function createResilientRemoteJwks(
   url: URL,
@@ -135,16 +137,14 @@ export function createResilientRemoteJwks(
       stale = createLocalJWKSet(fetched.jwks);
     }
   };
-  const fromStale: (cause: unknown) => JWTVerifyGetKey = (cause) => async (header, token) => {
-    if (stale === undefined) throw new KeySourceUnavailableError(cause);
-    try {
-      return await stale(header, token);
-    } catch (error) {
-      if (error instanceof errors.JWKSNoMatchingKey) throw new KeySourceUnavailableError(cause);
-      // JWKSMultipleMatchingKeys included: jwtVerify tries each candidate it carries.
-      throw error;
-    }
-  };
+  // JWKSNoMatchingKey (a 401) included; for JWKSMultipleMatchingKeys, jwtVerify tries each
+  // candidate it carries.
+  const fromStale =
+    (cause: unknown): JWTVerifyGetKey =>
+    (header, token) => {
+      if (stale === undefined) throw new KeySourceUnavailableError(cause);
+      return stale(header, token);
+    };
   const getKey: JWTVerifyGetKey = async (header, token) => {
     if (now() < retryAt) return fromStale(lastFailure)(header, token);
     try {

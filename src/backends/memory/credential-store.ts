@@ -106,7 +106,12 @@ export function createMemoryStore(
     setUserPassword(username, passwordHash) {
       const found = users.get(username);
       if (found === undefined) return Promise.resolve(false);
-      users.set(username, { ...found, passwordHash });
+      users.set(username, {
+        ...found,
+        passwordHash,
+        tokenGeneration: (found.tokenGeneration ?? 0) + 1,
+      });
+      announce({ kind: 'subject', subject: found.subject });
       return Promise.resolve(true);
     },
     replaceHash(owner, expected, next) {

@@ -340,7 +340,14 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
     setUserPassword: async (username, passwordHash) => {
       for (const user of [layout.user(username), single?.layout.user(username)]) {
         if (user === undefined) continue;
-        if ((await runner.run(SET_USER_PASSWORD, { user }, { passwordHash })) === 1) return true;
+        if (
+          (await runner.run(
+            SET_USER_PASSWORD,
+            { user },
+            { passwordHash, channel: layout.channel },
+          )) === 1
+        )
+          return true;
       }
       return false;
     },

@@ -71,5 +71,9 @@ export function toUserRecord(
     passwordHash,
     createdAt: fields.created_at ?? '',
     scopes: parseScopeList(fields.scopes),
+    // Unreadable: 0, as absent; a writer that bumps it writes a whole number.
+    ...(fields.token_generation !== undefined && /^\d{1,15}$/.test(fields.token_generation)
+      ? { tokenGeneration: Number(fields.token_generation) }
+      : {}),
   };
 }

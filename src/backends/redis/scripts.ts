@@ -52,7 +52,7 @@ export const ADD_USER = defineScript('add-user.lua', {
 });
 export const SET_USER_PASSWORD = defineScript('set-user-password.lua', {
   keys: ['user'],
-  args: ['passwordHash'],
+  args: ['passwordHash', 'channel'],
 });
 export const REPLACE_HASH = defineScript('replace-hash.lua', {
   keys: ['hash'],

@@ -484,6 +484,51 @@ describe('createBasicAuthenticator: failures', () => {
   });
 });
 
+describe('createBasicAuthenticator: pairs cached before a flush', () => {
+  const ALICE = { subject: 'alice', method: 'basic', key: KEY, scopes: [] };
+  const unavailable = (promise: Promise<unknown>) =>
+    expect(promise).rejects.toMatchObject({ code: 'credential_store_unavailable' });
+
+  it('checks such a pair with the store, and serves it as cached while the store cannot answer', async () => {
+    const { basic, store } = setup();
+    await basic.verify(KEY, SECRET);
+    basic.flush();
+    expect(basic.cached(encoded(KEY, SECRET))).toBeUndefined();
+    store.down(true);
+    await expect(basic.verify(KEY, SECRET)).resolves.toEqual(ALICE);
+    // A pair never verified still gets the 503.
+    await unavailable(basic.verify('ak_bobBBBBBBBBBBBBBBBBBBBBBB', 'bobSecret'));
+  });
+
+  it('keeps it through further flushes before the store answers', async () => {
+    const { basic, store } = setup();
+    await basic.verify(KEY, SECRET);
+    basic.flush();
+    basic.flush();
+    store.down(true);
+    await expect(basic.verify(KEY, SECRET)).resolves.toEqual(ALICE);
+  });
+
+  it('never serves it once a revocation named it, nor once the store refused it', async () => {
+    for (const evict of EVICTIONS.filter(([name]) => name !== 'flush').map(([, e]) => e)) {
+      const { basic, store } = setup();
+      await basic.verify(KEY, SECRET);
+      basic.flush();
+      evict(basic);
+      store.down(true);
+      await unavailable(basic.verify(KEY, SECRET));
+    }
+    const { basic, store } = setup();
+    await basic.verify(KEY, SECRET);
+    basic.flush();
+    expect(await basic.verify(KEY, 'wrong')).toBe(DENIED.invalid_credentials);
+    await store.revokeKey(KEY, '2030-01-03T00:00:00.000Z');
+    expect(await basic.verify(KEY, SECRET)).toBe(DENIED.invalid_credentials);
+    store.down(true);
+    await unavailable(basic.verify(KEY, SECRET));
+  });
+});
+
 describe('createBasicAuthenticator: lockout', () => {
   const lockoutConfig = parseConfig(
     'lockout:\n  initialLockSec: 30\n  basic:\n    keyAddress:\n      threshold: 2\n',

@@ -9,7 +9,8 @@
 -- 0 none). The counters of one run share a slot: a target's are run in two (lockout-store.ts).
 -- Returns for begin/check: {0} (allowed, reserved unless check) or {1, index, waitMs, locked}
 -- (locked 1 when that counter is locked, 0 when only its attempts in flight refuse);
--- for failure: {index, lockMs, failures}... of each lock started; otherwise {}.
+-- for failure: {index, lockMs, failures}... of each lock started; otherwise {}. A counter a
+-- success or an error leaves empty (no failure, nothing pending, no lock) is deleted.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op = ARG.op
@@ -78,7 +79,15 @@ for i, key in ipairs(KEY.counters) do
     redis.call('HSET', key, 'f', f, 'p', math.max(0, s.p - 1), 'lu', lu)
     keep(key, lu)
   elseif s.exists then
-    redis.call('HSET', key, 'p', math.max(0, s.p - 1))
+    -- A counter left with nothing in it is deleted, as the in-process lockout drops it (isEmpty):
+    -- else a begin given back (another counter refused) would leave one per id tried, and a
+    -- flood of random ids from a locked network would fill Redis for windowSec.
+    local p = math.max(0, s.p - 1)
+    if s.f == 0 and p == 0 and s.lu <= now then
+      redis.call('DEL', key)
+    else
+      redis.call('HSET', key, 'p', p)
+    end
   end
 end
 return locks
