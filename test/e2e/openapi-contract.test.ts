@@ -7,6 +7,7 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { gatewayYaml, type GatewayConfigInput } from '../support/gateway-yaml.js';
 import type { HttpAnswer } from '../support/http-answer.js';
 import { documentedAnswers, exercised, readDocument } from '../support/openapi-validator.js';
+import { rawRequest } from '../support/raw-request.js';
 import { freePort } from '../support/redis-server.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { issueToken, JSON_TYPE, send, type RequestOptions } from '../support/send.js';
@@ -39,6 +40,19 @@ const UNTRUSTED_FROM = '127.0.0.80';
 
 const LISTING = ['/account', '/accounts', '/accounts/'];
 const MAX_ACTIVE = 5;
+/** Every method a path item can name (docs/openapi.json lists each on every path). */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'];
+/** A request target of each documented path but the check's, and the methods it takes. */
+const TAKING = [
+  ...LISTING.map((target) => ({ target, taken: ['GET', 'HEAD'] })),
+  { target: '/keys', taken: ['GET', 'HEAD', 'POST'] },
+  { target: `/keys/${SPARE.key}`, taken: ['DELETE'] },
+  { target: '/auth/token', taken: ['POST'] },
+  { target: '/.well-known/jwks.json', taken: ['GET', 'HEAD'] },
+  { target: '/openapi.json', taken: ['GET', 'HEAD'] },
+];
+/** Every documented path, as a request target. */
+const TARGETS = [...TAKING.map(({ target }) => target), '/auth/check', '/auth/check/accounts'];
 
 function config(extra: GatewayConfigInput = {}): GatewayConfigInput {
   return {
@@ -74,15 +88,21 @@ let silent: GatewayProcess;
 let silentUpstream: Server;
 /** Its upstream answers 404 to everything: passed through, the listing's `default`. */
 let absent: GatewayProcess;
+/** Its server.headersTimeoutMs is short: a head left unfinished is answered 408 soon. */
+let impatient: GatewayProcess;
 const stopped: Server[] = [];
 
 /** A gateway on the memory store, READER seeded, forwarding the listing to `upstreamUrl`. */
-async function memoryGateway(upstreamUrl: string): Promise<GatewayProcess> {
+async function memoryGateway(
+  upstreamUrl: string,
+  extra: GatewayConfigInput = {},
+): Promise<GatewayProcess> {
   return startGateway(
     gatewayYaml({
       upstreamUrl,
       config: {
         ...config({
+          ...extra,
           upstreams: { accounts: { url: upstreamUrl, timeoutMs: 300 } },
           credentials: {
             seed: {
@@ -115,7 +135,10 @@ beforeAll(async () => {
     gatewayYaml({
       upstreamUrl: 'builtin',
       redis: { url: `redis://127.0.0.1:${await freePort()}`, keyPrefix },
-      config: config(),
+      // The address limit's store is down too: closed, the routes without credentials 503.
+      config: config({
+        rateLimits: { address: { requests: 40, periodSec: 3600 }, onStoreError: 'closed' },
+      }),
     }),
   );
   refused = await memoryGateway(`http://127.0.0.1:${await freePort()}`);
@@ -135,10 +158,13 @@ beforeAll(async () => {
   absent = await memoryGateway(
     `http://127.0.0.1:${(absentUpstream.address() as AddressInfo).port}`,
   );
+  impatient = await memoryGateway('builtin', {
+    server: { trustedProxies: ['127.0.0.1'], headersTimeoutMs: 300, requestTimeoutMs: 1000 },
+  });
 });
 
 afterAll(async () => {
-  await Promise.all([gateway, storeDown, refused, silent, absent].map((g) => g?.stop()));
+  await Promise.all([gateway, storeDown, refused, silent, absent, impatient].map((g) => g?.stop()));
   for (const server of stopped) {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -247,37 +273,46 @@ describe('docs/openapi.json against built gateways', () => {
     for (const method of ['GET', 'HEAD', 'POST'])
       await expectStatus(gateway, method, '/keys', 429, locked);
     await expectStatus(gateway, 'DELETE', `/keys/${LOCKED.key}`, 429, locked);
-    // The check counts the client the trusted proxy names in X-Forwarded-For.
-    await expectStatus(gateway, 'GET', '/auth/check', 429, {
-      headers: {
-        ...locked.headers,
-        'x-forwarded-method': 'GET',
-        'x-forwarded-uri': '/accounts',
-      },
-    });
+    // The check counts the client the trusted proxy names in X-Forwarded-For; its own
+    // method is not read.
+    for (const method of METHODS)
+      await expectStatus(gateway, method, '/auth/check', 429, {
+        headers: {
+          ...locked.headers,
+          'x-forwarded-method': 'GET',
+          'x-forwarded-uri': '/accounts',
+        },
+      });
     for (const method of ['GET', 'HEAD'])
       await expectStatus(gateway, method, '/auth/check/accounts', 429, { headers: locked.headers });
   });
 
-  it('answers every documented status of the forward-auth check', async () => {
-    const check = (status: number, headers: Record<string, string>, from?: string, on = gateway) =>
-      expectStatus(on, 'GET', '/auth/check', status, {
-        headers,
-        ...(from === undefined ? {} : { from }),
-      });
+  it('answers every documented status of the forward-auth check, whatever its own method', async () => {
     const naming = (method: string, uri: string) => ({
       'x-forwarded-method': method,
       'x-forwarded-uri': uri,
     });
-    const allowed = await check(200, { ...naming('GET', '/accounts'), ...basic(READER) });
-    expect(allowed.headers['x-auth-subject']).toBe(READER.subject);
-    await check(400, basic(READER));
-    await check(401, naming('GET', '/accounts'));
-    await check(403, { ...naming('GET', '/accounts'), ...basic(READER) }, UNTRUSTED_FROM);
-    await check(404, { ...naming('GET', '/nowhere'), ...basic(READER) });
-    const notTaken = await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
-    expect(notTaken.headers.allow).toBe('GET, HEAD');
-    await check(503, { ...naming('GET', '/accounts'), ...basic(READER) }, undefined, storeDown);
+    for (const method of METHODS) {
+      const check = (
+        status: number,
+        headers: Record<string, string>,
+        from?: string,
+        on = gateway,
+      ) =>
+        expectStatus(on, method, '/auth/check', status, {
+          headers,
+          ...(from === undefined ? {} : { from }),
+        });
+      const allowed = await check(200, { ...naming('GET', '/accounts'), ...basic(READER) });
+      expect(allowed.headers['x-auth-subject']).toBe(READER.subject);
+      await check(400, basic(READER));
+      await check(401, naming('GET', '/accounts'));
+      await check(403, { ...naming('GET', '/accounts'), ...basic(READER) }, UNTRUSTED_FROM);
+      await check(404, { ...naming('GET', '/nowhere'), ...basic(READER) });
+      const notTaken = await check(405, { ...naming('POST', '/accounts'), ...basic(READER) });
+      expect(notTaken.headers.allow).toBe('GET, HEAD');
+      await check(503, { ...naming('GET', '/accounts'), ...basic(READER) }, undefined, storeDown);
+    }
   });
 
   it('answers every documented status of the Envoy form of the check, its method the original', async () => {
@@ -295,10 +330,16 @@ describe('docs/openapi.json against built gateways', () => {
         headers: basic(READER),
       });
     }
-    // A method the route does not take is the route's 405, with its Allow.
-    const notTaken = await envoy('POST', 405, '/accounts', { headers: basic(READER) });
-    expect(notTaken.headers.allow).toBe('GET, HEAD');
-    expect(notTaken.headers['x-auth-error']).toBe('method_not_allowed');
+    // A method the route does not take is the route's 405, with its Allow, once the peer is
+    // trusted, the request named once and its path a route's.
+    for (const method of METHODS.filter((m) => m !== 'GET' && m !== 'HEAD')) {
+      const notTaken = await envoy(method, 405, '/accounts', { headers: basic(READER) });
+      expect(notTaken.headers.allow).toBe('GET, HEAD');
+      expect(notTaken.headers['x-auth-error']).toBe('method_not_allowed');
+      await envoy(method, 400, '/accounts', { headers: { 'x-forwarded-method': 'GET' } });
+      await envoy(method, 403, '/accounts', { from: UNTRUSTED_FROM });
+      await envoy(method, 404, '/nowhere');
+    }
   });
 
   it('serves the JWKS and this document without credentials, with 304 and the address limit', async () => {
@@ -328,12 +369,51 @@ describe('docs/openapi.json against built gateways', () => {
     for (const method of ['GET', 'HEAD']) {
       await expectStatus(gateway, method, '/openapi.json', 429, { from: LIMITED_FROM });
       await expectStatus(gateway, method, '/.well-known/jwks.json', 429, { from: LIMITED_FROM });
+      // The address limit cannot be counted, and rateLimits.onStoreError is closed.
+      await expectStatus(storeDown, method, '/openapi.json', 503);
+      await expectStatus(storeDown, method, '/.well-known/jwks.json', 503);
     }
   });
 
-  it('answers other methods on a documented path with 405 and Allow', async () => {
-    const answer = await expectStatus(gateway, 'POST', '/openapi.json', 405);
-    expect(answer.headers.allow).toBe('GET, HEAD');
+  it('answers every method a path does not take with 405 and the Allow of those it takes', async () => {
+    for (const { target, taken } of TAKING)
+      for (const method of METHODS.filter((m) => !taken.includes(m))) {
+        const answer = await expectStatus(gateway, method, target, 405, {
+          headers: basic(MANAGER),
+        });
+        expect(answer.headers.allow).toBe(taken.join(', '));
+        // A last segment that is no key id is no route's: 404 before the method is read.
+        if (target.startsWith('/keys/')) await expectStatus(gateway, method, '/keys/x', 404);
+      }
+  });
+
+  it('refuses on every path and method what is refused before any route: 400, 408, 431', async () => {
+    const twoAuthorizations = {
+      headers: { authorization: [basicHeader(READER.key, SECRET), 'Basic eA=='] },
+    };
+    // Host and 100 more: one line past server.maxHeaderCount (100), which the gateway counts
+    // itself (Node refuses more lines still, in an answer of its parser's).
+    const tooManyLines = Array.from({ length: 100 }, (_, i) => `x-filler-${i}: 1\r\n`).join('');
+    for (const target of TARGETS)
+      for (const method of METHODS) {
+        const twice = await expectStatus(gateway, method, target, 400, twoAuthorizations);
+        if (method !== 'HEAD')
+          expect(twice.json).toMatchObject({ error: { code: 'malformed_authorization' } });
+        const tooLarge = await rawRequest(
+          gateway.port,
+          `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${tooManyLines}\r\n`,
+        );
+        expect(tooLarge.status, `${method} ${target}`).toBe(431);
+      }
+    // A head that stops before its end: server.headersTimeoutMs (300 ms) answers each.
+    const unfinished = await Promise.all(
+      TARGETS.flatMap((target) =>
+        METHODS.map((method) =>
+          rawRequest(impatient.port, `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n`),
+        ),
+      ),
+    );
+    expect(unfinished.map((answer) => answer.status)).toEqual(unfinished.map(() => 408));
   });
 
   it('has answered every documented path, method and status, and nothing undocumented', () => {

@@ -92,4 +92,44 @@ describe('the response validator', () => {
     delete headers['x-request-id'];
     expect(failure({ ...passed, headers })).toMatch(/no X-Request-Id header/);
   });
+
+  it('holds a 405 of a method the path does not take to its Allow, and other answers there to the envelope', () => {
+    const notTaken: ObservedResponse = {
+      ...unauthorized,
+      method: 'PUT',
+      target: '/accounts',
+      status: 405,
+      body: JSON.stringify({
+        result: 'error',
+        status: 405,
+        error: { code: 'method_not_allowed', message: 'x' },
+        request_id: 'r-1',
+      }),
+    };
+    expect(failure(notTaken)).toMatch(/PUT \/accounts answered 405: header Allow is missing/);
+    const allowed = { ...notTaken, headers: { ...notTaken.headers, allow: 'GET, HEAD' } };
+    expect(validate(allowed)).toEqual({
+      kind: 'checked',
+      path: '/accounts',
+      method: 'put',
+      status: 405,
+    });
+    // A test's own route that takes PUT here: its 401 is not the document's, held to the envelope.
+    expect(validate({ ...unauthorized, method: 'PUT', target: '/accounts' })).toEqual({
+      kind: 'skipped',
+    });
+    expect(
+      failure({ ...unauthorized, method: 'PUT', target: '/accounts', body: '{"result":"error"}' }),
+    ).toMatch(/PUT \/accounts answered 401: body: /);
+  });
+
+  it('fails a refusal made before routing without the headers every answer carries', () => {
+    const late = { ...unauthorized, status: 408, body: unauthorized.body.replace(/401/g, '408') };
+    expect(failure(late)).toMatch(/body: /);
+    const headers = { ...unauthorized.headers };
+    delete headers['cache-control'];
+    expect(failure({ ...unauthorized, status: 431, headers })).toMatch(
+      /answered 431: header Cache-Control is missing/,
+    );
+  });
 });
