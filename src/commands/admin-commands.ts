@@ -114,9 +114,9 @@ export interface NewPairs {
  */
 export const MAX_COUNT = 1000;
 
-/** `--count N`: decimal digits, 1 to MAX_COUNT. */
-export function parseCountOption(text: string | undefined): number {
-  if (text === undefined) return 1;
+/** `--count N`: decimal digits, 1 to MAX_COUNT; undefined without the flag. */
+export function parseCountOption(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
   const count = /^\d{1,4}$/.test(text) ? Number(text) : 0;
   if (count < 1 || count > MAX_COUNT)
     throw new CliError(`--count must be a whole number from 1 to ${MAX_COUNT}`, EXIT.usage);
@@ -128,8 +128,11 @@ export async function createKeyCommand(
   store: CredentialStore,
   output: Output,
   pairs: NewPairs,
-  count = 1,
+  /** `--count`: this many pairs, each printed on a line; without it, one pair as a block. */
+  countOption?: number,
 ): Promise<void> {
+  const bulk = countOption !== undefined;
+  const count = countOption ?? 1;
   const { subject, label, scopes } = pairs;
   checkSubject(subject);
   if (!LABEL.pattern.test(label)) throw new CliError(`--label must be ${LABEL.rule}`, EXIT.usage);
@@ -140,12 +143,12 @@ export async function createKeyCommand(
   const cap = config.keys.maxActivePerSubject;
   const capped = (made: number) =>
     new CliError(
-      `subject ${subject} already has ${cap} active pairs (keys.maxActivePerSubject)${count > 1 ? `; made ${made} of ${count}` : ''}`,
+      `subject ${subject} already has ${cap} active pairs (keys.maxActivePerSubject)${bulk ? `; made ${made} of ${count}` : ''}`,
       EXIT.conflict,
     );
   // Refused before any bcrypt runs when the pairs cannot all fit; createKey still enforces
   // the cap atomically, against pairs made meanwhile.
-  if (count > 1) {
+  if (bulk) {
     const active = await store.countActiveKeys(subject);
     if (active + count > cap)
       throw new CliError(
@@ -176,7 +179,7 @@ export async function createKeyCommand(
     made += 1;
     // Each pair is printed as soon as it is stored: its secret exists nowhere else.
     const view = { ...keyView(record, nowMs), subject, secret };
-    if (count > 1) print(output, view, `${key} ${secret}`);
+    if (bulk) print(output, view, `${key} ${secret}`);
     else
       print(
         output,

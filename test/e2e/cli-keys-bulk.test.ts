@@ -112,15 +112,15 @@ describe('keys create --count', () => {
     }
   });
 
-  it('prints "KEY SECRET" a line without --json', async () => {
-    const result = await create('bulk-text', '--count', '3');
+  it.each([3, 1])('prints "KEY SECRET" a line without --json (--count %i)', async (count) => {
+    const result = await create(`bulk-text-${count}`, '--count', String(count));
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
-    expect(lines).toHaveLength(3);
+    expect(lines).toHaveLength(count);
     for (const line of lines) {
       const [key = '', secret = ''] = line.split(' ');
       expect(line).toBe(`${key} ${secret}`);
-      expectKeyIdOf(key, 'bulk-text');
+      expectKeyIdOf(key, `bulk-text-${count}`);
       expect(await bcrypt.compare(secret, (await store.getKey(key))?.secretHash ?? '')).toBe(true);
     }
   });
