@@ -75,7 +75,7 @@ status() {
   for port in "${PORTS[@]}"; do
     if alive "$port"; then
       up=$((up + 1))
-      echo "127.0.0.1:$port pid $(cat "$DIR/$port/redis.pid") $(redis-cli -p "$port" role | head -1)" \
+      echo "127.0.0.1:$port pid $(cat "$DIR/$port/redis.pid") $(role "$port")" \
         "$(redis-cli -p "$port" cluster info | grep '^cluster_state:' | tr -d '\r')"
     else
       echo "127.0.0.1:$port down"

@@ -24,6 +24,9 @@ need() {
   done
 }
 
+# A data node's role as Redis's ROLE names it, but `replica` where Redis still says `slave`.
+role() { redis-cli -p "$1" role | head -1 | sed 's/^slave$/replica/'; }
+
 port_taken() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Refuses a second start on the same data directory or on a taken port; then makes a

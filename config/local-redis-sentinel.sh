@@ -93,7 +93,7 @@ status() {
       echo "127.0.0.1:$port pid $(cat "$DIR/$port/redis.pid") sentinel; master" \
         "$(redis-cli -p "$port" sentinel get-master-addr-by-name "$MASTER_NAME" | paste -sd: -)"
     else
-      echo "127.0.0.1:$port pid $(cat "$DIR/$port/redis.pid") $(redis-cli -p "$port" role | head -1)"
+      echo "127.0.0.1:$port pid $(cat "$DIR/$port/redis.pid") $(role "$port")"
     fi
   done
   [ "$up" -eq "${#PORTS[@]}" ]

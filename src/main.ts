@@ -6,6 +6,8 @@ import {
   createKeyCommand,
   listKeysCommand,
   listUsersCommand,
+  MAX_COUNT,
+  parseCountOption,
   parseScopesOption,
   removeUserCommand,
   revokeKeyCommand,
@@ -16,7 +18,10 @@ import {
 import { CliError, EXIT } from './commands/cli-error.js';
 import {
   loadConfigFromArgs,
-  withConfigOptions,
+  STORE_FLAGS,
+  withConfigFile,
+  withServeOverrides,
+  withStoreOptions,
   type ConfigArgs,
 } from './commands/config-options.js';
 import { checkConnections } from './commands/check-connections.js';
@@ -28,14 +33,20 @@ import { unlockCommand } from './commands/unlock-command.js';
 import { oneGateway } from './commands/serve.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import { ConfigError } from './config/load-config.js';
+import { showConfig } from './config/show-config.js';
 import type { CredentialStore } from './credentials/credential-store.js';
 import { supervise } from './lifecycle/supervisor.js';
 import { createLogger } from './observability/create-logger.js';
 import { openApiJson } from './openapi/openapi-json.js';
 import { WORKER_ENV } from './workers/messages.js';
 
+/** The store's commands: --config, --redis-url and --json. */
 const withJson = <T>(y: Argv<T>) =>
-  withConfigOptions(y).option('json', { type: 'boolean', default: false, describe: 'print JSON' });
+  withStoreOptions(y).option('json', { type: 'boolean', default: false, describe: 'print JSON' });
+
+/** The configuration a store's command reads: --redis-url (or its variable) its only override. */
+const loadStoreConfig = (args: ConfigArgs): GatewayConfig =>
+  loadConfigFromArgs(args, process.env, STORE_FLAGS);
 
 type AdminAction = (config: GatewayConfig, store: CredentialStore, output: Output) => Promise<void>;
 
@@ -46,14 +57,14 @@ function stdoutOutput(json: boolean): Output {
 
 /** Loads the config, opens its store, runs the command, closes the store. */
 async function runAdmin(args: ConfigArgs & { json: boolean }, action: AdminAction): Promise<void> {
-  const config = loadConfigFromArgs(args);
+  const config = loadStoreConfig(args);
   const output = stdoutOutput(args.json);
   await withStore(config, (store) => action(config, store, output));
 }
 
 /** --workers, for serve (and check, which validates what serve would run). */
 const withWorkersOption = <T>(y: Argv<T>) =>
-  withConfigOptions(y).option('workers', {
+  withServeOverrides(y).option('workers', {
     type: 'string',
     describe: 'processes serving the API port: a number, or auto (one per core)',
   });
@@ -151,6 +162,19 @@ async function main(argv: string[]): Promise<number> {
           throw new CliError(`${failed} of ${checks.length} did not answer`, EXIT.failure);
       },
     )
+    .command(
+      'config',
+      'Print the configuration serve would run: defaults filled in, ${ENV} and overrides applied, secrets redacted',
+      (y) =>
+        withWorkersOption(y)
+          .option('json', { type: 'boolean', default: false, describe: 'print JSON, not YAML' })
+          .example('$0 config -c gateway.yaml', 'every setting in effect, as YAML')
+          .example('$0 config --json | jq .server', 'one section'),
+      (args) => {
+        const config = loadServeConfig(args);
+        process.stdout.write(showConfig(config, args.json ? 'json' : 'yaml', args.config));
+      },
+    )
     .command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
       y
         .command(
@@ -165,22 +189,32 @@ async function main(argv: string[]): Promise<number> {
                 describe: 'when the pair stops working: 90d, 12h, 30m, 3600s or an RFC 3339 time',
               })
               .option('scopes', { type: 'string', describe: 'the pair’s scopes, comma-separated' })
+              .option('count', {
+                type: 'string',
+                describe: `make this many pairs alike in one run (1 to ${MAX_COUNT}), a line each`,
+              })
               .example(
                 '$0 keys create --subject alice --expires 90d --scopes read',
                 'prints the secret once',
+              )
+              .example(
+                '$0 keys create --subject load --count 300 --json > pairs.jsonl',
+                'a JSON line per pair, secret included',
               ),
-          (args) =>
-            runAdmin(args, (config, store, out) =>
+          (args) => {
+            // Checked before the store is opened.
+            const count = parseCountOption(args.count);
+            const scopes = parseScopesOption(args.scopes);
+            return runAdmin(args, (config, store, out) =>
               createKeyCommand(
                 config,
                 store,
                 out,
-                args.subject,
-                args.label,
-                args.expires,
-                parseScopesOption(args.scopes),
+                { subject: args.subject, label: args.label, expires: args.expires, scopes },
+                count,
               ),
-            ),
+            );
+          },
         )
         .command(
           'list',
@@ -232,7 +266,7 @@ async function main(argv: string[]): Promise<number> {
                 '$0 keys unlock --username alice --address 2001:db8::7',
                 'the username, and the /64 of that address',
               ),
-          (args) => unlockCommand(loadConfigFromArgs(args), stdoutOutput(args.json), args),
+          (args) => unlockCommand(loadStoreConfig(args), stdoutOutput(args.json), args),
         )
         .example('$0 keys list --subject alice', "the subject's pairs")
         .demandCommand(1, 'Name a keys command: create, list, show, revoke or unlock.'),
@@ -307,7 +341,7 @@ async function main(argv: string[]): Promise<number> {
       'hash-password',
       'Print a bcrypt hash of a secret read from stdin or a prompt (for the web application)',
       (c) =>
-        withConfigOptions(c)
+        withConfigFile(c)
           .option('cost', {
             type: 'string',
             describe: 'bcrypt cost (default: credentials.bcryptCost of the configuration)',
@@ -318,7 +352,7 @@ async function main(argv: string[]): Promise<number> {
         // The cost is checked before a prompt asks for anything.
         const cost =
           args.cost === undefined
-            ? loadConfigFromArgs(args).credentials.bcryptCost
+            ? loadConfigFromArgs(args, process.env, []).credentials.bcryptCost
             : checkCostOption(args.cost);
         const secret = await readPassword('secret');
         await hashPasswordCommand(secret, cost, (text) => process.stdout.write(text));
@@ -337,7 +371,7 @@ async function main(argv: string[]): Promise<number> {
           .example('$0 migrate', 'say what would move')
           .example('$0 migrate --apply', 'move it'),
       async (args) => {
-        const config = loadConfigFromArgs(args);
+        const config = loadStoreConfig(args);
         const output = stdoutOutput(args.json);
         await migrateCommand(config, output, args.apply);
       },
@@ -363,7 +397,7 @@ async function main(argv: string[]): Promise<number> {
     .example('$0 completion >> ~/.bashrc', 'complete commands and options in bash')
     .demandCommand(
       1,
-      'Name a command: serve, check, keys, users, hash-password, migrate, openapi or completion.',
+      'Name a command: serve, check, config, keys, users, hash-password, migrate, openapi or completion.',
     )
     .strict()
     .help()

@@ -100,43 +100,110 @@ function checkUsername(username: string): void {
     throw new CliError(`USERNAME must be ${USERNAME.rule}`, EXIT.usage);
 }
 
+/** What every pair of one `keys create` shares. */
+export interface NewPairs {
+  readonly subject: string;
+  readonly label: string;
+  readonly expires?: string | undefined;
+  readonly scopes: readonly string[];
+}
+
+/**
+ * Pairs made at once by `keys create --count`: at most the cap a subject may reach
+ * (keys.maxActivePerSubject allows 1,000).
+ */
+export const MAX_COUNT = 1000;
+
+/** `--count N`: decimal digits, 1 to MAX_COUNT; undefined without the flag. */
+export function parseCountOption(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const count = /^\d{1,4}$/.test(text) ? Number(text) : 0;
+  if (count < 1 || count > MAX_COUNT)
+    throw new CliError(`--count must be a whole number from 1 to ${MAX_COUNT}`, EXIT.usage);
+  return count;
+}
+
 export async function createKeyCommand(
   config: GatewayConfig,
   store: CredentialStore,
   output: Output,
-  subject: string,
-  label: string,
-  expires?: string,
-  scopes: readonly string[] = [],
+  pairs: NewPairs,
+  /** `--count`: this many pairs, each printed on a line; without it, one pair as a block. */
+  countOption?: number,
 ): Promise<void> {
+  const bulk = countOption !== undefined;
+  const count = countOption ?? 1;
+  const { subject, label, scopes } = pairs;
   checkSubject(subject);
   if (!LABEL.pattern.test(label)) throw new CliError(`--label must be ${LABEL.rule}`, EXIT.usage);
   const nowMs = Date.now();
-  const expiry = expires === undefined ? undefined : parseExpiresOption(expires, nowMs);
+  const expiry = pairs.expires === undefined ? undefined : parseExpiresOption(pairs.expires, nowMs);
   if (expiry?.ok === false) throw new CliError(expiry.message, EXIT.usage);
   const expiresAt = expiry?.expiresAt;
-  const { key, secret } = generateKeyPair(subject);
-  const record: KeyRecord = {
-    key,
-    subject,
-    secretHash: await createSecretHasher(config.credentials.bcryptCost).hash(secret),
-    label,
-    status: 'active',
-    createdAt: new Date(nowMs).toISOString(),
-    ...(expiresAt === undefined ? {} : { expiresAt }),
-    scopes,
-  };
-  if (!(await store.createKey(record, config.keys.maxActivePerSubject))) {
-    throw new CliError(
-      `subject ${subject} already has ${config.keys.maxActivePerSubject} active pairs (keys.maxActivePerSubject)`,
+  const cap = config.keys.maxActivePerSubject;
+  const capped = (made: number) =>
+    new CliError(
+      `subject ${subject} already has ${cap} active pairs (keys.maxActivePerSubject)${bulk ? `; made ${made} of ${count}` : ''}`,
       EXIT.conflict,
     );
+  // Refused before any bcrypt runs when the pairs cannot all fit; createKey still enforces
+  // the cap atomically, against pairs made meanwhile.
+  if (bulk) {
+    const active = await store.countActiveKeys(subject);
+    if (active + count > cap)
+      throw new CliError(
+        `subject ${subject} has ${active} active pairs: ${count} more would pass keys.maxActivePerSubject (${cap}); none made`,
+        EXIT.conflict,
+      );
   }
-  print(
-    output,
-    { ...keyView(record, nowMs), subject, secret },
-    `key:    ${key}\nsecret: ${secret}\n${expiresAt === undefined ? '' : `expires: ${expiresAt}\n`}(the secret is shown this once)`,
-  );
+  const hasher = createSecretHasher(config.credentials.bcryptCost);
+  const createdAt = new Date(nowMs).toISOString();
+  let made = 0;
+  let full = false;
+  const makeOne = async (): Promise<void> => {
+    const { key, secret } = generateKeyPair(subject);
+    const record: KeyRecord = {
+      key,
+      subject,
+      secretHash: await hasher.hash(secret),
+      label,
+      status: 'active',
+      createdAt,
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+      scopes,
+    };
+    if (full || !(await store.createKey(record, cap))) {
+      full = true;
+      return;
+    }
+    made += 1;
+    // Each pair is printed as soon as it is stored: its secret exists nowhere else.
+    const view = { ...keyView(record, nowMs), subject, secret };
+    if (bulk) print(output, view, `${key} ${secret}`);
+    else
+      print(
+        output,
+        view,
+        `key:    ${key}\nsecret: ${secret}\n${expiresAt === undefined ? '' : `expires: ${expiresAt}\n`}(the secret is shown this once)`,
+      );
+  };
+  // bcrypt runs on libuv's thread pool: as many hashes at once as it has threads, so that one
+  // process makes the pairs in about count / threads hash times.
+  let started = 0;
+  const worker = async (): Promise<void> => {
+    while (started < count && !full) {
+      started += 1;
+      await makeOne();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(count, threadPoolSize()) }, worker));
+  if (full) throw capped(made);
+}
+
+/** libuv's thread pool: UV_THREADPOOL_SIZE threads (1 to 1024), 4 unless set. */
+function threadPoolSize(): number {
+  const size = Number(process.env.UV_THREADPOOL_SIZE);
+  return Number.isInteger(size) && size >= 1 ? Math.min(size, 1024) : 4;
 }
 
 export async function listKeysCommand(

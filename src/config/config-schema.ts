@@ -23,6 +23,22 @@ function bool() {
 }
 
 /**
+ * The settings that hold a secret, and how much of each to hide wherever the configuration
+ * is shown (`accounts-gateway config`): `value`, all of it; `url`, a URL's userinfo and its
+ * query's values, where a password or token rides (`redis://:pw@host`, `?api_key=`), while
+ * the scheme, host and path stay readable. A new setting that holds one is marked here.
+ */
+export const secretSettings = z.registry<{ readonly redact: 'value' | 'url' }>();
+function secretValue<T extends z.ZodType>(schema: T): T {
+  secretSettings.add(schema, { redact: 'value' });
+  return schema;
+}
+function secretUrl<T extends z.ZodType>(schema: T): T {
+  secretSettings.add(schema, { redact: 'url' });
+  return schema;
+}
+
+/**
  * The costs of the bcrypt hashes the gateway and the CLI make (`credentials.bcryptCost`): below
  * 4 bcrypt refuses; above 15 one hash takes seconds (at 31, days), and a login waits for it.
  */
@@ -40,7 +56,6 @@ const headerName = z
   .regex(/^[a-z0-9-]+$/, 'must be a lower-case header name (letters, digits, "-")');
 const formatted = (format: Format) => z.string().regex(format.pattern, `must be ${format.rule}`);
 const subject = formatted(SUBJECT);
-const bcryptHash = formatted(BCRYPT_HASH);
 const keyId = formatted(KEY_ID);
 /** Scope tokens (RFC 6749 §3.3), each once; `[]` requires or grants none. */
 const scopes = z
@@ -118,7 +133,7 @@ const upstreamTlsSchema = z
 
 export const upstreamSchema = z.strictObject({
   /** `builtin` runs the reference accounts service in process, on loopback. */
-  url: z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })]),
+  url: secretUrl(z.union([z.literal('builtin'), z.url({ protocol: /^https?$/ })])),
   timeoutMs: durationMs.default(10_000),
   connectTimeoutMs: durationMs.default(2_000),
   maxSockets: int(z.number().int().positive()).default(256),
@@ -234,10 +249,10 @@ export const bearerIssuerSchema = z
       .min(1),
     issuer: z.string().min(1).optional(),
     audience: z.string().min(1).optional(),
-    secret: z.string().min(32, 'must be at least 32 characters').optional(),
+    secret: secretValue(z.string().min(32, 'must be at least 32 characters')).optional(),
     publicKey: z.string().min(1).optional(),
     publicKeyFile: z.string().min(1).optional(),
-    jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+    jwksUrl: secretUrl(z.url({ protocol: /^https?$/ })).optional(),
     jwks: jwksSchema.optional(),
   })
   .superRefine((value, ctx) => {
@@ -281,10 +296,9 @@ function isRedisUrl(value: string): boolean {
 const KEY_PREFIX = /^[A-Za-z0-9:{}_-]*$/;
 
 export const redisSchema = z.strictObject({
-  url: z
-    .string()
-    .refine(isRedisUrl, 'must be a redis:// or rediss:// URL')
-    .default('redis://127.0.0.1:6379'),
+  url: secretUrl(z.string().refine(isRedisUrl, 'must be a redis:// or rediss:// URL')).default(
+    'redis://127.0.0.1:6379',
+  ),
   mode: z.enum(['standalone', 'sentinel', 'cluster']).default('standalone'),
   /** Sentinel: the master group name; sentinels/cluster nodes as host:port. */
   sentinelName: z.string().optional(),
@@ -339,7 +353,8 @@ export const redisConnectionSchema = redisSchema.refine(
 
 const seedKeySchema = z.strictObject({
   key: keyId,
-  secretHash: bcryptHash,
+  // A hash is no secret to log in with, but it can be guessed at offline: never shown.
+  secretHash: secretValue(formatted(BCRYPT_HASH)),
   subject,
   label: z.string().max(200).default(''),
   scopes,
@@ -347,7 +362,7 @@ const seedKeySchema = z.strictObject({
 
 const seedUserSchema = z.strictObject({
   username: formatted(USERNAME),
-  passwordHash: bcryptHash,
+  passwordHash: secretValue(formatted(BCRYPT_HASH)),
   subject,
   scopes,
 });
@@ -539,7 +554,7 @@ export const configSchema = z.strictObject({
       lifetimeSec: int(z.number().int().min(30).max(86_400)).default(900),
       algorithm: z.enum(['ES256', 'EdDSA']).default('ES256'),
       /** PKCS#8 PEM private key; without one a key is generated at start (development only). */
-      signingKey: z.string().min(1).optional(),
+      signingKey: secretValue(z.string().min(1)).optional(),
       signingKeyFile: z.string().min(1).optional(),
       /** Public keys (SPKI PEM) of earlier signing keys, still published and accepted during rotation. */
       previousPublicKeys: z.array(z.string().min(1)).default([]),
@@ -637,14 +652,16 @@ export const configSchema = z.strictObject({
       otlp: z
         .strictObject({
           /** The collector's OTLP/HTTP traces URL, `/v1/traces` included. */
-          endpoint: z
-            .string()
-            .refine(
-              (v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol),
-              'must be an http:// or https:// URL',
-            ),
+          endpoint: secretUrl(
+            z
+              .string()
+              .refine(
+                (v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol),
+                'must be an http:// or https:// URL',
+              ),
+          ),
           /** Sent with every export (a collector's API key): kept out of every log line. */
-          headers: z.record(z.string(), z.string()).default({}),
+          headers: z.record(z.string(), secretValue(z.string())).default({}),
           timeoutMs: durationMs.default(10_000),
           /** Spans wait at most this long in the batch before an export (or 512 of them). */
           batchDelayMs: durationMs.default(5000),

@@ -25,6 +25,7 @@ const COMMANDS = [
   ['migrate'],
   ['openapi'],
   ['completion'],
+  ['config'],
 ];
 
 describe('--help and completion', () => {
@@ -36,6 +37,67 @@ describe('--help and completion', () => {
       expect(result.stdout).toMatch(/\nExamples:\n {2}accounts-gateway /);
     },
   );
+
+  // Each command's --help lists what it takes and nothing else: the listeners and the upstream
+  // mean something to what serves (serve, check, config), the store's URL to what opens it.
+  const SERVE = ['config', 'redis-url', 'listen', 'admin-listen', 'upstream-url', 'workers'];
+  const STORE = ['config', 'redis-url', 'json'];
+  const OPTIONS: [string[], string[]][] = [
+    [[], []],
+    [['serve'], SERVE],
+    [['check'], [...SERVE, 'connect']],
+    [['config'], [...SERVE, 'json']],
+    [['keys'], []],
+    [
+      ['keys', 'create'],
+      [...STORE, 'subject', 'label', 'expires', 'scopes', 'count'],
+    ],
+    [
+      ['keys', 'list'],
+      [...STORE, 'subject'],
+    ],
+    [['keys', 'show'], STORE],
+    [['keys', 'revoke'], STORE],
+    [
+      ['keys', 'unlock'],
+      [...STORE, 'key', 'username', 'address'],
+    ],
+    [['users'], []],
+    [
+      ['users', 'add'],
+      [...STORE, 'subject', 'scopes'],
+    ],
+    [['users', 'list'], STORE],
+    [['users', 'passwd'], STORE],
+    [
+      ['users', 'remove'],
+      [...STORE, 'revoke-keys'],
+    ],
+    [['hash-password'], ['config', 'cost']],
+    [['migrate'], [...STORE, 'apply']],
+    [['openapi'], []],
+    [['completion'], []],
+  ];
+
+  it.each(OPTIONS.map(([command, options]) => [command.join(' ') || '(none)', command, options]))(
+    'lists in the --help of %s only the options it takes',
+    async (_name, command, options) => {
+      const result = await runCli([...command, '--help']);
+      expect(result.code).toBe(0);
+      // The Options section only: an example's wrapped line may start with an option too.
+      const section = /\nOptions:\n([\s\S]*?)(?:\n\n|$)/.exec(result.stdout)?.[1] ?? '';
+      const listed = [...section.matchAll(/^ {2}(?:-\w, | {4})?--([\w-]+)/gm)].map(
+        ([, name]) => name,
+      );
+      expect(listed.sort()).toEqual(['help', 'version', ...options].sort());
+    },
+  );
+
+  it('refuses --listen on a command of the store, naming it', async () => {
+    const result = await runCli(['keys', 'list', '--subject', 'alice', '--listen', '8081']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Unknown argument: listen');
+  });
 
   it('prints a bash completion script for accounts-gateway', async () => {
     // yargs writes a zsh script instead when $SHELL names zsh.

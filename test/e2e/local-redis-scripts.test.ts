@@ -149,7 +149,8 @@ describe('config/local-redis-cluster.sh', () => {
     const status = await script('cluster', ['status', String(started.base)], started.dir);
     expect(status.code).toBe(0);
     expect(status.stdout.match(/ master cluster_state:ok$/gm)).toHaveLength(3);
-    expect(status.stdout.match(/ slave cluster_state:ok$/gm)).toHaveLength(3);
+    expect(status.stdout.match(/ replica cluster_state:ok$/gm)).toHaveLength(3);
+    expect(status.stdout).not.toContain('slave');
 
     const client = new Cluster(started.config.credentials.redis.nodes);
     try {
@@ -207,6 +208,9 @@ describe('config/local-redis-sentinel.sh', () => {
     const status = await script('sentinel', ['status', String(started.base)], started.dir);
     expect(status.code).toBe(0);
     expect(status.stdout.match(/ sentinel; master 127\.0\.0\.1:\d+$/gm)).toHaveLength(3);
+    expect(status.stdout.match(/ pid \d+ master$/gm)).toHaveLength(1);
+    expect(status.stdout.match(/ pid \d+ replica$/gm)).toHaveLength(1);
+    expect(status.stdout).not.toContain('slave');
 
     const client = new Redis({
       sentinels: started.config.credentials.redis.nodes.map((node) => ({

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   configOverrides,
   DEFAULT_CONFIG_FILE,
+  STORE_FLAGS,
   defaultConfigFile,
   loadConfigFromArgs,
 } from '../../../src/commands/config-options.js';
@@ -71,6 +72,16 @@ describe('configOverrides', () => {
       upstreamUrl: given('--upstream-url', 'http://flag:1'),
       workers: given('--workers', '2'),
     });
+  });
+
+  it('reads only the flags and variables of the options the command takes', () => {
+    expect(
+      configOverrides(
+        { listen: '9000', 'redis-url': 'redis://flag:6379' },
+        { GATEWAY_ADMIN_LISTEN: 'not an address', GATEWAY_UPSTREAM_URL: 'ftp://x/' },
+        STORE_FLAGS,
+      ),
+    ).toEqual({ ...NO_OVERRIDES, redisUrl: given('--redis-url', 'redis://flag:6379') });
   });
 
   it('treats an empty variable as unset', () => {
