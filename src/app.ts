@@ -47,8 +47,9 @@ export interface Gateway {
    */
   reload(next: GatewayConfig): Promise<void>;
   /**
-   * Stops accepting, waits for in-flight requests (up to the drain timeout), frees everything.
-   * From its call on, /readyz answers 503 `draining` (the admin port closes last).
+   * Stops accepting once clients stop coming (server.shutdownDelayMs, then shutdownQuietMs),
+   * waits for in-flight requests (up to the drain timeout), frees everything. From its call
+   * on, /readyz answers 503 `draining` (the admin port closes last).
    */
   close(): Promise<void>;
   /** API requests received and not yet answered. */
@@ -319,20 +320,34 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       showReadiness();
       api.closeAfterResponses();
       // The drain timeout bounds the whole shutdown, the delay included.
-      const { drainTimeoutMs, shutdownDelayMs } = config.server;
+      const { drainTimeoutMs, shutdownDelayMs, shutdownQuietMs, keepAliveTimeoutMs } =
+        config.server;
       const endsAtMs = performance.now() + drainTimeoutMs;
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, drainTimeoutMs).unref());
+      const deadline = elapsed(drainTimeoutMs);
+      // However long clients keep coming, what they sent last still has the keep-alive
+      // timeout's length to be answered and its connection closed before the deadline.
+      const lastAccept = Promise.race([
+        elapsed(Math.max(shutdownDelayMs, drainTimeoutMs - keepAliveTimeoutMs)),
+        deadline,
+      ]);
       await opening;
       // Serving on while a load balancer that polls /readyz stops sending here: a refused
       // connection in that time would be a lost request.
-      await Promise.race([
-        new Promise<void>((resolve) => setTimeout(resolve, shutdownDelayMs).unref()),
-        deadline,
-      ]);
+      await Promise.race([elapsed(shutdownDelayMs), deadline]);
+      // Then on until no client is connected, nor connects, for shutdownQuietMs. Closing the
+      // port resets the connections queued on it, and one accepted a moment before has its
+      // request on the way: so it stays open while clients still come, each one that comes
+      // back after the `Connection: close` of its last answer, or that a balancer still sends.
+      await api.untilIdle(shutdownQuietMs, lastAccept);
       await drain(server, deadline, () => api.closeAllConnections());
       await release(endsAtMs - performance.now());
     },
   };
+}
+
+/** Resolves `ms` from now, keeping no process alive for it. */
+function elapsed(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function pick(config: GatewayConfig, path: string): unknown {

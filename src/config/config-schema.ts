@@ -397,10 +397,17 @@ export const serverSchema = z.strictObject({
   /** How long SIGTERM waits for in-flight requests, counted from the signal. */
   drainTimeoutMs: durationMs.default(10_000),
   /**
-   * How long SIGTERM keeps accepting connections (answering with `Connection: close`)
+   * The least time SIGTERM keeps accepting connections (answering with `Connection: close`)
    * before it stops: the time a load balancer needs to see /readyz 503 and stop sending.
    */
   shutdownDelayMs: int(z.number().int().min(0)).default(0),
+  /**
+   * After the delay, the port keeps accepting until no client has been connected, nor
+   * connected, for this long (at most until drainTimeoutMs - keepAliveTimeoutMs from the
+   * signal): closing a port resets the connections still queued on it, and clients told to
+   * close come back. 0: it closes right after the delay.
+   */
+  shutdownQuietMs: int(z.number().int().min(0)).default(500),
   /** Largest JSON body the gateway's own endpoints read. */
   maxBodyBytes: int(
     z

@@ -82,7 +82,7 @@ export function writeRawError(
   }
   const body = errorBody(code, requestId, message);
   const { status } = ERROR_CATALOGUE[code];
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\n` +
@@ -91,6 +91,10 @@ export function writeRawError(
       'connection: close\r\n\r\n' +
       body,
   );
+  // Closed once the answer is written, not only ended: Node's server allows half-open
+  // connections, so after a bare end() a client that never closes its side (a silent one
+  // that got 408, say) would hold the descriptor for as long as it likes.
+  socket.destroySoon();
 }
 
 const STATUS_TEXT: Record<number, string> = {

@@ -15,6 +15,7 @@ import { answerPlainHttpOnTls } from './plain-http-on-tls.js';
 import type { RejectedRequestLog } from './rejected-request.js';
 import type { RequestHandler } from './request-handler.js';
 import { pickRequestId } from './request-id.js';
+import { trackConnections } from './track-connections.js';
 
 export interface ServerLimits {
   headersTimeoutMs: number;
@@ -31,6 +32,12 @@ export interface GatewayServer {
   inFlight(): number;
   /** Client connections open (over TLS, those past their handshake). */
   connections(): number;
+  /**
+   * Resolves once no client connection has been open, nor opened, for `quietMs` (at once
+   * when that is so already), or when `latest` resolves: what a drain waits for before it
+   * closes the port (see app.ts).
+   */
+  untilIdle(quietMs: number, latest: Promise<void>): Promise<void>;
   /**
    * From now on every response not yet begun says `Connection: close` and closes its
    * connection after it, so that no client sends another request on a connection the drain
@@ -123,14 +130,9 @@ export function createGatewayServer(
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  // The TCP sockets under TLS, from accept on: one whose handshake never ends is known
+  // The TCP sockets, from accept on: under TLS, one whose handshake never ends is known
   // nowhere else, and would hold a drain (and the process) open for ever.
-  const tcp = new Set<Socket>();
-  if (tls !== undefined)
-    server.on('connection', (socket: Socket) => {
-      tcp.add(socket);
-      socket.once('close', () => tcp.delete(socket));
-    });
+  const tcp = trackConnections(server);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: TrackedSocket) => {
     // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
     // reach a client that has no TLS session, so the connection is closed. Nor one whose
@@ -151,10 +153,11 @@ export function createGatewayServer(
     secure: tls === undefined ? undefined : (server as unknown as TlsServer),
     inFlight: () => inFlight,
     connections: () => sockets.size,
+    untilIdle: tcp.untilIdle,
     closeAfterResponses,
     closeAllConnections() {
       server.closeAllConnections();
-      for (const socket of tcp) socket.destroy();
+      for (const socket of tcp.open) socket.destroy();
     },
   };
 }
