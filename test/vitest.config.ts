@@ -20,6 +20,15 @@ const REDIS = 'test/support/redis-setup.ts';
 /** The built dist/ is today's (./support/dist-setup.ts): the end-to-end files run it. */
 const FRESH_DIST = 'test/support/dist-setup.ts';
 
+/**
+ * An end-to-end test starts processes: gateways (three with --workers 2), CLI runs, proxies,
+ * each a cold start of about a second of CPU before it does anything. On two cores shared with
+ * other work that is several seconds each, so a test of a few starts outgrew 20 s without
+ * anything being wrong. Its waits are bounded by events and their own deadlines (support/
+ * within): this bound only ends a test that hangs.
+ */
+const E2E_TEST_TIMEOUT_MS = 60_000;
+
 export default defineConfig({
   root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
@@ -53,6 +62,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: [FRESH_DIST, REDIS],
+          testTimeout: E2E_TEST_TIMEOUT_MS,
         },
       },
       {
@@ -62,6 +72,7 @@ export default defineConfig({
           include: FORWARDING_SUITE,
           env: { TEST_FORWARDING_ENGINE: 'undici' },
           globalSetup: [FRESH_DIST, REDIS],
+          testTimeout: E2E_TEST_TIMEOUT_MS,
         },
       },
     ],
