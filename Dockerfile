@@ -10,7 +10,8 @@
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 # bcrypt ships prebuilt binaries (linux x64/arm64, glibc and musl), loaded at run time by
-# node-gyp-build, so no compiler is needed (npm may warn that its install script did not run).
+# node-gyp-build, so no compiler is needed (its install script, allowed in package.json's
+# allowScripts, finds the prebuild and builds nothing).
 # On a platform without a prebuild, node-gyp would compile it, and this stage (and the
 # runtime stage's `npm ci`, or a separate production-deps stage copied from) would need:
 #   RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
@@ -23,6 +24,7 @@ RUN npm ci --no-audit --no-fund
 # --- build: TypeScript -> dist/ -----------------------------------------------------------
 FROM deps AS build
 COPY tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build
 

@@ -31,7 +31,25 @@ export default tseslint.config(
     rules: { 'layers/import-direction': 'error' },
   },
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  // Runs on any Node, before anything is installed (see its header): CommonJS, ES5.
+  {
+    files: ['scripts/check-node.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      ecmaVersion: 5,
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        process: 'readonly',
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-require-imports': 'off',
+      '@typescript-eslint/no-var-requires': 'off',
+    },
   },
 );

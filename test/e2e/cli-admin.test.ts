@@ -15,7 +15,12 @@ import { generateSigningKey } from '../support/generate-signing-key.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort } from '../support/redis-server.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
-import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
+import {
+  seedKey,
+  TEST_BCRYPT_COST,
+  uniquePrefix,
+  uniqueSingleSlotPrefix,
+} from '../support/seed-redis.js';
 import { issueToken, JSON_TYPE, send } from '../support/send.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -143,14 +148,30 @@ describe('users add | passwd | remove', () => {
   });
 
   it("says how many active pairs the user's subject keeps, which --revoke-keys revokes on every gateway", async () => {
-    const made = async (subject: string) =>
-      JSON.parse((await cli(['keys', 'create', '--subject', subject, '--json'])).stdout) as {
-        key: string;
-        secret: string;
+    // The users and pairs are made through the store (users add and keys create have tests of
+    // their own): each CLI run is a cold start of dist/, seconds on a loaded machine.
+    const addUser = async (username: string, subject: string) =>
+      expect(
+        await store.addUser({
+          username,
+          subject,
+          passwordHash: await bcrypt.hash(`${username}-password-1`, TEST_BCRYPT_COST),
+          createdAt: new Date().toISOString(),
+          scopes: [],
+        }),
+      ).toBe(true);
+    const made = async (subject: string, n: number) => {
+      const pair = {
+        key: `ak_${subject.replace('-', '_')}_${n}`,
+        secret: `secret-${n}-0123456789`,
+        subject,
       };
-    await cli(['users', 'add', 'ida', '--subject', 'subject-ida'], 'ida-password-1\n');
-    await made('subject-ida');
-    await made('subject-ida');
+      await seedKey(redisUrl, prefix, pair);
+      return pair;
+    };
+    await addUser('ida', 'subject-ida');
+    await made('subject-ida', 1);
+    await made('subject-ida', 2);
     expect(await cli(['users', 'remove', 'ida'])).toEqual({
       code: 0,
       stdout:
@@ -158,8 +179,8 @@ describe('users add | passwd | remove', () => {
       stderr: '',
     });
 
-    await cli(['users', 'add', 'jo', '--subject', 'subject-jo'], 'jo-password-1\n');
-    const pairs = [await made('subject-jo'), await made('subject-jo')];
+    await addUser('jo', 'subject-jo');
+    const pairs = [await made('subject-jo', 1), await made('subject-jo', 2)];
     // Verified once each, so the gateway has them cached.
     for (const pair of pairs)
       expect(
@@ -249,15 +270,26 @@ describe('users add | passwd | remove', () => {
         ...(stdin === undefined ? {} : { stdin }),
       });
     expect(await users(['list'])).toEqual({ code: 0, stdout: 'no users\n', stderr: '' });
-    expect((await users(['add', 'bob', '--subject', 'sub-bob'], 'password-b\n')).code).toBe(0);
-    expect(
-      (
-        await users(
-          ['add', 'alice', '--subject', 'sub-a', '--scopes', 'read,write'],
-          'password-a\n',
-        )
-      ).code,
-    ).toBe(0);
+    // Added through a store of this layout (users add has tests of its own): each CLI run is
+    // a cold start of dist/, seconds on a loaded machine.
+    const layoutStore = openRedisStore(redisConfig(redisUrl, keyPrefix, singleSlotPrefix));
+    try {
+      for (const [username, subject, scopes] of [
+        ['bob', 'sub-bob', []],
+        ['alice', 'sub-a', ['read', 'write']],
+      ] as const)
+        expect(
+          await layoutStore.addUser({
+            username,
+            subject,
+            passwordHash: await bcrypt.hash(`password-${username}`, TEST_BCRYPT_COST),
+            createdAt: new Date().toISOString(),
+            scopes,
+          }),
+        ).toBe(true);
+    } finally {
+      await layoutStore.close();
+    }
     const redis = new Redis(redisUrl);
     try {
       await redis.hset(`${singleSlotPrefix}user:carol`, {

@@ -1,17 +1,10 @@
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI } from '../support/gateway-process.js';
 import { killCliChildren, runCommand } from '../support/run-cli.js';
+import { tempDir } from '../support/temp-dirs.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -30,7 +23,7 @@ describe('a Node older than package.json’s engines', () => {
   it('gets one line naming the Node needed and the remedy, exit 1, before the CLI loads', async () => {
     // The built entry and the one module it may load first, beside a package.json asking
     // for Node 99: the rest of dist/ is not there, so loading it first would fail loudly.
-    const root = mkdtempSync(join(tmpdir(), 'old-node-'));
+    const root = tempDir('old-node-');
     mkdirSync(join(root, 'dist'));
     for (const file of ['cli.js', 'node-version.js'])
       copyFileSync(join(dirname(CLI), file), join(root, 'dist', file));
@@ -51,7 +44,7 @@ describe('a Node older than package.json’s engines', () => {
   });
 
   it('stops npm ci at once with EBADENGINE under the repository’s .npmrc', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'old-node-npm-'));
+    const root = tempDir('old-node-npm-');
     writeFileSync(join(root, 'package.json'), manifestNeeding('>=99.0'));
     for (const file of ['package-lock.json', '.npmrc'])
       copyFileSync(join(REPO, file), join(root, file));

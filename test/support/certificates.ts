@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from './temp-dirs.js';
 
 /** A certificate and its key as files, and the certificate's serial as openssl prints it. */
 export interface IssuedCertificate {
@@ -68,7 +68,7 @@ function newKey(dir: string, file: string, algorithm: 'EC' | 'RSA' = 'EC'): void
  * positive number of days only.
  */
 export function createTestCa(name = 'Test CA'): TestCa {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-tls-'));
+  const dir = tempDir('gateway-tls-');
   newKey(dir, 'ca.key');
   openssl(
     [

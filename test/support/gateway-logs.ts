@@ -7,14 +7,16 @@ export type LogLine = Record<string, unknown>;
 /**
  * Resolves with the log lines matching `match` once there are `count` of them; rejects,
  * naming `what`, when they are not all there within `guardMs` (a guard, not a bound: a
- * worker's lines reach the primary's stdout every 500 ms).
+ * worker's lines reach the primary's stdout every 500 ms, and a line may wait on a worker's
+ * start, a cold start of dist/ that takes seconds on two cores shared with other work: 5 s
+ * missed a replaced worker's first line under load).
  */
 export function untilLogs(
   gateway: GatewayProcess,
   what: string,
   match: (line: LogLine) => boolean,
   count = 1,
-  guardMs = 5_000,
+  guardMs = 20_000,
 ): Promise<LogLine[]> {
   const found = (): LogLine[] | undefined => {
     const lines = gateway.logs.filter(match);

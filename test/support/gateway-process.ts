@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gatewayYaml } from './gateway-yaml.js';
 import { gatewayPorts } from './openapi-validator.js';
+import { removeTempDir, tempDir } from './temp-dirs.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -27,8 +27,9 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** A config file in a folder of its own, removed after the test file (support/temp-dirs). */
 export function writeConfig(yaml: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-test-'));
+  const dir = tempDir('gateway-test-');
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, yaml);
   return file;
@@ -49,6 +50,8 @@ export function startGateway(
       env: { ...process.env, ...env },
     },
   );
+  // Read at start and on each SIGHUP: not needed once the gateway is gone.
+  child.once('exit', () => removeTempDir(dirname(file)));
   const logs: Record<string, unknown>[] = [];
   type Entry = Record<string, unknown>;
   const waiters: { matches: (entry: Entry) => boolean; resolve: (entry: Entry) => void }[] = [];

@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from './temp-dirs.js';
 
 export interface ModuleProbe {
   /** NODE_OPTIONS for the child process whose module resolutions are watched. */
@@ -15,7 +15,7 @@ export interface ModuleProbe {
  * appended to a file, static imports and `import()` alike.
  */
 export function moduleProbe(fragment: string): ModuleProbe {
-  const dir = mkdtempSync(join(tmpdir(), 'module-probe-'));
+  const dir = tempDir('module-probe-');
   const log = join(dir, 'resolved.txt');
   writeFileSync(log, '');
   const hook = join(dir, 'hook.mjs');

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './redis-server.js';
+import { tempDir } from './temp-dirs.js';
 
 // A real nginx or Caddy in front of the gateway, from the config files docs/forward-auth.md shows
 // (config/forward-auth/): their example addresses are replaced by the test's own.
@@ -75,7 +75,7 @@ export async function startNginx(
   file = 'nginx.conf',
 ): Promise<NginxProcess> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'forward-auth-nginx-'));
+  const dir = tempDir('forward-auth-nginx-');
   const cacheDir = join(dir, 'accounts-gateway-cache');
   const own = [
     { from: '127.0.0.1:8081', to: `127.0.0.1:${port}` },
@@ -118,7 +118,7 @@ export interface CaddyProcess extends ProxyProcess {
 /** Caddy with its admin endpoint off, from the example Caddyfile. */
 export async function startCaddy(addresses: ExampleAddresses): Promise<CaddyProcess> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'forward-auth-caddy-'));
+  const dir = tempDir('forward-auth-caddy-');
   const file = join(dir, 'Caddyfile');
   writeFileSync(
     file,

@@ -1,5 +1,11 @@
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from '../../src/node-version.js';
+
+/** The npm scripts' check (scripts/check-node.cjs): the same rule, for any Node. */
+const scriptsCheck = createRequire(import.meta.url)('../../scripts/check-node.cjs') as {
+  nodeVersionProblem: typeof nodeVersionProblem;
+};
 
 describe('nodeVersionProblem', () => {
   it.each([
@@ -33,5 +39,22 @@ describe('nodeVersionProblem', () => {
   it('checks nothing when engines is missing or not of the >=X.Y.Z form', () => {
     expect(nodeVersionProblem(undefined, '1.0.0')).toBeUndefined();
     expect(nodeVersionProblem('^22.22 || >=24', '1.0.0')).toBeUndefined();
+  });
+});
+
+describe('scripts/check-node.cjs, run before any build', () => {
+  it.each([
+    ['>=22.22', '22.22.0'],
+    ['>=22.22', '24.0.0'],
+    ['>=22.22.1', '22.22.1'],
+    ['>= v22.22', '23.1.0'],
+    ['>=22.22', '20.19.2'],
+    ['>=22.22', '22.21.9'],
+    ['>=22.22.1', '22.22.0'],
+    ['^22.22 || >=24', '1.0.0'],
+  ])('answers %s on Node %s as the CLI does', (engines, running) => {
+    expect(scriptsCheck.nodeVersionProblem(engines, running)).toBe(
+      nodeVersionProblem(engines, running),
+    );
   });
 });

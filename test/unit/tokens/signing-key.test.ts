@@ -1,8 +1,8 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../support/temp-dirs.js';
 import type { TokensConfig } from '../../../src/config/config-schema.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { createSigningKeys, GENERATED_KEY_WARNING } from '../../../src/tokens/signing-key.js';
@@ -29,7 +29,7 @@ describe('the signing key', () => {
   });
 
   it('is read from signingKeyFile, and the file is not read again by whoever signs', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'signing-key-')), 'signing.pem');
+    const file = join(tempDir('signing-key-'), 'signing.pem');
     writeFileSync(file, PEM);
     const resolved = createSigningKeys(() => undefined).resolve({ ...BASE, signingKeyFile: file });
     expect(resolved.signingKey).toBe(PEM);

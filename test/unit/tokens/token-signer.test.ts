@@ -1,9 +1,9 @@
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, decodeJwt, decodeProtectedHeader, exportJWK, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../support/temp-dirs.js';
 import { createBearerVerifier } from '../../../src/auth/jwt/bearer-verifier.js';
 import type { TokensConfig } from '../../../src/config/config-schema.js';
 import { parseConfig } from '../../../src/config/load-config.js';
@@ -252,7 +252,7 @@ describe('token signer', () => {
 
   it('signs with the key in signingKeyFile and publishes its public half', async () => {
     const key = ecKey();
-    const file = join(mkdtempSync(join(tmpdir(), 'signer-')), 'signing.pem');
+    const file = join(tempDir('signer-'), 'signing.pem');
     writeFileSync(file, pkcs8(key));
     const signer = await createTokenSigner(
       resolved({ ...BASE, signingKeyFile: file }),
