@@ -24,7 +24,7 @@ RUN npm ci --no-audit --no-fund
 # --- build: TypeScript -> dist/ -----------------------------------------------------------
 FROM deps AS build
 COPY tsconfig.json ./
-COPY scripts ./scripts
+COPY .ci/check-node.cjs .ci/build.ts ./.ci/
 COPY src ./src
 RUN npm run build
 

@@ -36,7 +36,7 @@ export default tseslint.config(
   },
   // Runs on any Node, before anything is installed (see its header): CommonJS, ES5.
   {
-    files: ['scripts/check-node.cjs'],
+    files: ['.ci/check-node.cjs'],
     languageOptions: {
       sourceType: 'commonjs',
       ecmaVersion: 5,

@@ -4,7 +4,6 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
-  readdirSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -137,16 +136,19 @@ function manifestNeeding(node: string): string {
   return JSON.stringify(manifest, null, 2);
 }
 
-/** A folder with the repository's package.json (or `manifest`) and scripts/, nothing else. */
+/** The files of .ci/ that the npm scripts run. */
+const NPM_SCRIPT_FILES = ['check-node.cjs', 'build.ts'];
+
+/** A folder with the repository's package.json (or `manifest`) and the scripts' files, nothing else. */
 function bareClone(manifest?: string): string {
   const root = tempDir('npm-scripts-');
   writeFileSync(
     join(root, 'package.json'),
     manifest ?? readFileSync(join(REPO, 'package.json'), 'utf8'),
   );
-  mkdirSync(join(root, 'scripts'));
-  for (const file of readdirSync(join(REPO, 'scripts')))
-    copyFileSync(join(REPO, 'scripts', file), join(root, 'scripts', file));
+  mkdirSync(join(root, '.ci'));
+  for (const file of NPM_SCRIPT_FILES)
+    copyFileSync(join(REPO, '.ci', file), join(root, '.ci', file));
   return root;
 }
 
@@ -195,7 +197,7 @@ function buildableClone(source: string): string {
 }
 
 const build = (root: string, ...args: string[]) =>
-  runCommand(process.execPath, ['scripts/build.ts', ...args], { cwd: root, env: npmEnv() });
+  runCommand(process.execPath, ['.ci/build.ts', ...args], { cwd: root, env: npmEnv() });
 
 /** Each test below runs tsc once, seconds of CPU: bounded for a loaded machine. */
 const COMPILER_TIMEOUT_MS = 90_000;

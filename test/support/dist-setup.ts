@@ -1,4 +1,4 @@
-import { staleDistReason } from '../../scripts/build.js';
+import { staleDistReason } from '../../.ci/build.js';
 
 /**
  * The end-to-end tests run the built dist/cli.js: one built before the last change to src/

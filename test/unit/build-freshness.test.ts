@@ -1,7 +1,7 @@
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BUILD_STAMP, staleDistReason } from '../../scripts/build.js';
+import { BUILD_STAMP, staleDistReason } from '../../.ci/build.js';
 import { tempDir } from '../support/temp-dirs.js';
 
 // What `npm start` and `npm test` (build --if-stale) and the end-to-end tests' global setup

@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from '../../src/node-version.js';
 
-/** The npm scripts' check (scripts/check-node.cjs): the same rule, for any Node. */
-const scriptsCheck = createRequire(import.meta.url)('../../scripts/check-node.cjs') as {
+/** The npm scripts' check (.ci/check-node.cjs): the same rule, for any Node. */
+const scriptsCheck = createRequire(import.meta.url)('../../.ci/check-node.cjs') as {
   nodeVersionProblem: typeof nodeVersionProblem;
 };
 
@@ -42,7 +42,7 @@ describe('nodeVersionProblem', () => {
   });
 });
 
-describe('scripts/check-node.cjs, run before any build', () => {
+describe('.ci/check-node.cjs, run before any build', () => {
   it.each([
     ['>=22.22', '22.22.0'],
     ['>=22.22', '24.0.0'],

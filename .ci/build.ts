@@ -3,7 +3,7 @@
 // stamps dist/ when done, so that `--if-stale` (npm start, npm test) and the tests' global
 // setup can tell a dist/ older than src/ from a fresh one without building.
 //
-// Run by Node's type stripping after scripts/check-node.cjs has checked the Node: erasable
+// Run by Node's type stripping after .ci/check-node.cjs has checked the Node: erasable
 // TypeScript only, and no relative imports (Node would not map a `.js` import to this `.ts`).
 import { spawn } from 'node:child_process';
 import {
