@@ -36,7 +36,10 @@ export async function startInProcessGateway(options: GatewayOptions): Promise<Ru
     upstreamUrl: options.upstreamUrl,
     redis: { url: options.redisUrl, keyPrefix: options.keyPrefix },
     config: {
-      server: { host: '127.0.0.1', port: 0 },
+      // The pool reniced would be the test runner's own (fs and bcrypt of the test too), and a
+      // timing test's compares would starve behind any busy process on a shared machine:
+      // thread-priority.test.ts tests the priority on a gateway process of its own.
+      server: { host: '127.0.0.1', port: 0, threadPoolNice: 0 },
       admin: { host: '127.0.0.1', port: 0 },
       credentials: { bcryptCost: options.bcryptCost ?? TEST_BCRYPT_COST },
       auth: { basic: { cache: { ttlSec: options.cacheTtlSec ?? 60 } } },
