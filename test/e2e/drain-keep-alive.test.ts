@@ -85,27 +85,27 @@ async function runClient(
   }
 }
 
+const prefix = uniquePrefix('drain-keep-alive');
+let upstream: EchoUpstream;
+let gateway: GatewayProcess | undefined;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'alice' });
+});
+
+afterEach(() => {
+  const child = gateway?.child;
+  gateway = undefined;
+  if (child !== undefined && child.exitCode === null && child.signalCode === null)
+    child.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await upstream?.close();
+});
+
 describe('SIGTERM under keep-alive load, behind a balancer that reads /readyz', () => {
-  const prefix = uniquePrefix('drain-keep-alive');
-  let upstream: EchoUpstream;
-  let gateway: GatewayProcess | undefined;
-
-  beforeAll(async () => {
-    upstream = await startEchoUpstream();
-    await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'alice' });
-  });
-
-  afterEach(() => {
-    const child = gateway?.child;
-    gateway = undefined;
-    if (child !== undefined && child.exitCode === null && child.signalCode === null)
-      child.kill('SIGKILL');
-  });
-
-  afterAll(async () => {
-    await upstream?.close();
-  });
-
   async function loadThenSigterm(extraArgs: string[]): Promise<void> {
     const started = await startGateway(
       gatewayYaml({
@@ -161,26 +161,6 @@ describe('SIGTERM under keep-alive load, behind a balancer that reads /readyz', 
 });
 
 describe('SIGTERM under keep-alive load with the default settings, clients that never read /readyz', () => {
-  const prefix = uniquePrefix('drain-default');
-  let upstream: EchoUpstream;
-  let gateway: GatewayProcess | undefined;
-
-  beforeAll(async () => {
-    upstream = await startEchoUpstream();
-    await seedKey(inject('redisUrl'), prefix, { key: KEY, secret: SECRET, subject: 'alice' });
-  });
-
-  afterEach(() => {
-    const child = gateway?.child;
-    gateway = undefined;
-    if (child !== undefined && child.exitCode === null && child.signalCode === null)
-      child.kill('SIGKILL');
-  });
-
-  afterAll(async () => {
-    await upstream?.close();
-  });
-
   /** One run: the load, SIGTERM in its midst, the load on after it for a while, then its end. */
   async function loadThroughSigterm(extraArgs: string[]): Promise<{ lost: string[] }> {
     const started = await startGateway(

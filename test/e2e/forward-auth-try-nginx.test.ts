@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processAlive } from '../support/process-alive.js';
 import { runCommand } from '../support/run-cli.js';
+import { accepts } from '../support/port-accepts.js';
 
 // config/forward-auth/try-nginx.sh, run as docs/forward-auth.md says: it prints curl lines,
 // they work through a real nginx, and Ctrl-C stops everything it started. Its base port is
@@ -56,17 +56,6 @@ function startScript(base: number): Promise<Running> {
   });
 }
 
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 describe('config/forward-auth/try-nginx.sh', () => {
   it('serves a protected service through nginx and the gateway, and Ctrl-C leaves nothing behind', async () => {
     for (let attempt = 1; running === undefined; attempt += 1) {
@@ -104,7 +93,7 @@ describe('config/forward-auth/try-nginx.sh', () => {
     expect(await running.exited).toBe(0);
     expect((pids ?? []).filter(processAlive)).toEqual([]);
     const ports = [base, base + 1, base + 2];
-    expect(await Promise.all(ports.map(listening))).toEqual([false, false, false]);
+    expect(await Promise.all(ports.map(accepts))).toEqual([false, false, false]);
     expect(existsSync(dir)).toBe(false);
   }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { writeConfig } from '../support/gateway-process.js';
 import { processAlive } from '../support/process-alive.js';
 import { killCliChildren, runCli, runCommand, type CliResult } from '../support/run-cli.js';
+import { accepts } from '../support/port-accepts.js';
 
 // Issue 14, point 7: config/local-redis-cluster.sh and config/local-redis-sentinel.sh start
 // a topology for people to try the gateway on, print the YAML a gateway uses, and stop it by
@@ -87,17 +88,6 @@ function recordedPids(dir: string): number[] {
     .map((entry) => Number(readFileSync(join(dir, entry.name, 'redis.pid'), 'utf8')));
 }
 
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 /** Stops what `start` started; resolves with what is left of it: processes, listeners, files. */
 async function stopAndLook(topology: Topology, started: Started, ports: readonly number[]) {
   const pids = recordedPids(started.dir);
@@ -106,7 +96,7 @@ async function stopAndLook(topology: Topology, started: Started, ports: readonly
     code: stopped.code,
     running: pids.filter(processAlive),
     listening: (
-      await Promise.all(ports.map(async (port) => ((await listening(port)) ? port : 0)))
+      await Promise.all(ports.map(async (port) => ((await accepts(port)) ? port : 0)))
     ).filter(Boolean),
     dirLeft: existsSync(started.dir),
   };

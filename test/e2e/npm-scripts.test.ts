@@ -8,7 +8,6 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { connect } from 'node:net';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { processAlive } from '../support/process-alive.js';
 import { killCliChildren, runCommand } from '../support/run-cli.js';
 import { tempDir } from '../support/temp-dirs.js';
 import { within } from '../support/within.js';
+import { accepts } from '../support/port-accepts.js';
 
 // The npm scripts a newcomer runs first (README, Quick start): `npm start` passes signals to
 // the gateway, every script checks the Node before building anything, and the build says
@@ -60,18 +60,6 @@ function argv(pid: number): string[] {
   } catch {
     return [];
   }
-}
-
-/** Resolves true when something accepts a connection on the port, false when refused. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** Processes a test started outside runCommand, killed after it whatever happened. */

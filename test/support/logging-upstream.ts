@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { onJsonLines } from './gateway-process.js';
+import { untilAccepting } from './port-accepts.js';
 import { NGINX } from './proxy-process.js';
 import { freePort } from './redis-server.js';
 import { TEST_UPSTREAM_HEADER } from './openapi-validator.js';
@@ -100,7 +101,6 @@ async function logging(
 ): Promise<LoggingUpstream> {
   const served: Record<string, unknown>[] = [];
   let output = '';
-  let pending = '';
   let listeners: (() => void)[] = [];
   let port = knownPort;
   let portKnown: () => void = () => undefined;
@@ -108,26 +108,14 @@ async function logging(
   const stream = from === 'stdout' ? child.stdout : from;
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  stream?.on('data', (chunk: Buffer) => {
-    pending += chunk.toString();
-    let newline = pending.indexOf('\n');
-    while (newline !== -1) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      newline = pending.indexOf('\n');
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        continue;
-      }
+  if (stream !== null)
+    onJsonLines(stream, (entry) => {
       if (typeof entry.port === 'number') {
         port = entry.port;
         portKnown();
       } else served.push(entry);
-    }
-    for (const listener of listeners) listener();
-  });
+      for (const listener of listeners) listener();
+    });
   const exited = new Promise<never>((_resolve, reject) =>
     child.once('exit', (code) => {
       cleanUp();
@@ -170,20 +158,4 @@ async function logging(
         child.kill('SIGTERM');
       }),
   };
-}
-
-/** Tries to connect until the port accepts (the process is still starting meanwhile). */
-async function untilAccepting(port: number): Promise<void> {
-  for (;;) {
-    const accepted = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (accepted) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { PATH_ITEM_METHODS } from '../../src/openapi/build-openapi-document.js';
 
 /** docs/openapi.json: the document the gateway serves and the end-to-end answers are held to. */
 export const DOCUMENT_FILE = new URL('../../docs/openapi.json', import.meta.url);
@@ -47,16 +48,8 @@ export type Verdict =
  */
 const UNROUTED: ReadonlySet<number> = new Set([500]);
 
-export const HTTP_METHODS = [
-  'get',
-  'head',
-  'post',
-  'put',
-  'delete',
-  'patch',
-  'options',
-  'trace',
-] as const;
+/** Every method a path item can name, as the document's builder lists them. */
+export const HTTP_METHODS = PATH_ITEM_METHODS;
 
 // ajv-formats ships CommonJS: its default export is the module object under some loaders.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??

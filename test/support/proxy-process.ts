@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './redis-server.js';
 import { tempDir } from './temp-dirs.js';
+import { untilAccepting } from './port-accepts.js';
 
 // A real nginx or Caddy in front of the gateway, from the config files docs/forward-auth.md shows
 // (config/forward-auth/): their example addresses are replaced by the test's own.
@@ -174,20 +174,4 @@ async function started(
         child.kill('SIGTERM');
       }),
   };
-}
-
-/** Tries to connect until the port accepts (the process is still starting meanwhile). */
-async function untilAccepting(port: number): Promise<void> {
-  for (;;) {
-    const accepted = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (accepted) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
