@@ -14,6 +14,8 @@ import type { Backend } from './backends/backend.js';
 import { createLastUseRecorder } from './credentials/last-use-recorder.js';
 import { createSecretVerifier } from './auth/secret-verifier.js';
 import { createRehashOnUse, type RehashEvent } from './auth/rehash-on-use.js';
+import { createVerifiedRecords, type RecordEvents } from './auth/verified-records.js';
+import { configuredFleetKey } from './credentials/fleet-key-setting.js';
 import type { GatewayConfig } from './config/config-schema.js';
 import type { SecretHasher } from './credentials/secret-hasher.js';
 import { createJwksEndpoint } from './endpoints/jwks-endpoint.js';
@@ -31,6 +33,7 @@ import { createRejectedRequestLog, type RejectedRequestLog } from './http/reject
 import { createRequestHandler, type RequestHandler } from './http/request-handler.js';
 import type { ForwardAuthRoute, ProxyRoute, RouteEntry } from './http/routes.js';
 import type { Logger } from './observability/create-logger.js';
+import { throttledWarnings } from './observability/throttled-warnings.js';
 import { createUpstreamTarget, type Forwarder } from './proxy/forwarder.js';
 import { createHttpProxyForwarder } from './proxy/http-proxy-forwarder.js';
 import { createUndiciForwarder } from './proxy/undici-forwarder.js';
@@ -162,8 +165,19 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
           onError: (err: unknown) =>
             deps.logger.warn({ err }, 'last use of key pairs not recorded; retried next batch'),
         });
+  const recordSettings = config.auth.basic.verifiedRecords;
+  const records = recordSettings.enabled
+    ? createVerifiedRecords({
+        store,
+        fleetKey: configuredFleetKey(recordSettings),
+        ttlSec: recordSettings.ttlSec,
+        now,
+        events: recordEvents(deps.logger, deps.metrics),
+      })
+    : undefined;
   const basic = createBasicAuthenticator({
     store,
+    ...(records && { records }),
     ...hashing,
     verifier,
     rehash,
@@ -419,6 +433,37 @@ function lockoutEvents(logger: Logger, metrics: GatewayMetrics): LockoutEvents {
         },
         'lockout not updated',
       );
+    },
+  };
+}
+
+/**
+ * Counted, and logged when something is wrong: the store lost the fleet key or cannot give it
+ * (records skipped, bcrypt decides), a write failed, or records under another fleet key (the
+ * gateways on this store do not share one: each overwrites the other's, and pays bcrypt).
+ */
+function recordEvents(logger: Logger, metrics: GatewayMetrics): RecordEvents {
+  // Each kind once a minute at most: a split fleet would say it at every cache miss.
+  const warn = throttledWarnings((_kind, reason, suppressed) =>
+    logger.warn({ suppressed }, reason),
+  );
+  const [otherKey, notWritten, noFleetKey] = ['other_key', 'write', 'fleet_key'].map(warn);
+  const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  return {
+    checked(result) {
+      metrics.countVerifiedRecordCheck(result);
+      if (result === 'other_key')
+        otherKey?.(
+          'verified record made under another fleet key: the gateways on this store do not share one',
+        );
+    },
+    wrote(result, err) {
+      metrics.countVerifiedRecordWrite(result);
+      if (result === 'failed')
+        notWritten?.(`verified record not written (${why(err)}); written on the next success`);
+    },
+    fleetKeyUnavailable(err) {
+      noFleetKey?.(`fleet key unavailable (${why(err)}): verified records skipped, bcrypt decides`);
     },
   };
 }

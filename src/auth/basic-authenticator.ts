@@ -2,7 +2,7 @@ import { hash, randomInt } from 'node:crypto';
 import type { CacheCounters } from '../identity/cache-counters.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { createSingleFlight } from '../concurrency/single-flight.js';
-import { isUsable, type CredentialStore } from '../credentials/credential-store.js';
+import { isUsable, type CredentialStore, type KeyRecord } from '../credentials/credential-store.js';
 import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
@@ -15,6 +15,7 @@ import { createIdentityCache, type IdentityCache } from './identity-cache.js';
 import { perConnection } from './per-connection.js';
 import type { RehashOnUse } from './rehash-on-use.js';
 import { createSecretVerifier, type SecretVerifier } from './secret-verifier.js';
+import type { VerifiedRecords } from './verified-records.js';
 
 export interface BasicAuthenticatorOptions {
   store: CredentialStore;
@@ -39,6 +40,8 @@ export interface BasicAuthenticatorOptions {
   cacheCounters?: CacheCounters;
   /** The verified pairs of the authenticator this one replaces, made with the same settings. */
   verified?: VerifiedPairs;
+  /** The fleet-wide verified records, checked before bcrypt; absent: bcrypt decides alone. */
+  records?: VerifiedRecords;
 }
 
 export interface BasicAuthenticator {
@@ -148,14 +151,24 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     readAt: number,
   ): Promise<AuthOutcome> => {
     const record = await options.store.getKey(key);
-    const hash = record !== undefined && isUsable(record, now()) ? record.secretHash : undefined;
+    const usable = record !== undefined && isUsable(record, now());
+    // Read in the same round trip as the hash: one HMAC instead of bcrypt when it proves the
+    // pair. A wrong secret never matches a record and goes on to bcrypt, like any other.
+    if (usable && (await options.records?.proves(record, secret)) === true)
+      return accepted(record, secret, id, readAt);
     // An unknown, revoked or expired key still pays one compare against the dummy hash, so
     // neither the answer nor its timing tells them apart.
-    const matches = await verifier.verify(secret, hash);
+    const matches = await verifier.verify(secret, usable ? record.secretHash : undefined);
     if (!matches || record === undefined) return DENIED.invalid_credentials;
     // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
-    const endsAt = record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt);
-    if (endsAt !== undefined && !(endsAt > now())) return DENIED.invalid_credentials;
+    if (!isUsable(record, now())) return DENIED.invalid_credentials;
+    options.records?.afterBcrypt(record, secret);
+    return accepted(record, secret, id, readAt);
+  };
+
+  /** A pair proved (by bcrypt or its record): cached unless an eviction came meanwhile. */
+  const accepted = (record: KeyRecord, secret: string, id: string, readAt: number): Identity => {
+    const { key } = record;
     const identity: Identity = {
       subject: record.subject,
       method: 'basic',
@@ -163,6 +176,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       scopes: record.scopes.length === 0 ? NO_SCOPES : record.scopes,
     };
     // The entry ends with the pair: min(cache TTL, expiry - now).
+    const endsAt = record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt);
     if (caching && readAt === state.generation) state.cache.set(id, identity, endsAt);
     options.lastUse?.touch(key);
     options.rehash?.afterSuccess({ kind: 'key', key }, secret, record.secretHash);

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { createKeySource } from '../auth/jwt/key-sources.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { ConfigError } from '../config/load-config.js';
+import { configuredFleetKey } from '../credentials/fleet-key-setting.js';
 import { createSigningKeys } from '../tokens/signing-key.js';
 import { checkKeyPair, holdsCertificate } from '../tls/check-key-pair.js';
 import { readUpstreamTls, TlsFileError } from '../tls/upstream-tls.js';
@@ -37,6 +38,11 @@ export async function checkKeyMaterial(
     await createTokenSigner(createSigningKeys(() => undefined).resolve(config.tokens));
   } catch (error) {
     problems.push(`tokens: ${describe(error)}`);
+  }
+  try {
+    configuredFleetKey(config.auth.basic.verifiedRecords);
+  } catch (error) {
+    problems.push(`auth.basic.verifiedRecords.fleetKeyFile: ${describe(error)}`);
   }
   config.auth.bearer.issuers.forEach((issuer, i) => {
     try {

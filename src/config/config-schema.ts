@@ -9,6 +9,7 @@ import {
   type Format,
 } from '../identity/identity-formats.js';
 import { checkRequestTarget } from '../routing/check-request-target.js';
+import { decodeFleetKey } from '../identity/fleet-key-text.js';
 
 /**
  * `${VAR}` substitution yields strings: number and boolean settings accept their string
@@ -208,6 +209,33 @@ const cacheSchema = z.strictObject({
   ttlSec: int(z.number().int().min(0)).default(60),
   maxEntries: int(z.number().int().positive()).default(10_000),
 });
+
+/**
+ * Verified records (credentials/verified-record.ts): on by default. The fleet key is the
+ * store's own (made once, shared by every gateway on the same Redis) unless one is configured
+ * here, inline or in a file: then a copy of Redis alone holds no key to test guesses with.
+ */
+const verifiedRecordsSchema = z
+  .strictObject({
+    enabled: bool().default(true),
+    /** How long a record proves its pair (capped at the pair's expiry); hits renew it. */
+    ttlSec: int(
+      z
+        .number()
+        .int()
+        .min(60)
+        .max(30 * 86_400),
+    ).default(6 * 3600),
+    fleetKey: secretValue(
+      z.string().refine((text) => decodeFleetKey(text) !== undefined, {
+        message: 'must be at least 32 bytes in base64 (openssl rand -base64 32)',
+      }),
+    ).optional(),
+    fleetKeyFile: filePath.optional(),
+  })
+  .refine((r) => r.fleetKey === undefined || r.fleetKeyFile === undefined, {
+    message: 'give fleetKey or fleetKeyFile, not both',
+  });
 
 /** How a remote JWKS (`jwksUrl`) is fetched and kept; today's fixed values are the defaults. */
 const jwksSchema = z.strictObject({
@@ -523,6 +551,8 @@ export const configSchema = z.strictObject({
           maxConcurrentHashes: int(z.number().int().positive()).default(4),
           /** compares waiting for a slot before new ones are refused with 503. */
           maxQueuedHashes: int(z.number().int().min(0)).default(64),
+          /** Fleet-wide verified records: a checked strong secret proved by one HMAC after. */
+          verifiedRecords: verifiedRecordsSchema.prefault({}),
         })
         .prefault({}),
       bearer: z

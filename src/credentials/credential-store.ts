@@ -45,13 +45,20 @@ export interface KeyRecord {
   readonly scopes: readonly string[];
   /** When a gateway last let the pair in (ISO 8601 UTC), written in batches; none: never. */
   readonly lastUsedAt?: string | undefined;
+  /**
+   * The entropy of the secret in bits, as the writer of the pair vouches for it
+   * (`secret_bits`); none: unknown. At 128 or more the pair may get a verified record.
+   */
+  readonly secretBits?: number | undefined;
+  /** The pair's verified record as stored (credentials/verified-record.ts); none: no record. */
+  readonly verifiedRecord?: string | undefined;
 }
 
 /**
- * A pair as a listing reads it: everything but the hash of its secret, which no listing needs,
- * so a store need not even read it for one.
+ * A pair as a listing reads it: everything but what only a check of its secret needs (its
+ * hash, its verified record), so a store need not even read those for one.
  */
-export type KeySummary = Omit<KeyRecord, 'secretHash'>;
+export type KeySummary = Omit<KeyRecord, 'secretHash' | 'secretBits' | 'verifiedRecord'>;
 
 export interface UserRecord {
   readonly username: string;
@@ -164,6 +171,17 @@ export interface CredentialStore {
   replaceHash(owner: HashOwner, expected: string, next: string): Promise<boolean>;
   /** Removes a user and announces that the subject's cached credentials must go. */
   removeUser(username: string): Promise<boolean>;
+  /**
+   * The fleet key's text (credentials/verified-record.ts): made and kept by the store the first
+   * time any gateway asks, so that every gateway on the same store shares it without setup.
+   */
+  fleetKey(): Promise<string>;
+  /**
+   * Keeps `record` as the pair's verified record, only while the pair is active and its hash
+   * is still `secretHash` (compare-and-set, atomic): false, with nothing written, otherwise.
+   * Revoking a pair deletes its record.
+   */
+  keepVerifiedRecord(key: string, secretHash: string, record: string): Promise<boolean>;
   /** Resolves when the store answers; throws when it does not. */
   ping(): Promise<void>;
   readonly health: StoreHealth;

@@ -97,6 +97,10 @@ export interface GatewayMetrics extends MetricsSource {
   countBcryptCompare(): void;
   /** A stored hash rewritten at the configured cost after a successful check, or not, by why. */
   countBcryptRehash(kind: string, outcome: string): void;
+  /** A pair's verified record checked instead of bcrypt, by result (hit, absent, ended...). */
+  countVerifiedRecordCheck(result: string): void;
+  /** A verified record written after bcrypt or renewed by a hit, or not, by result. */
+  countVerifiedRecordWrite(result: string): void;
   /** A Redis breaker opened or closed (`target`: the address, or a Cluster master's host:port). */
   setRedisBreaker(target: string, open: boolean): void;
   /** A revocation applied in this process, `seconds` after it was published (its message's time). */
@@ -294,6 +298,18 @@ export function createMetrics(
     labelNames: ['kind', 'outcome'],
     registers: [registry],
   });
+  const recordChecks = new Counter({
+    name: 'gateway_verified_record_checks_total',
+    help: 'Verified records checked on a cache miss for a strong secret, by result (hit: proved the pair, no bcrypt run; absent; ended; other_key: made under another fleet key; refused: a live record that does not prove the pair, e.g. a wrong secret). Every result but hit goes on to bcrypt.',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  const recordWrites = new Counter({
+    name: 'gateway_verified_record_writes_total',
+    help: 'Verified records written, by result (written: after a bcrypt run; renewed: by a hit past half its life; superseded: the pair changed meanwhile, nothing written; failed: the store did not answer).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
   const breakerOpen = new Gauge({
     name: 'gateway_redis_breaker_open',
     help: '1 while the breaker of this Redis target (the address, or a Cluster master) refuses calls, 0 once closed; across workers, 1 when any has it open.',
@@ -422,6 +438,8 @@ export function createMetrics(
     countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
     countBcryptCompare: () => bcryptCompares.inc(),
     countBcryptRehash: (kind, outcome) => bcryptRehashes.inc({ kind, outcome }),
+    countVerifiedRecordCheck: (result) => recordChecks.inc({ result }),
+    countVerifiedRecordWrite: (result) => recordWrites.inc({ result }),
     setRedisBreaker(target, open) {
       breakerOpen.set({ target }, open ? 1 : 0);
       breakerTransitions.inc({ target, state: open ? 'open' : 'closed' });

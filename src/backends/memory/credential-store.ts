@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
+import { newFleetKeyText } from '../../credentials/verified-record.js';
 import {
   DEFAULT_RETAIN_ENDED_SEC,
   FIRST_PAGE,
@@ -25,6 +26,8 @@ export function createMemoryStore(
   retention: RetentionOptions = { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC },
 ): CredentialStore {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
+  // Made at once: the store lives as long as its process, and so does every record under it.
+  const fleetKey = newFleetKeyText();
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
   const listeners: ((revocation: Revocation, publishedAtMs: undefined) => void)[] = [];
   const gone = (record: KeyRecord): boolean =>
@@ -45,8 +48,9 @@ export function createMemoryStore(
     for (const listener of listeners) listener(revocation, undefined);
   };
   const revoke = (found: KeyRecord, at: string): KeyRecord => {
+    const { verifiedRecord: _, ...unrecorded } = found;
     const revoked: KeyRecord =
-      found.status === 'revoked' ? found : { ...found, status: 'revoked', revokedAt: at };
+      found.status === 'revoked' ? unrecorded : { ...unrecorded, status: 'revoked', revokedAt: at };
     keys.set(found.key, revoked);
     announce({ kind: 'key', key: found.key });
     return revoked;
@@ -62,7 +66,9 @@ export function createMemoryStore(
       if (start === -1) return Promise.resolve(undefined);
       const from = page.after === undefined ? 0 : start + 1;
       return Promise.resolve(
-        sorted.slice(from, from + page.limit).map(({ secretHash: _, ...summary }) => summary),
+        sorted
+          .slice(from, from + page.limit)
+          .map(({ secretHash: _, secretBits: __, verifiedRecord: ___, ...summary }) => summary),
       );
     },
     createKey(record, maxActive) {
@@ -118,7 +124,9 @@ export function createMemoryStore(
       if (owner.kind === 'key') {
         const found = keys.get(owner.key);
         if (found?.secretHash !== expected) return Promise.resolve(false);
-        keys.set(owner.key, { ...found, secretHash: next });
+        // A record over the old hash could never match again: dropped with it.
+        const { verifiedRecord: _, ...unrecorded } = found;
+        keys.set(owner.key, { ...unrecorded, secretHash: next });
       } else {
         const found = users.get(owner.username);
         if (found?.passwordHash !== expected) return Promise.resolve(false);
@@ -131,6 +139,14 @@ export function createMemoryStore(
       if (found === undefined) return Promise.resolve(false);
       users.delete(username);
       announce({ kind: 'subject', subject: found.subject });
+      return Promise.resolve(true);
+    },
+    fleetKey: () => Promise.resolve(fleetKey),
+    keepVerifiedRecord(key, secretHash, record) {
+      const found = keys.get(key);
+      if (found?.secretHash !== secretHash || found.status !== 'active')
+        return Promise.resolve(false);
+      keys.set(key, { ...found, verifiedRecord: record });
       return Promise.resolve(true);
     },
     ping: () => Promise.resolve(),

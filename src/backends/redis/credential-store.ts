@@ -26,6 +26,7 @@ import {
 import { createPairRun, pairsHere, pairsInSingleSlot, storedTag } from './pair-runs.js';
 import type { ScriptRunner } from './run-script.js';
 import { subscriberConnections } from './subscriber-connections.js';
+import { redisVerifiedRecords } from './verified-records.js';
 import {
   ADD_USER,
   COUNT_ACTIVE_PAIRS,
@@ -170,6 +171,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
 
   return {
     getKey,
+    ...redisVerifiedRecords(runner, layout),
     listKeys: async (subject, page = FIRST_PAGE) => {
       // Two round trips, whatever the page size: the ids, then the page's hashes declared.
       const reply = await onPairs(

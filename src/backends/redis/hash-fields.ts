@@ -48,7 +48,15 @@ export function toKeyRecord(
 ): KeyRecord | undefined {
   const summary = toKeySummary(key, fields);
   const secretHash = fields.secret_hash;
-  return summary === undefined || secretHash === undefined ? undefined : { ...summary, secretHash };
+  if (summary === undefined || secretHash === undefined) return undefined;
+  const { secret_bits: bits, verified } = fields;
+  return {
+    ...summary,
+    secretHash,
+    // Unreadable: unknown, as absent (no record is kept for the pair).
+    ...(bits !== undefined && /^\d{1,4}$/.test(bits) ? { secretBits: Number(bits) } : {}),
+    ...(verified === undefined ? {} : { verifiedRecord: verified }),
+  };
 }
 
 /** A listed pair's values as list-pairs.lua returns them, in LISTED_FIELDS order (null: absent). */

@@ -43,6 +43,8 @@ export interface RedisLayout {
   readonly subjectLegacyKeys: (subject: string) => string;
   /** A web-app user's hash: password_hash, subject, created_at, scopes. */
   readonly user: (username: string) => string;
+  /** The fleet key every gateway checks verified records with (verified-record.ts). */
+  readonly fleetKey: string;
   /**
    * The pub/sub channel of revocations (`key:<key>`, `subject:<subject>`). No hash tag: a
    * channel is no key, and a tag would pin a sharded channel to one slot.
@@ -78,6 +80,7 @@ export function redisLayout(
     subjectActive: (name) => `${subject(name)}:active`,
     subjectLegacyKeys: (name) => `${subject(name)}:keys`,
     user: (username) => `${at(tagOf(username))}user:${username}`,
+    fleetKey: `${prefix}fleet-key`,
     channel: `${prefix}revocations`,
     lockoutCounter({ scope, id, network }) {
       // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames
@@ -185,6 +188,7 @@ export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
     { key: l.subjectActive('<subject>'), type: 'set' },
     { key: l.subjectLegacyKeys('<subject>'), type: 'set' },
     { key: l.user('<username>'), type: 'hash' },
+    { key: l.fleetKey, type: 'string' },
     { key: l.channel, type: 'channel' },
     counter('basic_address', '', '<network>'),
     counter('basic_key_address', '<key>', '<network>'),

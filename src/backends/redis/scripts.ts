@@ -58,6 +58,10 @@ export const REPLACE_HASH = defineScript('replace-hash.lua', {
   keys: ['hash'],
   args: ['field', 'expected', 'next'],
 });
+export const KEEP_VERIFIED_RECORD = defineScript('keep-verified-record.lua', {
+  keys: ['key'],
+  args: ['secretHash', 'record'],
+});
 export const REMOVE_USER = defineScript('remove-user.lua', {
   keys: ['user'],
   args: ['channel'],
@@ -92,6 +96,7 @@ export const ALL_SCRIPTS = [
   ADD_USER,
   SET_USER_PASSWORD,
   REPLACE_HASH,
+  KEEP_VERIFIED_RECORD,
   REMOVE_USER,
   ADOPT_PAIR,
   COPY_IF_ABSENT,

@@ -146,6 +146,7 @@ describe('secretSettings', () => {
     const all = settings(configSchema, '');
     expect(all.filter(([, marked]) => marked).map(([path]) => path)).toEqual([
       'upstreams.*.url',
+      'auth.basic.verifiedRecords.fleetKey',
       'auth.bearer.issuers[].secret',
       'auth.bearer.issuers[].jwksUrl',
       'credentials.redis.url',

@@ -4,4 +4,6 @@
 if redis.call('EXISTS', KEY.hash) == 0 then return -1 end
 if redis.call('HGET', KEY.hash, ARG.field) ~= ARG.expected then return 0 end
 redis.call('HSET', KEY.hash, ARG.field, ARG.next)
+-- A pair's verified record is over the old hash: it could never match again.
+redis.call('HDEL', KEY.hash, 'verified')
 return 1

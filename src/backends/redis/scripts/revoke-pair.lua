@@ -17,6 +17,9 @@ if active then
   redis.call('HSET', KEY.key, 'status', 'revoked', 'revoked_at', ARG.revokedAt)
   h.status, h.revoked_at = 'revoked', ARG.revokedAt
 end
+-- Its verified record proves the secret no more: the status refuses it anyway, but a pair a
+-- writer sets active again must pass bcrypt again.
+redis.call('HDEL', KEY.key, 'verified')
 redis.call('SREM', ACTIVE, ARG.id)
 noteEnd(ARG.id, endOf(h))
 purge()

@@ -19,6 +19,7 @@ for _, id in ipairs(candidates()) do
   seen[id] = true
   if h and h.subject == SUBJECT and usableState(h) then
     redis.call('HSET', HASH[id], 'status', 'revoked', 'revoked_at', ARG.revokedAt)
+    redis.call('HDEL', HASH[id], 'verified')
     h.status, h.revoked_at = 'revoked', ARG.revokedAt
     redis.call('SREM', ACTIVE, id)
     noteEnd(id, endOf(h))
