@@ -7,6 +7,7 @@ import type {
   Revocation,
   UserRecord,
 } from '../../src/credentials/credential-store.js';
+import { parseFleetKey } from '../../src/credentials/verified-record.js';
 
 // The behaviour every CredentialStore has, whatever keeps its data: run on the memory store
 // and a standalone Redis (credential-store-contract.test.ts) and on a Redis Cluster
@@ -521,6 +522,49 @@ export function credentialStoreContract(
       await expect(store.getKey('ak_all_expired')).resolves.toMatchObject({ status: 'active' });
       await expect(store.getKey('ak_all_bob')).resolves.toMatchObject({ status: 'active' });
       await expect(store.revokeSubjectKeys('alice', at)).resolves.toEqual([]);
+    });
+
+    it('gives one fleet key, the same at every ask and to every store on the same data', async () => {
+      const first = await store.fleetKey();
+
+      expect(parseFleetKey(first)).toBeDefined();
+      await expect(store.fleetKey()).resolves.toBe(first);
+      await expect(target.observer.fleetKey()).resolves.toBe(first);
+    });
+
+    it('keeps a verified record only while the pair is active and holds the hash it is over', async () => {
+      await store.createKey(keyRecord('ak_rec', 'alice'), 10);
+      await store.createKey(keyRecord('ak_rec_gone', 'alice'), 10);
+      await store.revokeKey('ak_rec_gone', new Date(START_MS).toISOString());
+
+      await expect(store.keepVerifiedRecord('ak_rec', OTHER_HASH, 'v1.stale')).resolves.toBe(false);
+      await expect(store.keepVerifiedRecord('ak_rec_gone', HASH, 'v1.r')).resolves.toBe(false);
+      await expect(store.keepVerifiedRecord('ak_unknown', HASH, 'v1.r')).resolves.toBe(false);
+      await expect(store.getKey('ak_rec')).resolves.not.toHaveProperty('verifiedRecord');
+      await expect(store.keepVerifiedRecord('ak_rec', HASH, 'v1.kept')).resolves.toBe(true);
+
+      await expect(store.getKey('ak_rec')).resolves.toMatchObject({ verifiedRecord: 'v1.kept' });
+      // Neither the record nor its hash is a listing's business.
+      const listed = await store.listKeys('alice');
+      expect(listed?.find((pair) => pair.key === 'ak_rec')).toEqual(
+        summary(keyRecord('ak_rec', 'alice')),
+      );
+      expect(await store.getKey('ak_unknown')).toBeUndefined();
+    });
+
+    it('deletes a verified record with a revocation, alone or of the subject, and with a new hash', async () => {
+      for (const key of ['ak_rec_1', 'ak_rec_2', 'ak_rec_3'])
+        await store.createKey(keyRecord(key, key === 'ak_rec_3' ? 'bob' : 'alice'), 10);
+      for (const key of ['ak_rec_1', 'ak_rec_2', 'ak_rec_3'])
+        await store.keepVerifiedRecord(key, HASH, `v1.${key}`);
+      const at = new Date(START_MS).toISOString();
+
+      await store.revokeKey('ak_rec_1', at);
+      await store.revokeSubjectKeys('alice', at);
+      await store.replaceHash({ kind: 'key', key: 'ak_rec_3' }, HASH, OTHER_HASH);
+
+      for (const key of ['ak_rec_1', 'ak_rec_2', 'ak_rec_3'])
+        await expect(store.getKey(key)).resolves.not.toHaveProperty('verifiedRecord');
     });
 
     it('resolves ping while it can answer', async () => {
