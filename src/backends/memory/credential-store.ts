@@ -15,6 +15,9 @@ import {
   type UserRecord,
 } from '../../credentials/credential-store.js';
 
+/** The pair without its verified record: revoked, or with a new hash, it proves nothing now. */
+const unrecorded = ({ verifiedRecord: _, ...pair }: KeyRecord): KeyRecord => pair;
+
 /**
  * The embedded store for the zero-setup default and single-instance use: one process,
  * nothing persisted. Revocations reach only this process's listeners.
@@ -48,9 +51,10 @@ export function createMemoryStore(
     for (const listener of listeners) listener(revocation, undefined);
   };
   const revoke = (found: KeyRecord, at: string): KeyRecord => {
-    const { verifiedRecord: _, ...unrecorded } = found;
     const revoked: KeyRecord =
-      found.status === 'revoked' ? unrecorded : { ...unrecorded, status: 'revoked', revokedAt: at };
+      found.status === 'revoked'
+        ? unrecorded(found)
+        : { ...unrecorded(found), status: 'revoked', revokedAt: at };
     keys.set(found.key, revoked);
     announce({ kind: 'key', key: found.key });
     return revoked;
@@ -124,9 +128,7 @@ export function createMemoryStore(
       if (owner.kind === 'key') {
         const found = keys.get(owner.key);
         if (found?.secretHash !== expected) return Promise.resolve(false);
-        // A record over the old hash could never match again: dropped with it.
-        const { verifiedRecord: _, ...unrecorded } = found;
-        keys.set(owner.key, { ...unrecorded, secretHash: next });
+        keys.set(owner.key, { ...unrecorded(found), secretHash: next });
       } else {
         const found = users.get(owner.username);
         if (found?.passwordHash !== expected) return Promise.resolve(false);

@@ -135,6 +135,23 @@ describe('verified records: a pair proved once is proved everywhere by its recor
     expect(events.seen).toEqual(['checked:absent', 'wrote:written', 'checked:hit']);
   });
 
+  it('gives the scopes the pair has now, not those it had when its record was written', async () => {
+    await gateway(store).verify(alice);
+    await settled();
+    const stored = await store.getKey(alice.key);
+    if (stored === undefined) throw new Error('the pair is stored');
+    // A copy of the store with the scopes changed, under the same fleet key.
+    const changed = createMemoryStore({ keys: [{ ...stored, scopes: ['keys'] }] }, () => START);
+    const fleetKey = parseFleetKey(await store.fleetKey());
+    const other = gateway(changed, { ...(fleetKey && { fleetKey }) });
+
+    await expect(other.verify(alice)).resolves.toEqual({
+      ...identityOf(alice.key, 'alice'),
+      scopes: ['keys'],
+    });
+    expect(other.hasher.compares()).toHaveLength(0);
+  });
+
   it('sends a wrong secret to bcrypt past a live record, and writes nothing for it', async () => {
     const events = recordingEvents();
     await gateway(store).verify(alice);
