@@ -115,6 +115,9 @@ async function runCredentialScripts(): Promise<void> {
   expect(page?.map((r) => r.key)).toEqual(['ak_soon', 'ak_one']);
   expect((await store.listKeys('ann'))?.map((r) => r.key)).toEqual(['ak_soon', 'ak_one', 'ak_old']);
   expect(await store.createKey(pair('ak_capped'), 3)).toBe(false);
+  // A verified record kept, and one refused: the hash it is over is not the pair's.
+  expect(await store.keepVerifiedRecord('ak_one', OTHER_HASH, 'v1.record')).toBe(true);
+  expect(await store.keepVerifiedRecord('ak_one', HASH, 'v1.record')).toBe(false);
 
   // ak_soon's end comes: the count reads its hash, and takes it out of the active set.
   clock.ms += 2 * HOUR_MS;
