@@ -167,6 +167,24 @@ describe('verified records: a pair proved once is proved everywhere by its recor
     expect(events.seen).toEqual(['checked:refused']);
   });
 
+  it('answers a wrong secret only once its bcrypt compare has ended, a live record or not', async () => {
+    await gateway(store).verify(alice);
+    await settled();
+    const second = gateway(store);
+    const release = second.hasher.hold();
+    let answered = false;
+    const answer = second.verify({ ...alice, secret: bob.secret }).then((outcome) => {
+      answered = true;
+      return outcome;
+    });
+    while (second.hasher.compares().length === 0) await settled();
+    await settled();
+
+    expect(answered).toBe(false);
+    release();
+    await expect(answer).resolves.toBe(DENIED.invalid_credentials);
+  });
+
   it("does not let one pair's record prove another pair", async () => {
     await gateway(store).verify(alice);
     await settled();
