@@ -12,13 +12,17 @@ import { decodeFleetKey, FLEET_KEY_BYTES } from '../identity/fleet-key-text.js';
  * secret matched the pair's bcrypt hash. Any gateway or worker holding the fleet key checks
  * it with one HMAC-SHA-256 instead of a bcrypt run:
  *
- *   record = "v1." fleet-key-id "." ends-at-ms "." base64url(HMAC(fleet key, message))
+ *   record = "v1." fleet-key-id "." ends-at-ms "." base64url(first 16 bytes of HMAC(fleet key, message))
  *   message = "accounts-gateway verified record v1\n" JSON([key, secret hash, ends-at-ms, secret])
  *
  * The stored hash is inside the MAC, so a record over another hash (the secret changed, the
  * pair was re-hashed) proves nothing; the key id is inside, so a record copied from another
  * pair proves nothing; the end is inside, so it cannot be moved. Status, expiry and scopes are
  * not: they are read with the record, in the same read, and decide as they do after bcrypt.
+ *
+ * The MAC is cut to 128 bits (RFC 2104 §5 allows it down to half the hash; forging one still
+ * takes 2^128 tries): the whole record is then 48 bytes, under Redis's listpack limit for a hash
+ * value (`hash-max-listpack-value`, 64), so a pair's hash stays in the compact encoding.
  *
  * Only secrets carrying at least 128 bits of entropy get one (strongSecret): whoever holds
  * the fleet key and a copy of the store can test guesses at a hash's speed instead of
@@ -34,7 +38,10 @@ export const MIN_RECORD_SECRET_BITS = 128;
 /** The form of the gateway's own secrets (generate-key-pair.ts): 48 base62, ~285 bits. */
 const GENERATED_SECRET = /^[0-9A-Za-z]{48}$/;
 
-const RECORD = /^v1\.([0-9a-f]{8})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/;
+/** Bytes of the HMAC kept in a record. */
+const MAC_BYTES = 16;
+
+const RECORD = /^v1\.([0-9a-f]{8})\.(\d{1,15})\.([A-Za-z0-9_-]{22})$/;
 
 export interface FleetKey {
   /** 8 hex digits naming the key in each record, so a fleet split over two keys is told. */
@@ -82,7 +89,7 @@ export function strongSecret(secret: string, secretBits: number | undefined): bo
 
 function mac(fleet: FleetKey, pair: RecordedPair, endsAtMs: number): Buffer {
   const message = DOMAIN + JSON.stringify([pair.key, pair.secretHash, endsAtMs, pair.secret]);
-  return createHmac('sha256', fleet.key).update(message).digest();
+  return createHmac('sha256', fleet.key).update(message).digest().subarray(0, MAC_BYTES);
 }
 
 /** The record proving `pair` until `endsAtMs`. */
