@@ -8,8 +8,13 @@ import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hashe
 import type { Identity } from '../identity/identity.js';
 import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
 import { NO_SCOPES } from '../identity/scopes.js';
-import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
-import type { ClientAddress, ClientAddressSource, Lockout } from '../protection/lockout.js';
+import { guardAttempt, refusalError, type LockoutEvents } from '../protection/guard-attempt.js';
+import type {
+  ClientAddress,
+  ClientAddressSource,
+  Lockout,
+  LockoutTarget,
+} from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache, type IdentityCache } from './identity-cache.js';
 import { perConnection } from './per-connection.js';
@@ -101,6 +106,9 @@ export interface VerifiedPairs {
 /** Flushes whose cached pairs stay suspect (served only while the store cannot answer). */
 const MAX_SUSPECT_CACHES = 4;
 
+/** How the lockout counts a check's outcome. */
+const judge = (outcome: AuthOutcome) => (isDenial(outcome) ? 'invalid_credentials' : 'success');
+
 /** A caller that gave no client address (tests, the CLI): counted under the empty one. */
 const NO_ADDRESS: ClientAddress = { address: '', network: '' };
 
@@ -144,26 +152,84 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   const guardedFlight = createSingleFlight<AuthOutcome>();
   const verifier = options.verifier ?? createSecretVerifier(options);
 
+  /** The pair proved by its verified record, or undefined: then bcrypt decides. */
+  const byRecord = async (
+    pair: KeyRecord | undefined,
+    secret: string,
+    id: string,
+    readAt: number,
+  ): Promise<Identity | undefined> =>
+    pair !== undefined &&
+    isUsable(pair, now()) &&
+    (await options.records?.proves(pair, secret)) === true
+      ? accepted(pair, secret, id, readAt)
+      : undefined;
+
+  /** bcrypt's verdict on the pair as read (undefined: unknown). */
+  const byBcrypt = async (
+    pair: KeyRecord | undefined,
+    secret: string,
+    id: string,
+    readAt: number,
+  ): Promise<AuthOutcome> => {
+    // An unknown, revoked or expired key still pays one compare against the dummy hash, so
+    // neither the answer nor its timing tells them apart.
+    const usable = pair !== undefined && isUsable(pair, now());
+    const matches = await verifier.verify(secret, usable ? pair.secretHash : undefined);
+    // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
+    if (!matches || pair === undefined || !isUsable(pair, now())) return DENIED.invalid_credentials;
+    options.records?.afterBcrypt(pair, secret);
+    return accepted(pair, secret, id, readAt);
+  };
+
+  /**
+   * The pair read with its verified record (the same round trip): one HMAC instead of bcrypt
+   * when the record proves it. A wrong secret never matches a record and goes on to bcrypt.
+   */
   const check = async (
     key: string,
     secret: string,
     id: string,
     readAt: number,
   ): Promise<AuthOutcome> => {
-    const record = await options.store.getKey(key);
-    const usable = record !== undefined && isUsable(record, now());
-    // Read in the same round trip as the hash: one HMAC instead of bcrypt when it proves the
-    // pair. A wrong secret never matches a record and goes on to bcrypt, like any other.
-    if (usable && (await options.records?.proves(record, secret)) === true)
-      return accepted(record, secret, id, readAt);
-    // An unknown, revoked or expired key still pays one compare against the dummy hash, so
-    // neither the answer nor its timing tells them apart.
-    const matches = await verifier.verify(secret, usable ? record.secretHash : undefined);
-    if (!matches || record === undefined) return DENIED.invalid_credentials;
-    // Checked again after bcrypt's tens of milliseconds: the pair may have expired meanwhile.
-    if (!isUsable(record, now())) return DENIED.invalid_credentials;
-    options.records?.afterBcrypt(record, secret);
-    return accepted(record, secret, id, readAt);
+    const pair = await options.store.getKey(key);
+    return (await byRecord(pair, secret, id, readAt)) ?? byBcrypt(pair, secret, id, readAt);
+  };
+
+  /**
+   * A secret of a form a record may prove, under the lockout: a look at the target's counters
+   * (reserving nothing) beside the read of the pair. A locked target is refused first, right
+   * secret or not, as always. A pair its record proves needs no reservation: no compare runs,
+   * and the outcome, a success, is known (a reservation bounds guesses whose verdict is still
+   * to come; counting it would refuse a fleet's own parallel clients, 64 cold connections from
+   * one network after a restart, as guesses in flight). Anything else is an attempt like every
+   * other: reserved, compared, counted.
+   */
+  const lookThenCheck = async (
+    guard: NonNullable<BasicAuthenticatorOptions['lockout']>,
+    target: LockoutTarget,
+    key: string,
+    secret: string,
+    id: string,
+    readAt: number,
+  ): Promise<AuthOutcome> => {
+    const reading = options.store.getKey(key);
+    // Settled below, unless the look refuses first: its failure then tells nothing.
+    reading.catch(() => undefined);
+    const look = await guard.lockout.check(target);
+    if (look.kind === 'refuse') throw refusalError(guard.events, target, look);
+    const pair = await reading;
+    const proved = await byRecord(pair, secret, id, readAt);
+    if (proved === undefined) {
+      const compare = () =>
+        singleFlight.run(`${readAt}:${id}`, () => byBcrypt(pair, secret, id, readAt));
+      return guardAttempt(guard.lockout, guard.events, target, compare, judge);
+    }
+    if (look.clears)
+      await guard.lockout.clear(target).catch((error: unknown) => {
+        guard.events.settleFailed(target, error);
+      });
+    return proved;
   };
 
   /** A pair proved (by bcrypt or its record): cached unless an eviction came meanwhile. */
@@ -242,14 +308,11 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       // threshold on its own parallel connections.
       const client = from?.clientAddress() ?? NO_ADDRESS;
       const target = { kind: 'basic', id: key, ...client } as const;
-      return orSuspect(
-        id,
-        guardedFlight.run(`${readAt}:${id}:${client.network}`, () =>
-          guardAttempt(guard.lockout, guard.events, target, run, (outcome) =>
-            isDenial(outcome) ? 'invalid_credentials' : 'success',
-          ),
-        ),
-      );
+      const attempt =
+        options.records?.mayProve(secret) === true
+          ? () => lookThenCheck(guard, target, key, secret, id, readAt)
+          : () => guardAttempt(guard.lockout, guard.events, target, run, judge);
+      return orSuspect(id, guardedFlight.run(`${readAt}:${id}:${client.network}`, attempt));
     },
     evictKey(key) {
       state.generation += 1;

@@ -36,6 +36,11 @@ export interface VerifiedRecordsOptions {
 
 export interface VerifiedRecords {
   /**
+   * True when a record may prove `secret` before its pair is read: a secret of the gateway's
+   * own form (a writer's pair marked strong is known only once read).
+   */
+  mayProve(secret: string): boolean;
+  /**
    * True when the pair's record proves `secret` (the pair read in the same round trip, and
    * usable): then no bcrypt run is needed. Never throws: without a fleet key it is false.
    * Only for a strong secret; a weak one is false at once, by its form alone.
@@ -103,6 +108,7 @@ export function createVerifiedRecords(options: VerifiedRecordsOptions): Verified
     );
   };
   return {
+    mayProve: (secret) => strongSecret(secret, undefined),
     async proves(pair, secret) {
       if (!strongSecret(secret, pair.secretBits)) return false;
       const key = await fleet();

@@ -18,6 +18,11 @@ import {
   type FleetKey,
 } from '../../../src/credentials/verified-record.js';
 import { countingHasher, type CountingHasher } from '../../support/counting-hasher.js';
+import { createMemoryLockout } from '../../../src/backends/memory/lockout-store.js';
+import { SILENT_LOCKOUT_EVENTS } from '../../../src/protection/guard-attempt.js';
+import type { Lockout } from '../../../src/protection/lockout.js';
+import { GatewayError } from '../../../src/errors/gateway-error.js';
+import { config as lockoutConfig } from '../../support/lockout-contract.js';
 
 const hasher = createSecretHasher(4);
 const START = Date.parse('2026-11-27T12:00:00.000Z');
@@ -69,7 +74,12 @@ function recordingEvents(): RecordEvents & { readonly seen: string[] } {
 /** One gateway process: its own cache, bcrypt and records, on the shared store. */
 function gateway(
   store: CredentialStore,
-  options: { now?: () => number; events?: RecordEvents; fleetKey?: FleetKey } = {},
+  options: {
+    now?: () => number;
+    events?: RecordEvents;
+    fleetKey?: FleetKey;
+    lockout?: Lockout;
+  } = {},
 ): {
   verify: (pair: { key: string; secret: string }) => Promise<unknown>;
   hasher: CountingHasher;
@@ -94,6 +104,9 @@ function gateway(
     maxQueuedHashes: 64,
     now,
     records,
+    ...(options.lockout && {
+      lockout: { lockout: options.lockout, events: SILENT_LOCKOUT_EVENTS },
+    }),
   });
   return {
     verify: ({ key, secret }) => authenticator.verify(key, secret),
@@ -335,5 +348,63 @@ describe('verified records: a pair proved once is proved everywhere by its recor
     expect(other.hasher.compares()).toHaveLength(1);
     expect(events.seen).toEqual(['checked:other_key', 'wrote:written']);
     expect((await store.getKey(alice.key))?.verifiedRecord).toContain(`v1.${configured?.id}.`);
+  });
+});
+
+describe('verified records under the lockout', () => {
+  /** Address threshold 6, (key, address) 3, key-wide 5 (lockout-contract.ts). */
+  const lockout = () => createMemoryLockout(lockoutConfig());
+
+  it('lets more parallel cold checks from one network through than its threshold, when records prove them', async () => {
+    const holders = Array.from({ length: 20 }, (_, i) => generateKeyPair(`holder-${i}`));
+    const stored = await Promise.all(
+      holders.map(async (pair, i) => ({
+        ...pair,
+        subject: `holder-${i}`,
+        secretHash: await hasher.hash(pair.secret),
+        label: '',
+        status: 'active' as const,
+        createdAt: '2026-01-01T00:00:00.000Z',
+        scopes: ['accounts:read'],
+      })),
+    );
+    const store = createMemoryStore({ keys: stored }, () => START);
+    const first = gateway(store);
+    for (const pair of holders) await first.verify(pair);
+    await settled();
+    const restarted = gateway(store, { lockout: lockout() });
+
+    const outcomes = await Promise.all(holders.map((pair) => restarted.verify(pair)));
+
+    expect(outcomes).toEqual(holders.map((pair, i) => identityOf(pair.key, `holder-${i}`)));
+    expect(restarted.hasher.compares()).toHaveLength(0);
+  });
+
+  it('refuses a locked (key, address) first, even when the record proves the right secret', async () => {
+    const store = createMemoryStore({ keys: pairs }, () => START);
+    await gateway(store).verify(alice);
+    await settled();
+    const locked = gateway(store, { lockout: lockout() });
+    for (let i = 0; i < 3; i += 1) await locked.verify({ ...alice, secret: bob.secret });
+
+    await expect(locked.verify(alice)).rejects.toMatchObject({ code: 'rate_limited' });
+    await expect(locked.verify(alice)).rejects.toBeInstanceOf(GatewayError);
+    expect(locked.hasher.compares()).toHaveLength(3);
+  });
+
+  it('clears the (key, address) count on a success its record proves, as on any success', async () => {
+    const store = createMemoryStore({ keys: pairs }, () => START);
+    await gateway(store).verify(alice);
+    await settled();
+    const at = gateway(store, { lockout: lockout() });
+    for (let i = 0; i < 2; i += 1) await at.verify({ ...alice, secret: bob.secret });
+
+    await expect(at.verify(alice)).resolves.toEqual(identityOf(alice.key, 'alice'));
+    for (let i = 0; i < 2; i += 1) await at.verify({ ...alice, secret: bob.secret });
+
+    // Without the clear, the fourth failure would have locked the pair from this network.
+    await expect(at.verify({ ...alice, secret: bob.secret })).resolves.toBe(
+      DENIED.invalid_credentials,
+    );
   });
 });
