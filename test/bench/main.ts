@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants, cpus, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { FAILOVER_RUNS } from './failover.js';
+import { populationPlan } from './population.js';
 import { writeScripts } from './measure.js';
 import {
   HELP,
@@ -38,6 +39,7 @@ function detectTools(options: BenchOptions): Tools {
       'keys',
       'fleet',
       'revocation',
+      'population',
     ] as const
   ).some(want);
   const missing: string[] = [];
@@ -50,7 +52,7 @@ function detectTools(options: BenchOptions): Tools {
   const skipped: string[] = [];
   const caddy = findCommand('caddy');
   const nginx = findCommand('nginx');
-  if (want('cached') && caddy === undefined)
+  if ((want('cached') || want('population')) && caddy === undefined)
     skipped.push('Caddy rows: caddy not found (Debian/Ubuntu: apt-get install caddy)');
   if (want('cached') && nginx === undefined)
     skipped.push('nginx row: nginx not found (Debian/Ubuntu: apt-get install nginx)');
@@ -92,6 +94,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     failover: 0,
     revocation: 0,
     fleet: 4,
+    // Its own rounds and warm-up (population.ts): counted below.
+    population: 0,
   };
   const warm: Record<Section, number> = { ...rows, cold: 0, pairs: 2 };
   let measurements = 0;
@@ -104,6 +108,11 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
       lines.push(`  ${section}: ${rows[section]} configurations × ${options.rounds} rounds`);
   }
   const want = (s: Section): boolean => options.sections.includes(s);
+  const population = populationPlan(options, tools.caddy !== undefined, tools.workers);
+  if (want('population')) {
+    measurements += population.rows * population.rounds;
+    lines.push(`  population: ${population.rows} configurations × ${population.rounds} rounds`);
+  }
   const setupSec =
     10 +
     (want('pairs') ? 5 + options.pairsLarge / 50_000 : 0) +
@@ -115,7 +124,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     (want('failover') ? FAILOVER_RUNS * (15 + options.warmup + options.duration + 7) : 0) +
     // A Cluster, two gateways of two workers, a failover, and rounds × 20 revocations.
     (want('revocation') ? 40 + options.rounds * 4 : 0) +
-    (want('fleet') ? 20 : 0);
+    (want('fleet') ? 20 : 0) +
+    (want('population') ? population.otherSec : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +
     warmups * (options.warmup + OVERHEAD_SEC) +

@@ -33,6 +33,19 @@ export interface WrkSpec {
   readonly pairs?: PairCycle;
   /** Wrong secrets for random keys from random X-Forwarded-For addresses (the flood). */
   readonly flood?: Flood;
+  /** Pairs drawn by a Zipf law from a file of Authorization values (the population). */
+  readonly zipf?: ZipfDraw;
+}
+
+/**
+ * Each request: line k of `file` (one Authorization value per line, the hottest first) with
+ * probability (1 / k^exponent) / H, H the sum over every line; LuaJIT's generator seeded
+ * with `seed`, so rows given the same seeds draw the same pairs in the same order.
+ */
+export interface ZipfDraw {
+  readonly file: string;
+  readonly exponent: number;
+  readonly seed: number;
 }
 
 /**
@@ -150,25 +163,68 @@ function response(status)
 end
 `;
 
+// Arguments (after --): file, exponent, seed. The cumulative distribution is built once per
+// thread; each request draws u in [0, 1) and finds the first line whose share reaches it by
+// binary search (17 steps for 100,000 lines).
+const ZIPF = `
+function init(args)
+  headers = {}
+  for line in io.lines(args[1]) do headers[#headers + 1] = line end
+  count = #headers
+  local exponent = tonumber(args[2])
+  cdf = {}
+  local sum = 0
+  for k = 1, count do
+    sum = sum + 1 / k ^ exponent
+    cdf[k] = sum
+  end
+  for k = 1, count do cdf[k] = cdf[k] / sum end
+  math.randomseed(tonumber(args[3]))
+  counts = {}
+end
+function request()
+  local u = math.random()
+  local low, high = 1, count
+  while low < high do
+    local middle = math.floor((low + high) / 2)
+    if cdf[middle] < u then low = middle + 1 else high = middle end
+  end
+  return wrk.format(nil, nil, { ["Authorization"] = headers[low] })
+end
+function response(status)
+  local name = tostring(status)
+  counts[name] = (counts[name] or 0) + 1
+end
+`;
+
 export interface Scripts {
   readonly plain: string;
   readonly pairs: string;
   readonly flood: string;
+  readonly zipf: string;
 }
 
 export function writeScripts(dir: string): Scripts {
   const plain = join(dir, 'report.lua');
   const pairs = join(dir, 'pairs.lua');
   const flood = join(dir, 'flood.lua');
+  const zipf = join(dir, 'zipf.lua');
   writeFileSync(plain, REPORT);
   writeFileSync(pairs, PAIRS + REPORT);
   writeFileSync(flood, FLOOD + REPORT);
-  return { plain, pairs, flood };
+  writeFileSync(zipf, ZIPF + REPORT);
+  return { plain, pairs, flood, zipf };
 }
 
 /** The Basic credentials of pair `index` of a cycle, as the Lua script makes them. */
 export function pairKey(cycle: Pick<PairCycle, 'prefix' | 'digits'>, index: number): string {
   return cycle.prefix + String(index).padStart(cycle.digits, '0');
+}
+
+function scriptOf(spec: WrkSpec, scripts: Scripts): string {
+  if (spec.flood !== undefined) return scripts.flood;
+  if (spec.zipf !== undefined) return scripts.zipf;
+  return spec.pairs === undefined ? scripts.plain : scripts.pairs;
 }
 
 function wrkArgs(spec: WrkSpec, scripts: Scripts): string[] {
@@ -179,14 +235,15 @@ function wrkArgs(spec: WrkSpec, scripts: Scripts): string[] {
     '--timeout',
     '10s',
     '-s',
-    spec.flood !== undefined
-      ? scripts.flood
-      : spec.pairs === undefined
-        ? scripts.plain
-        : scripts.pairs,
+    scriptOf(spec, scripts),
     ...(spec.header === undefined ? [] : ['-H', spec.header]),
     spec.url,
   ];
+  const z = spec.zipf;
+  if (z !== undefined) {
+    args.push('--', z.file, String(z.exponent), String(z.seed));
+    return args;
+  }
   const f = spec.flood;
   if (f !== undefined) {
     const tail = Buffer.from(`:${f.secret}`).toString('base64');

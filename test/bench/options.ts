@@ -18,6 +18,7 @@ export const SECTIONS = [
   'failover',
   'revocation',
   'fleet',
+  'population',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 export type Engine = 'http-proxy-3' | 'undici';
@@ -46,6 +47,10 @@ export interface BenchOptions {
   readonly wrongShare: number;
   /** The gateway engine the sections beyond the cached path run against. */
   readonly engine: Engine;
+  /** The population section's store sizes (pairs under Zipf load), ascending. */
+  readonly populationSizes: readonly number[];
+  /** Distinct (secret, bcrypt hash) entries the population's pairs share, pair i entry i mod D. */
+  readonly populationHashes: number;
   readonly sections: readonly Section[];
   /** Where the JSON result is written. */
   readonly json: string;
@@ -72,10 +77,15 @@ Options:
   --wrong-share P       percent of the mixed section's clients with wrong secrets (default 5)
   --engine E            gateway engine of the sections after "cached":
                         http-proxy-3 or undici                              (default http-proxy-3)
+  --population-sizes L  pairs of the population section's groups, comma-separated
+                                                                (default 1,1000,10000,100000)
+  --population-hashes D distinct cost-N (secret, hash) entries the population's pairs
+                        share, pair i taking entry i mod D; hashed at each run  (default 2000)
   --sections LIST       comma-separated, any of ${SECTIONS.join(',')}
                                                                             (default all)
                         (failover: --warmup, then --duration s of load before each of its
-                        4 kills: Cluster and Sentinel, breaker on and off)
+                        4 kills: Cluster and Sentinel, breaker on and off; population: at
+                        most 3 rounds, each row warmed for --duration s up to 5 s)
   --json PATH           where the JSON result goes (default: a new file in ${tmpdir()})
   --help                this text
 
@@ -112,6 +122,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | undefined 
       'heap-pairs': { type: 'string' },
       'wrong-share': { type: 'string' },
       engine: { type: 'string' },
+      'population-sizes': { type: 'string' },
+      'population-hashes': { type: 'string' },
       sections: { type: 'string' },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -136,6 +148,21 @@ export function parseOptions(argv: readonly string[]): BenchOptions | undefined 
     );
   const wrongShare = positive('wrong-share', values['wrong-share'], 5);
   if (wrongShare >= 100) throw new UsageError('--wrong-share: a percent below 100');
+  const populationSizes = [
+    ...new Set(
+      (values['population-sizes'] ?? '1,1000,10000,100000')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '')
+        .map((s) => {
+          const n = Number(s);
+          if (!Number.isInteger(n) || n < 1)
+            throw new UsageError(`--population-sizes: "${s}" is not a whole number >= 1`);
+          return n;
+        }),
+    ),
+  ].sort((a, b) => a - b);
+  if (populationSizes.length === 0) throw new UsageError('--population-sizes: at least one size');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   return {
     duration: positive('duration', values.duration, 5),
@@ -150,6 +177,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | undefined 
     heapPairs: Math.floor(positive('heap-pairs', values['heap-pairs'], 100_000)),
     wrongShare,
     engine,
+    populationSizes,
+    populationHashes: Math.floor(positive('population-hashes', values['population-hashes'], 2_000)),
     sections: SECTIONS.filter((s) => sections.includes(s)),
     json: values.json ?? join(tmpdir(), `accounts-gateway-bench-${stamp}.json`),
   };

@@ -128,7 +128,14 @@ export function sectionText(section: SectionResult): string {
     lines.push(`skipped: ${section.skipped}`);
     return lines.join('\n');
   }
-  if (section.rows.length > 0) lines.push(table(ROW_HEADER, section.rows.map(rowCells)));
+  const columns = section.columns ?? [];
+  if (section.rows.length > 0)
+    lines.push(
+      table(
+        [...ROW_HEADER, ...columns.map((c) => c.header)],
+        section.rows.map((r) => [...rowCells(r), ...columns.map((c) => c.cell(r))]),
+      ),
+    );
   lines.push(...section.notes);
   return lines.join('\n');
 }

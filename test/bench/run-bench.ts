@@ -8,11 +8,17 @@
 //   measure.ts    wrk (Lua report), CPU and RSS of a process tree from /proc
 //   processes.ts  spawning, stopping by PID (also on SIGINT/SIGTERM), the temp dir
 //   report.ts     medians, per-round ratios, the text table
-//   servers/      the upstream and the two bare engines
+//   servers/      the upstream, the two bare engines and the recording load clients
 //   heap-per-credential.ts  the in-process heap measurement (its own node --expose-gc)
 //   trace-cost.ts           the in-process trace context cost (its own node)
 //   fleet.ts      the fleet section: Redis CPU and script calls per master, 1 master and a Cluster
 //   fleet-figures.ts  its arithmetic (INFO parsing, µs per request, capacity), pure
+//   population.ts the population section: N pairs under a Zipf load, records on and off, Caddy
+//   population-seed.ts      its pairs, their records and the loads' files
+//   population-gateways.ts  its gateways (admin port, records on/off), their counters
+//   population-restart.ts   its restart rows (servers/zipf-load.ts records every answer)
+//   population-report.ts    its ratios, the factor over Caddy, the targets, pure
+//   zipf.ts       Zipf's law: cumulative shares, a draw, a seeded generator
 // Node runs these files by type stripping; resolve-hook.ts maps their `.js` imports to the
 // `.ts` files of test/ and to the built dist/ for src/.
 await import(new URL('./resolve-hook.ts', import.meta.url).href);

@@ -62,8 +62,16 @@ export interface SectionResult {
   readonly notes: string[];
   /** Figures the section computes beyond its rows (also in the JSON). */
   readonly extra: Record<string, unknown>;
+  /** Columns of the section's own after the usual ones (the population's bcrypt runs). */
+  readonly columns?: readonly Column[];
   /** Why the section was not measured. */
   readonly skipped?: string;
+}
+
+/** A column of a section's table beyond the usual ones: its header and each row's cell. */
+export interface Column {
+  readonly header: string;
+  readonly cell: (row: Row) => string;
 }
 
 export interface BenchContext {

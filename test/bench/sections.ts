@@ -17,6 +17,7 @@ import { redisLayout } from '../../src/backends/redis/layout.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { redisConfig } from '../support/redis-config.js';
 import { failoverSection } from './failover.js';
+import { populationSection } from './population.js';
 import { difference, formatNumber, percentile, ratio, summarize, table } from './report.js';
 import { revocationSection } from './revocation.js';
 import {
@@ -229,6 +230,17 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
         }),
       );
     }
+    if (section === 'population' && fixture !== undefined) {
+      const { gatewayConfig } = fixture;
+      results.push(
+        await populationSection(ctx, {
+          upstream: fixture.upstream,
+          caddy: tools.caddy,
+          workers: tools.workers,
+          gatewayConfig: (engine, url) => gatewayConfig(engine, { url }),
+        }),
+      );
+    }
   }
   return results;
 }
@@ -334,7 +346,7 @@ async function cachedSection(
           tools.caddy,
           name,
           fixture.upstream,
-          { key: fixture.cachedPair.key, secretHash: fixture.cachedHash },
+          [{ key: fixture.cachedPair.key, secretHash: fixture.cachedHash }],
           procs,
         );
         rows.push(

@@ -177,7 +177,8 @@ export function* pairCommands(options: {
   keyOf: (index: number) => string;
   from: number;
   count: number;
-  secretHash: string;
+  /** One hash for every pair, or pair i's. */
+  secretHash: string | ((index: number) => string);
   /** The subject of pair i; by default bench-<i/10>, 10 pairs each (the default per-subject cap). */
   subjectOf?: (index: number) => string;
 }): Generator<string[]> {
@@ -185,6 +186,8 @@ export function* pairCommands(options: {
   const created = new Date();
   const createdAt = created.toISOString();
   const subjectOf = options.subjectOf ?? ((i: number) => `bench-${Math.floor(i / 10)}`);
+  const { secretHash } = options;
+  const hashOf = typeof secretHash === 'string' ? () => secretHash : secretHash;
   for (let i = options.from; i < options.from + options.count; i += 1) {
     const key = options.keyOf(i);
     const subject = subjectOf(i);
@@ -194,7 +197,7 @@ export function* pairCommands(options: {
       'HSET',
       k.key(key, subject),
       'secret_hash',
-      options.secretHash,
+      hashOf(i),
       'subject',
       subject,
       'label',
@@ -291,21 +294,22 @@ export async function issueToken(
 
 /**
  * Caddy's basicauth (its Caddyfile form turns on hash_cache: verified pairs are cached) in
- * front of reverse_proxy, for one pair. `gomaxprocs` undefined: all cores.
+ * front of reverse_proxy, for these accounts (one per pair). `gomaxprocs` undefined: all cores.
  */
 export async function startCaddy(
   group: ProcessGroup,
   command: string,
   name: string,
   upstream: Target,
-  pair: { key: string; secretHash: string },
+  accounts: readonly { key: string; secretHash: string }[],
   gomaxprocs: number | undefined,
 ): Promise<Target> {
   const port = await freePort();
   const home = join(group.dir, name);
   mkdirSync(home, { recursive: true });
   // Caddy 2.6 reads a base64-encoded bcrypt hash in the Caddyfile.
-  const hash = Buffer.from(pair.secretHash.replace(/^\$2b\$/, '$2a$')).toString('base64');
+  const line = (pair: { key: string; secretHash: string }): string =>
+    `    ${pair.key} ${Buffer.from(pair.secretHash.replace(/^\$2b\$/, '$2a$')).toString('base64')}\n`;
   const caddyfile = join(home, 'Caddyfile');
   writeFileSync(
     caddyfile,
@@ -316,8 +320,7 @@ export async function startCaddy(
 http://127.0.0.1:${port} {
   bind 127.0.0.1
   basicauth {
-    ${pair.key} ${hash}
-  }
+${accounts.map(line).join('')}  }
   reverse_proxy 127.0.0.1:${upstream.port}
 }
 `,

@@ -1,0 +1,119 @@
+// The population section's gateways: each with its admin port open (the bench reads its
+// bcrypt and verified-record counters from /metrics), verified records on or off, and the
+// waits the section needs around them (ready, quiet).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BCRYPT_COMPARES, sample } from '../support/scrape-metric.js';
+import type { GatewayConfigInput } from '../support/gateway-yaml.js';
+import { freePort } from '../support/redis-server.js';
+import { cpuSeconds } from './measure.js';
+import { httpRequest, processTree, type ProcessGroup } from './processes.js';
+import { startGateway, type Target } from './targets.js';
+
+export interface MeteredGateway {
+  readonly target: Target;
+  readonly adminPort: number;
+}
+
+/** The results gateway_verified_record_checks_total counts (verified-record.ts). */
+export const RECORD_CHECKS = ['hit', 'absent', 'ended', 'other_key', 'refused'] as const;
+export type RecordCheckResult = (typeof RECORD_CHECKS)[number];
+
+export interface GatewayCounters {
+  readonly bcryptCompares: number;
+  readonly recordChecks: Record<RecordCheckResult, number>;
+}
+
+/**
+ * The address lockout's threshold in this section (default 50). Every connection comes from
+ * 127.0.0.1, and the lockout counts the checks in flight per network, refusing (429) once
+ * they would reach the threshold: with the default, 64 connections waiting on bcrypt (records
+ * off) or on a cold process's misses (a restart) are refused in part, which says nothing of
+ * the population. Above any --connections the bench uses; its scripts still run per check.
+ */
+export const LOCKOUT_ADDRESS_THRESHOLD = 1_000;
+
+/**
+ * A gateway on `config` (engine and store given), its admin port on, records on or off, the
+ * address lockout's threshold at LOCKOUT_ADDRESS_THRESHOLD.
+ */
+export async function startMeteredGateway(
+  group: ProcessGroup,
+  name: string,
+  config: GatewayConfigInput,
+  records: boolean,
+  extraArgs: readonly string[] = [],
+): Promise<MeteredGateway> {
+  const adminPort = await freePort();
+  const target = await startGateway(
+    group,
+    name,
+    {
+      ...config,
+      admin: { host: '127.0.0.1', port: adminPort },
+      auth: {
+        ...config.auth,
+        basic: { ...config.auth?.basic, verifiedRecords: { enabled: records } },
+      },
+      lockout: {
+        ...config.lockout,
+        basic: { ...config.lockout?.basic, address: { threshold: LOCKOUT_ADDRESS_THRESHOLD } },
+      },
+    },
+    extraArgs,
+  );
+  return { target, adminPort };
+}
+
+/** Its counters now (with workers: summed over them by the primary). */
+export async function readCounters(gateway: MeteredGateway): Promise<GatewayCounters> {
+  const answer = await httpRequest(`http://127.0.0.1:${gateway.adminPort}/metrics`);
+  if (answer.status !== 200)
+    throw new Error(`${gateway.target.name}: /metrics answered ${answer.status}`);
+  const checks = {} as Record<RecordCheckResult, number>;
+  for (const result of RECORD_CHECKS)
+    checks[result] = sample(
+      answer.body,
+      `gateway_verified_record_checks_total{result="${result}"}`,
+    );
+  return { bcryptCompares: sample(answer.body, BCRYPT_COMPARES), recordChecks: checks };
+}
+
+/** after − before, counter by counter. */
+export function countersBetween(before: GatewayCounters, after: GatewayCounters): GatewayCounters {
+  const checks = {} as Record<RecordCheckResult, number>;
+  for (const result of RECORD_CHECKS)
+    checks[result] = after.recordChecks[result] - before.recordChecks[result];
+  return { bcryptCompares: after.bcryptCompares - before.bcryptCompares, recordChecks: checks };
+}
+
+/** Resolves once its admin port's /readyz answers 200 (every worker ready), or throws. */
+export async function untilReady(gateway: MeteredGateway, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await httpRequest(`http://127.0.0.1:${gateway.adminPort}/readyz`).then(
+      (answer) => answer.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    if (Date.now() > deadline)
+      throw new Error(`${gateway.target.name}: /readyz not 200 within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Resolves once the process tree of `pid` has used at most 10 ms of CPU in 200 ms (or after
+ * `maxMs`): a proxy still verifying the pairs of requests wrk left in flight (bcrypt, tens of
+ * ms each) would take the next row's CPU.
+ */
+export async function untilQuiet(pid: number, maxMs = 5_000): Promise<void> {
+  const pids = processTree(pid);
+  const deadline = Date.now() + maxMs;
+  let last = cpuSeconds(pids);
+  while (Date.now() < deadline) {
+    await sleep(200);
+    const now = cpuSeconds(pids);
+    if (now - last <= 0.01) return;
+    last = now;
+  }
+}
