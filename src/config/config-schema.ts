@@ -205,10 +205,16 @@ export const routeSchema = z.strictObject({
   scopes,
 });
 
-const cacheSchema = z.strictObject({
-  ttlSec: int(z.number().int().min(0)).default(60),
-  maxEntries: int(z.number().int().positive()).default(10_000),
-});
+/**
+ * A verified-credential cache. Basic holds up to 100,000 pairs by default (about 300 bytes each:
+ * 30 MB when full): a population of that size under a Zipf load misses ~12% of requests at 60 s
+ * instead of ~19% with 10,000, and each miss costs a store read and an HMAC.
+ */
+const cacheSchema = (maxEntries: number) =>
+  z.strictObject({
+    ttlSec: int(z.number().int().min(0)).default(60),
+    maxEntries: int(z.number().int().positive()).default(maxEntries),
+  });
 
 /**
  * Verified records (credentials/verified-record.ts): on by default. The fleet key is the
@@ -546,7 +552,7 @@ export const configSchema = z.strictObject({
         .default('accounts-gateway'),
       basic: z
         .strictObject({
-          cache: cacheSchema.prefault({}),
+          cache: cacheSchema(100_000).prefault({}),
           /** bcrypt compares running at once (libuv runs them on its thread pool). */
           maxConcurrentHashes: int(z.number().int().positive()).default(4),
           /** compares waiting for a slot before new ones are refused with 503. */
@@ -559,7 +565,7 @@ export const configSchema = z.strictObject({
         .strictObject({
           maxTokenBytes: int(z.number().int().min(128)).default(8192),
           clockToleranceSec: int(z.number().int().min(0)).default(5),
-          cache: cacheSchema.prefault({}),
+          cache: cacheSchema(10_000).prefault({}),
           issuers: z.array(bearerIssuerSchema).default([]),
         })
         .prefault({}),

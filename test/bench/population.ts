@@ -11,7 +11,6 @@ import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import type { BenchOptions, Engine } from './options.js';
 import {
   countersBetween,
-  LOCKOUT_ADDRESS_THRESHOLD,
   readCounters,
   startMeteredGateway,
   untilQuiet,
@@ -62,7 +61,7 @@ const MAX_WARMUP_SEC = 5;
 /** The end of the bench's records: what auth.basic.verifiedRecords.ttlSec gives by default. */
 const RECORD_LIFE_MS = 6 * 3600 * 1000;
 /** auth.basic.cache.maxEntries by default (config-schema.ts); the gateways keep it. */
-const DEFAULT_CACHE_ENTRIES = 10_000;
+const DEFAULT_CACHE_ENTRIES = 100_000;
 /** Caddy's hash_cache holds this many results (caddyauth/basicauth.go). */
 const CADDY_CACHE_ENTRIES = 1_000;
 /** The restart rows' population (issue 25). */
@@ -285,7 +284,7 @@ function setupNotes(seeded: Seeded, options: BenchOptions): string[] {
   const bytesEach = (mib: number): string => formatNumber((mib * 2 ** 20) / pairs, 'int');
   return [
     `pairs: ${n(pairs)} in one Redis (${sizes.map(n).join(', ')}${sizes.includes(RESTART_PAIRS) ? '' : ` and the restart's ${n(RESTART_PAIRS)}`}), one subject each, self-describing ak_ ids, written as docs/redis-layout.md's recipe says; secrets of the gateway's form (48 base62) from ${n(pool.length)} distinct (secret, cost-${options.bcryptCost} hash) entries hashed in ${formatNumber(seeded.hashSec, 'ms')} s on libuv's thread pool, pair i taking entry i mod ${n(pool.length)}`,
-    `gateways: one per row, the bench's configuration (Redis store, bcrypt cost ${options.bcryptCost}, auth.basic.cache at its defaults: ${n(DEFAULT_CACHE_ENTRIES)} entries, 60 s), the admin port on for /metrics, auth.basic.verifiedRecords.enabled on or off, and lockout.basic.address.threshold ${n(LOCKOUT_ADDRESS_THRESHOLD)} (default 50): every connection comes from 127.0.0.1, and the lockout refuses (429) once the checks in flight from one network would reach its threshold, as up to ${options.connections} bcrypt runs (records off) or a cold process's misses (a restart) do. Records-on rows: each pair's record written by the bench beforehand (fleet key from Redis, made with SET NX; end now + 6 h), as a fleet that has served the population leaves them; verified before the load on a random pair (200, no bcrypt run, one record hit)`,
+    `gateways: one per row, the bench's configuration (Redis store, bcrypt cost ${options.bcryptCost}, auth.basic.cache at its defaults: ${n(DEFAULT_CACHE_ENTRIES)} entries, 60 s), the admin port on for /metrics, auth.basic.verifiedRecords.enabled on or off, the default lockout with records on, none with records off: every connection comes from 127.0.0.1, and the lockout (its counters shared in Redis by all the rows) refuses (429) once the bcrypt checks in flight from one network would reach its threshold, as ${options.connections} connections waiting on bcrypt do, in their row and in the next while they drain. Records-on rows: each pair's record written by the bench beforehand (fleet key from Redis, made with SET NX; end now + 6 h), as a fleet that has served the population leaves them; verified before the load on a random pair (200, no bcrypt run, one record hit)`,
     `Redis used_memory: ${formatNumber(memoryMiB.pairs - memoryMiB.empty, 'int')} MiB for the pairs (${bytesEach(memoryMiB.pairs - memoryMiB.empty)} B each), ${formatNumber(memoryMiB.records - memoryMiB.pairs, 'int')} MiB more for their records (${bytesEach(memoryMiB.records - memoryMiB.pairs)} B each)`,
   ];
 }

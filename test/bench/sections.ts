@@ -52,7 +52,7 @@ import {
 
 const KEY_PREFIX = 'bench:';
 /** auth.basic.cache.maxEntries by default (config-schema.ts). */
-const DEFAULT_CACHE_ENTRIES = 10_000;
+const DEFAULT_CACHE_ENTRIES = 100_000;
 /** The pairs section's bcrypt cost: the lowest the schema allows (see docs/benchmark.md). */
 const PAIRS_COST = 4;
 /**
