@@ -40,9 +40,9 @@ describe('verified records', () => {
   });
 
   it('refuses another secret, another key id and another hash', () => {
-    expect(checkVerifiedRecord(FLEET, RECORD, { ...PAIR, secret: `${SECRET.slice(1)}x` }, NOW)).toBe(
-      'refused',
-    );
+    expect(
+      checkVerifiedRecord(FLEET, RECORD, { ...PAIR, secret: `${SECRET.slice(1)}x` }, NOW),
+    ).toBe('refused');
     expect(
       checkVerifiedRecord(FLEET, RECORD, { ...PAIR, key: generateKeyPair('alice').key }, NOW),
     ).toBe('refused');
