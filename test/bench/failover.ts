@@ -25,6 +25,8 @@ const KEY_PREFIX = 'bench:';
 /** The subject of every pair: its keys (pairs, buckets) are on one master, the one killed. */
 const SUBJECT = 'bench-failover';
 const LOAD = fileURLToPath(new URL('./servers/load.ts', import.meta.url));
+/** The load's imports are `.js` names of `.ts` files (resolve-hook.ts maps them). */
+const HOOK = new URL('./resolve-hook.ts', import.meta.url).href;
 /** Keep-alive clients of the cached pair (the issue's measurement used 8). */
 const CONNECTIONS = 8;
 /** Pairs of the cold client: the subject's first is the cached one (keys.maxActivePerSubject 10). */
@@ -223,6 +225,8 @@ async function failoverRun(
 
     const out = join(group.dir, `${name}.answers`);
     const load = group.start(`${name}-load`, process.execPath, [
+      '--import',
+      HOOK,
       LOAD,
       JSON.stringify({
         origin: `http://127.0.0.1:${gateway.port}`,

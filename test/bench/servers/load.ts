@@ -7,9 +7,10 @@
 // SIGTERM it stops and writes one line per answer to `out`:
 // `kind sentMs answeredMs status` (kind c: cached, k: cold; times in ms since the epoch,
 // performance.timeOrigin + performance.now(), so the bench can set them against its own).
-// Usage: node load.ts SPEC_JSON
+// Usage: node --import ../resolve-hook.ts load.ts SPEC_JSON
 import { writeFileSync } from 'node:fs';
 import { Pool } from 'undici';
+import { epochMs, sendRecorded } from './recorded-request.js';
 
 interface Spec {
   readonly origin: string;
@@ -28,7 +29,6 @@ interface Spec {
 const spec = JSON.parse(process.argv[2] ?? '{}') as Spec;
 const pool = new Pool(spec.origin, { connections: spec.connections + 1, pipelining: 1 });
 const lines: string[] = [];
-const epochMs = (): number => performance.timeOrigin + performance.now();
 let running = true;
 /** Resolved by SIGUSR2 (the cold client starts) or by SIGTERM (it never will). */
 let startCold = (): void => undefined;
@@ -36,22 +36,8 @@ const coldStarted = new Promise<void>((resolve) => (startCold = resolve));
 process.once('SIGUSR2', () => startCold());
 
 /** Sends one request, records its answer and resolves with its status (0: none). */
-async function send(kind: 'c' | 'k', authorization: string): Promise<number> {
-  const sent = epochMs();
-  let status = 0;
-  try {
-    const answer = await pool.request({
-      path: spec.path,
-      method: 'GET',
-      headers: { authorization },
-    });
-    await answer.body.dump();
-    status = answer.statusCode;
-  } catch {
-    // A failure without an answer: status 0.
-  }
-  lines.push(`${kind} ${sent.toFixed(3)} ${epochMs().toFixed(3)} ${status}`);
-  return status;
+function send(kind: 'c' | 'k', authorization: string): Promise<number> {
+  return sendRecorded(pool, spec.path, authorization, kind, lines);
 }
 
 async function cached(): Promise<void> {

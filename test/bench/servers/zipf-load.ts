@@ -9,6 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
+import { epochMs, sendRecorded } from './recorded-request.js';
 import { seededRandom, zipfCdf, zipfIndex } from '../zipf.js';
 
 interface Spec {
@@ -31,7 +32,6 @@ const newPool = (origin: string): Pool =>
 let pool = newPool(spec.origin);
 let origin = 0;
 const lines: string[] = [];
-const epochMs = (): number => performance.timeOrigin + performance.now();
 let running = true;
 
 createInterface({ input: process.stdin }).on('line', (line) => {
@@ -48,21 +48,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 async function client(): Promise<void> {
   while (running) {
     const authorization = authorizations[zipfIndex(cdf, random())] ?? '';
-    const via = origin;
-    const sent = epochMs();
-    let status = 0;
-    try {
-      const answer = await pool.request({
-        path: spec.path,
-        method: 'GET',
-        headers: { authorization },
-      });
-      await answer.body.dump();
-      status = answer.statusCode;
-    } catch {
-      // No answer: status 0.
-    }
-    lines.push(`${via} ${sent.toFixed(3)} ${epochMs().toFixed(3)} ${status}`);
+    await sendRecorded(pool, spec.path, authorization, String(origin), lines);
   }
 }
 
