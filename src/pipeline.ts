@@ -449,23 +449,25 @@ function recordEvents(logger: Logger, metrics: GatewayMetrics): RecordEvents {
   const warn = throttledWarnings((_kind, reason, suppressed) =>
     logger.warn({ suppressed }, reason),
   );
-  const [otherKey, notWritten, noFleetKey] = ['other_key', 'write', 'fleet_key'].map(warn);
+  const otherKey = warn('other_key');
+  const notWritten = warn('write');
+  const noFleetKey = warn('fleet_key');
   const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
   return {
     checked(result) {
       metrics.countVerifiedRecordCheck(result);
       if (result === 'other_key')
-        otherKey?.(
+        otherKey(
           'verified record made under another fleet key: the gateways on this store do not share one',
         );
     },
     wrote(result, err) {
       metrics.countVerifiedRecordWrite(result);
       if (result === 'failed')
-        notWritten?.(`verified record not written (${why(err)}); written on the next success`);
+        notWritten(`verified record not written (${why(err)}); written on the next success`);
     },
     fleetKeyUnavailable(err) {
-      noFleetKey?.(`fleet key unavailable (${why(err)}): verified records skipped, bcrypt decides`);
+      noFleetKey(`fleet key unavailable (${why(err)}): verified records skipped, bcrypt decides`);
     },
   };
 }

@@ -96,16 +96,12 @@ export function createVerifiedRecords(options: VerifiedRecordsOptions): Verified
         ? kind
         : 'superseded';
     };
-    void write().then(
-      (result) => {
-        writing.delete(pair.key);
-        events?.wrote(result);
-      },
-      (error: unknown) => {
-        writing.delete(pair.key);
-        events?.wrote('failed', error);
-      },
-    );
+    void write()
+      .then(
+        (result) => events?.wrote(result),
+        (error: unknown) => events?.wrote('failed', error),
+      )
+      .finally(() => writing.delete(pair.key));
   };
   return {
     mayProve: (secret) => strongSecret(secret, undefined),
