@@ -383,8 +383,6 @@ export async function buildPipeline(config: GatewayConfig, deps: PipelineDeps): 
 /** `lockout.enabled: false`: every attempt allowed, nothing counted. */
 const OPEN_LOCKOUT: Lockout = {
   begin: () => Promise.resolve({ kind: 'allow', attempt: { settle: () => Promise.resolve([]) } }),
-  check: () => Promise.resolve({ kind: 'open', clears: false }),
-  clear: () => Promise.resolve(),
   checkAddress: () => Promise.resolve(undefined),
 };
 

@@ -8,7 +8,7 @@ import { MAX_SECRET_BYTES, type SecretHasher } from '../credentials/secret-hashe
 import type { Identity } from '../identity/identity.js';
 import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
 import { NO_SCOPES } from '../identity/scopes.js';
-import { guardAttempt, refusalError, type LockoutEvents } from '../protection/guard-attempt.js';
+import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
 import type {
   ClientAddress,
   ClientAddressSource,
@@ -59,7 +59,8 @@ export interface BasicAuthenticator {
   /**
    * Full check: the identity, or the invalid_credentials denial. Rejects with a
    * GatewayError for 503s (store down, overloaded) and for a lockout (429 `rate_limited`,
-   * before the store is read or bcrypt runs). `encoded` is the form the pair arrived in,
+   * before bcrypt runs; before the store is read too, unless a verified record may prove the
+   * secret: one that does lets it through as a cached pair is). `encoded` is the form the pair arrived in,
    * under which a success is cached; `from` gives the client address the lockout counts.
    */
   verify(
@@ -197,15 +198,14 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
   };
 
   /**
-   * A secret of a form a record may prove, under the lockout: a look at the target's counters
-   * (reserving nothing) beside the read of the pair. A locked target is refused first, right
-   * secret or not, as always. A pair its record proves needs no reservation: no compare runs,
-   * and the outcome, a success, is known (a reservation bounds guesses whose verdict is still
-   * to come; counting it would refuse a fleet's own parallel clients, 64 cold connections from
-   * one network after a restart, as guesses in flight). Anything else is an attempt like every
-   * other: reserved, compared, counted.
+   * A secret of a form a record may prove, under the lockout: the pair is read first, and a
+   * success its record proves is known without a compare, like a cache hit, so the lockout is
+   * not asked (a cached pair skips it the same way; a reservation bounds guesses whose verdict
+   * is still to come, and counting these would refuse a fleet's own parallel clients, 64 cold
+   * connections from one network after a restart, as guesses in flight). Anything else is an
+   * attempt like every other: reserved (a locked target refused) before bcrypt, then counted.
    */
-  const lookThenCheck = async (
+  const recordThenGuard = async (
     guard: NonNullable<BasicAuthenticatorOptions['lockout']>,
     target: LockoutTarget,
     key: string,
@@ -213,23 +213,12 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
     id: string,
     readAt: number,
   ): Promise<AuthOutcome> => {
-    const reading = options.store.getKey(key);
-    // Settled below, unless the look refuses first: its failure then tells nothing.
-    reading.catch(() => undefined);
-    const look = await guard.lockout.check(target);
-    if (look.kind === 'refuse') throw refusalError(guard.events, target, look);
-    const pair = await reading;
+    const pair = await options.store.getKey(key);
     const proved = await byRecord(pair, secret, id, readAt);
-    if (proved === undefined) {
-      const compare = () =>
-        singleFlight.run(`${readAt}:${id}`, () => byBcrypt(pair, secret, id, readAt));
-      return guardAttempt(guard.lockout, guard.events, target, compare, judge);
-    }
-    if (look.clears)
-      await guard.lockout.clear(target).catch((error: unknown) => {
-        guard.events.settleFailed(target, error);
-      });
-    return proved;
+    if (proved !== undefined) return proved;
+    const compare = () =>
+      singleFlight.run(`${readAt}:${id}`, () => byBcrypt(pair, secret, id, readAt));
+    return guardAttempt(guard.lockout, guard.events, target, compare, judge);
   };
 
   /** A pair proved (by bcrypt or its record): cached unless an eviction came meanwhile. */
@@ -310,7 +299,7 @@ export function createBasicAuthenticator(options: BasicAuthenticatorOptions): Ba
       const target = { kind: 'basic', id: key, ...client } as const;
       const attempt =
         options.records?.mayProve(secret) === true
-          ? () => lookThenCheck(guard, target, key, secret, id, readAt)
+          ? () => recordThenGuard(guard, target, key, secret, id, readAt)
           : () => guardAttempt(guard.lockout, guard.events, target, run, judge);
       return orSuspect(id, guardedFlight.run(`${readAt}:${id}:${client.network}`, attempt));
     },

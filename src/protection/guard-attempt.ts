@@ -31,16 +31,6 @@ export const SILENT_LOCKOUT_EVENTS: LockoutEvents = {
   settleFailed: () => undefined,
 };
 
-/** The 429 `rate_limited` of a refusal, once the events are told of it. */
-export function refusalError(
-  events: LockoutEvents,
-  target: LockoutTarget,
-  refusal: LockoutRefusal,
-): GatewayError {
-  events.refused(target, refusal);
-  return new GatewayError('rate_limited', { retryAfterSec: refusal.retryAfterSec });
-}
-
 /**
  * Runs one credential check (`task`: the store read and the bcrypt compare) under the
  * lockout: refused with 429 `rate_limited` and Retry-After before the task starts, whether
@@ -56,7 +46,10 @@ export async function guardAttempt<T>(
   judge: (result: T) => 'success' | FailureReason,
 ): Promise<T> {
   const decision = await lockout.begin(target);
-  if (decision.kind === 'refuse') throw refusalError(events, target, decision);
+  if (decision.kind === 'refuse') {
+    events.refused(target, decision);
+    throw new GatewayError('rate_limited', { retryAfterSec: decision.retryAfterSec });
+  }
   const settle = async (outcome: AttemptOutcome): Promise<void> => {
     try {
       for (const lock of await decision.attempt.settle(outcome)) events.locked(target, lock);

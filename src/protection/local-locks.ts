@@ -67,15 +67,6 @@ export function withLocalLocks(
       if (decision.kind === 'refuse') remember(target.kind, ids, decision);
       return decision;
     },
-    async check(target) {
-      const ids = countersOf(target).map(counterKey);
-      const local = known(target.kind, ids);
-      if (local !== undefined) return local;
-      const decision = await lockout.check(target);
-      if (decision.kind === 'refuse') remember(target.kind, ids, decision);
-      return decision;
-    },
-    clear: (target) => lockout.clear(target),
     async checkAddress(kind, network) {
       const ids = countersOf({ kind, id: '', network }).slice(0, 1).map(counterKey);
       const local = known(kind, ids);

@@ -67,12 +67,6 @@ export interface LockoutAttempt {
   settle(outcome: AttemptOutcome): Promise<readonly LockStarted[]>;
 }
 
-/** A look that found nothing refusing; `clears`: the counter a success clears holds something. */
-export interface LockoutOpen {
-  readonly kind: 'open';
-  readonly clears: boolean;
-}
-
 export type LockoutDecision =
   { readonly kind: 'allow'; readonly attempt: LockoutAttempt } | LockoutRefusal;
 
@@ -83,14 +77,6 @@ export interface Lockout {
    * on all of them. Rejects only when the store cannot answer (503).
    */
   begin(target: LockoutTarget): Promise<LockoutDecision>;
-  /**
-   * The refusal `begin` would give, reserving nothing: for an attempt whose success is known
-   * before any compare (a verified record proved the secret), which no reservation needs to
-   * bound. When it is open and `clears`, the caller then does what a success does: `clear`.
-   */
-  check(target: LockoutTarget): Promise<LockoutRefusal | LockoutOpen>;
-  /** A success that `check` let through: clears the counter a success clears, only that one. */
-  clear(target: LockoutTarget): Promise<void>;
   /**
    * Whether the address counter of a client network alone refuses, reserving nothing: for the
    * token endpoint to refuse before reading a body it would otherwise invite with `100 Continue`.

@@ -95,6 +95,44 @@ describe('last use of a pair', () => {
     }
   });
 
+  it("writes many subjects' uses in one script run on one Redis, not one per subject", async () => {
+    const prefix = uniquePrefix('lastusemany');
+    const pairs = Array.from({ length: 5 }, (_, i) => ({
+      key: `ak_lastuse_many${i}`,
+      secret: `many-secret-0123456789-${i}`,
+      subject: `many-${i}`,
+    }));
+    for (const pair of pairs) await seedKey(redisUrl, prefix, pair);
+    const running = await startInProcessGateway({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      config: { keys: { lastUsedIntervalSec: 3600 } },
+    });
+    await untilSubscribers(redisUrl, prefix, 1);
+    try {
+      for (const pair of pairs) {
+        const headers = { authorization: basicHeader(pair.key, pair.secret) };
+        expect((await send(running.url, '/accounts', { headers })).status).toBe(200);
+      }
+      const commands = await watchCommands(prefix);
+      try {
+        await running.close();
+        const scripts = commands.seen.filter(isScript);
+        // EVALSHA, and EVAL after it when this Redis does not hold the script yet.
+        expect([['evalsha'], ['evalsha', 'eval']]).toContainEqual(
+          scripts.map((args) => args[0]?.toLowerCase()),
+        );
+        for (const pair of pairs)
+          expect(scripts[0]).toContain(redisLayout(prefix).key(pair.key, pair.subject));
+      } finally {
+        commands.stop();
+      }
+    } finally {
+      await running.close();
+    }
+  });
+
   it('shows last_used_at in GET /keys once a batch is written, null before any use', async () => {
     const prefix = uniquePrefix('lastuseview');
     const used = { key: 'ak_lastuse_used', secret: 'used-secret-0123456789', subject: 'viewer' };

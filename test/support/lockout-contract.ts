@@ -140,42 +140,6 @@ export function lockoutContract(impl: LockoutImplementation): void {
       });
     });
 
-    it('looks without reserving: check refuses as begin would, and counts nothing in flight', async () => {
-      const lockout = impl.make(config());
-      const target = basic('ak_look', '10.0.10.1');
-      // Looks, as many as a fleet's parallel clients: none of them is an attempt in flight.
-      const looks = await Promise.all(Array.from({ length: 20 }, () => lockout.check(target)));
-      expect(looks).toEqual(looks.map(() => ({ kind: 'open', clears: false })));
-      expect((await lockout.begin(target)).kind).toBe('allow');
-      await failTimes(lockout, basic('ak_look', '10.0.10.2'), 3);
-
-      expect(await lockout.check(basic('ak_look', '10.0.10.2'))).toMatchObject({
-        kind: 'refuse',
-        scope: 'basic_key_address',
-        locked: true,
-      });
-    });
-
-    it('says when a check finds a (key, address) count to clear, and clear drops only that one', async () => {
-      const lockout = impl.make(config());
-      const target = basic('ak_clear', '10.0.11.1');
-      await failTimes(lockout, target, 2);
-      expect(await lockout.check(target)).toEqual({ kind: 'open', clears: true });
-
-      await lockout.clear(target);
-
-      expect(await lockout.check(target)).toEqual({ kind: 'open', clears: false });
-      // Two more failures would have locked the pair without the clear in between.
-      await failTimes(lockout, target, 2);
-      expect(await lockout.check(target)).toEqual({ kind: 'open', clears: true });
-      // The key-wide count kept all four: one more from anywhere reaches 5.
-      await failTimes(lockout, basic('ak_clear', '10.0.11.2'), 1);
-      expect(await lockout.check(basic('ak_clear', '10.0.11.3'))).toMatchObject({
-        kind: 'refuse',
-        scope: 'basic_key',
-      });
-    });
-
     it('gives back an attempt that ended without a verdict', async () => {
       const lockout = impl.make(config());
       const target = basic('ak_error', '10.0.5.1');

@@ -22,7 +22,6 @@ import {
   type LockStarted,
   type Lockout,
   type LockoutRefusal,
-  type LockoutTarget,
 } from '../../protection/lockout.js';
 
 interface Entry {
@@ -59,53 +58,26 @@ export function createMemoryLockout(config: LockoutConfig, now: () => number = D
     counters.set(id, { state, expiresAt }, isGuarded(state, at, limit));
   };
 
-  /** The longest refusal among the target's counters at `at`, or undefined. */
-  const refusalOf = (
-    target: LockoutTarget,
-    states: readonly CounterState[],
-    at: number,
-  ): LockoutRefusal | undefined => {
-    const limits = counterLimits(config, target.kind);
-    let refusal: LockoutRefusal | undefined;
-    let longest = 0;
-    states.forEach((state, i) => {
-      const wait = waitMs(state, at, limits[i] ?? limits[0]);
-      if (wait > longest) {
-        longest = wait;
-        refusal = {
-          kind: 'refuse',
-          scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
-          retryAfterSec: toRetryAfterSec(wait),
-          locked: state.lockedUntil > at,
-        };
-      }
-    });
-    return refusal;
-  };
-  /** The counter a success clears: the (key or username, network) one. */
-  const clearedId = (target: LockoutTarget): string => counterKey(countersOf(target)[1]);
-
   return {
-    check(target) {
-      const at = now();
-      const states = countersOf(target).map((counter) => read(counterKey(counter), at));
-      return Promise.resolve(
-        refusalOf(target, states, at) ?? {
-          kind: 'open',
-          clears: read(clearedId(target), at) !== EMPTY_COUNTER,
-        },
-      );
-    },
-    clear(target) {
-      counters.delete(clearedId(target));
-      return Promise.resolve();
-    },
     begin(target) {
       const at = now();
       const ids = countersOf(target).map(counterKey);
       const limits = counterLimits(config, target.kind);
       const states = ids.map((id) => read(id, at));
-      const refusal = refusalOf(target, states, at);
+      let refusal: LockoutRefusal | undefined;
+      let longest = 0;
+      states.forEach((state, i) => {
+        const wait = waitMs(state, at, limits[i] ?? limits[0]);
+        if (wait > longest) {
+          longest = wait;
+          refusal = {
+            kind: 'refuse',
+            scope: LOCKOUT_SCOPES[target.kind][i] ?? LOCKOUT_SCOPES[target.kind][0],
+            retryAfterSec: toRetryAfterSec(wait),
+            locked: state.lockedUntil > at,
+          };
+        }
+      });
       if (refusal !== undefined) return Promise.resolve(refusal);
       ids.forEach((id, i) =>
         write(id, reserve(states[i] ?? EMPTY_COUNTER, at), at, limits[i] ?? limits[0]),

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import {
   FIRST_PAGE,
   isPastRetention,
@@ -44,7 +45,7 @@ import type { SingleSlot } from './single-slot.js';
 /** Pairs per script run: each batch stays a short script, whatever the number of pairs. */
 const LAST_USE_BATCH = 500;
 
-/** Script runs of one last-use batch in flight at once: each slot's pairs are one run. */
+/** Script runs of one last-use batch in flight at once (on a Cluster, each slot's pairs are one run). */
 const LAST_USE_RUNS_AT_ONCE = 64;
 
 export interface RedisCredentialStoreDeps {
@@ -87,6 +88,7 @@ interface FoundPair {
 export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): CredentialStore {
   const { client, connection, runner, layout, single, now, retention } = deps;
   const runPairs = createPairRun({ runner, now, retention });
+  const perSlot = client instanceof Cluster;
   let subscription: RevocationSubscription | undefined;
 
   /** The tag a pair's hash is under: the id's own, or its index entry's; undefined: neither. */
@@ -286,21 +288,30 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       ).map(String),
     async recordLastUse(uses) {
       const entries = [...uses];
-      // One script run per tag (a slot), each pair's hash found as getKey finds it.
+      // Each pair's hash found as getKey finds it. A Cluster runs a script only on keys of one
+      // slot: one run per tag. One Redis (standalone, Sentinel) takes any keys in a run: a
+      // batch of many subjects' pairs is one run per LAST_USE_BATCH, not one per subject.
       const tags = await Promise.all(entries.map(([key]) => tagOf(key)));
-      const byTag = new Map<string, (readonly [string, string])[]>();
+      const tagOfKey = new Map<string, string>();
+      const groups = new Map<string, (readonly [string, string])[]>();
       const elsewhere: (readonly [string, string])[] = [];
       entries.forEach((entry, i) => {
         const tag = tags[i];
-        if (tag === undefined) elsewhere.push(entry);
-        else byTag.set(tag, [...(byTag.get(tag) ?? []), entry]);
+        if (tag === undefined) {
+          elsewhere.push(entry);
+          return;
+        }
+        tagOfKey.set(entry[0], tag);
+        const group = perSlot ? tag : '';
+        const members = groups.get(group);
+        if (members === undefined) groups.set(group, [entry]);
+        else members.push(entry);
       });
-      const groups = [...byTag];
-      for (let i = 0; i < groups.length; i += LAST_USE_RUNS_AT_ONCE) {
+      const hashOf = (key: string) => layout.keyAt(tagOfKey.get(key) ?? '', key);
+      const runs = [...groups.values()];
+      for (let i = 0; i < runs.length; i += LAST_USE_RUNS_AT_ONCE) {
         const absent = await Promise.all(
-          groups
-            .slice(i, i + LAST_USE_RUNS_AT_ONCE)
-            .map(([tag, group]) => recordAt(group, (key) => layout.keyAt(tag, key))),
+          runs.slice(i, i + LAST_USE_RUNS_AT_ONCE).map((group) => recordAt(group, hashOf)),
         );
         elsewhere.push(...absent.flat());
       }

@@ -7,7 +7,6 @@ import {
   toRetryAfterSec,
   type LockStarted,
   type Lockout,
-  type LockoutRefusal,
   type LockoutTarget,
 } from '../../protection/lockout.js';
 import { hashTag, type RedisLayout } from './layout.js';
@@ -87,41 +86,9 @@ export function createRedisLockout(
     return scopes[at] ?? scopes[0];
   };
 
-  type Found = NonNullable<ReturnType<typeof refusal>>;
-  /** The refusal that lasts longest (the first counter's on a tie), or undefined. */
-  const longestOf = (found: readonly (Found | undefined)[]): Found | undefined =>
-    found
-      .flatMap((r) => (r === undefined ? [] : [r]))
-      .sort((a, b) => b.waitMs - a.waitMs || a.at - b.at)[0];
-  const asRefusal = (kind: LockoutTarget['kind'], found: Found): LockoutRefusal => ({
-    kind: 'refuse',
-    scope: scopeAt(kind, found.at),
-    retryAfterSec: found.retryAfterSec,
-    locked: found.locked,
-  });
-  const groupsOf = (target: LockoutTarget) => bySlot(countersOf(target).map(layout.lockoutCounter));
-
   return {
-    async check(target) {
-      const groups = groupsOf(target);
-      const limits = counterLimits(config, target.kind);
-      // Both slots at once: nothing is reserved, so nothing needs giving back.
-      const replies = await Promise.all(groups.map((g) => run(g, 'check', limits)));
-      const refused = longestOf(
-        replies.map((reply, g) =>
-          groups[g] === undefined ? undefined : refusal(groups[g], reply),
-        ),
-      );
-      if (refused !== undefined) return asRefusal(target.kind, refused);
-      // Each allowed reply is {0, 1} when its group holds the cleared counter and it exists.
-      return { kind: 'open', clears: replies.some((reply) => (reply as number[])[1] === 1) };
-    },
-    async clear(target) {
-      const group = groupsOf(target).find((g) => g.at.includes(CLEARED_BY_SUCCESS));
-      if (group !== undefined) await run(group, 'clear', counterLimits(config, target.kind));
-    },
     async begin(target) {
-      const groups = groupsOf(target);
+      const groups = bySlot(countersOf(target).map(layout.lockoutCounter));
       const limits = counterLimits(config, target.kind);
       // The id's slot first: a burst on one key is refused there, touching no other counter.
       const ordered = [...groups].sort(
@@ -138,7 +105,15 @@ export function createRedisLockout(
             const later = await Promise.all(
               ordered.slice(i + 1).map(async (g) => refusal(g, await run(g, 'check', limits))),
             );
-            return asRefusal(target.kind, longestOf([refused, ...later]) ?? refused);
+            const [longest = refused] = [refused, ...later]
+              .flatMap((r) => (r === undefined ? [] : [r]))
+              .sort((a, b) => b.waitMs - a.waitMs || a.at - b.at);
+            return {
+              kind: 'refuse',
+              scope: scopeAt(target.kind, longest.at),
+              retryAfterSec: longest.retryAfterSec,
+              locked: longest.locked,
+            };
           }
           reserved.push(group);
         }

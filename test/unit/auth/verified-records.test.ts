@@ -380,31 +380,34 @@ describe('verified records under the lockout', () => {
     expect(restarted.hasher.compares()).toHaveLength(0);
   });
 
-  it('refuses a locked (key, address) first, even when the record proves the right secret', async () => {
+  it('refuses guesses at a locked (key, address) before bcrypt, and lets the secret its record proves through, as a cached pair', async () => {
     const store = createMemoryStore({ keys: pairs }, () => START);
     await gateway(store).verify(alice);
     await settled();
     const locked = gateway(store, { lockout: lockout() });
     for (let i = 0; i < 3; i += 1) await locked.verify({ ...alice, secret: bob.secret });
 
-    await expect(locked.verify(alice)).rejects.toMatchObject({ code: 'rate_limited' });
-    await expect(locked.verify(alice)).rejects.toBeInstanceOf(GatewayError);
+    await expect(locked.verify({ ...alice, secret: bob.secret })).rejects.toMatchObject({
+      code: 'rate_limited',
+    });
+    await expect(locked.verify(alice)).resolves.toEqual(identityOf(alice.key, 'alice'));
     expect(locked.hasher.compares()).toHaveLength(3);
   });
 
-  it('clears the (key, address) count on a success its record proves, as on any success', async () => {
+  it('counts a hit as no attempt: it neither spends the (key, address) count nor clears it', async () => {
     const store = createMemoryStore({ keys: pairs }, () => START);
     await gateway(store).verify(alice);
     await settled();
     const at = gateway(store, { lockout: lockout() });
     for (let i = 0; i < 2; i += 1) await at.verify({ ...alice, secret: bob.secret });
 
-    await expect(at.verify(alice)).resolves.toEqual(identityOf(alice.key, 'alice'));
-    for (let i = 0; i < 2; i += 1) await at.verify({ ...alice, secret: bob.secret });
-
-    // Without the clear, the fourth failure would have locked the pair from this network.
+    for (let i = 0; i < 5; i += 1)
+      await expect(at.verify(alice)).resolves.toEqual(identityOf(alice.key, 'alice'));
     await expect(at.verify({ ...alice, secret: bob.secret })).resolves.toBe(
       DENIED.invalid_credentials,
     );
+
+    // The third failure locked the pair from this network: the two before the hits still counted.
+    await expect(at.verify({ ...alice, secret: bob.secret })).rejects.toBeInstanceOf(GatewayError);
   });
 });

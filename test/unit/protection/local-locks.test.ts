@@ -22,14 +22,6 @@ function sharedLockout() {
       calls.push(`begin ${target.id}@${target.address}`);
       return Promise.resolve(answer);
     },
-    check: (target) => {
-      calls.push(`look ${target.id}@${target.address}`);
-      return Promise.resolve(answer.kind === 'refuse' ? answer : { kind: 'open', clears: false });
-    },
-    clear: (target) => {
-      calls.push(`clear ${target.id}@${target.address}`);
-      return Promise.resolve();
-    },
     checkAddress: (kind, address) => {
       calls.push(`check ${kind}@${address}`);
       return Promise.resolve(answer.kind === 'refuse' ? answer : undefined);

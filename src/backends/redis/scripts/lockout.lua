@@ -4,14 +4,11 @@
 -- was reserved, `lu` locked until (ms); each expires (PEXPIRE) `windowMs` after its lock ends,
 -- and never sooner than a reservation's life.
 --
--- ARG.op: `begin`, `check`, `success`, `failure`, `error` or `clear`; ARG.limits: per counter
--- its threshold, initialLockMs and maxLockMs; ARG.clears: the counter a success deletes
--- (1-based; 0 none). The counters of one run share a slot: a target's are run in two
--- (lockout-store.ts). `clear` is a success that `check` let through (nothing was reserved):
--- it only deletes that counter.
--- Returns for begin: {0} (allowed, reserved) or {1, index, waitMs, locked} (locked 1 when that
--- counter is locked, 0 when only its attempts in flight refuse); for check the same, allowed
--- being {0, 1} when the counter a success deletes exists ({0, 0} when not);
+-- ARG.op: `begin`, `check`, `success`, `failure` or `error`; ARG.limits: per counter its
+-- threshold, initialLockMs and maxLockMs; ARG.clears: the counter a success deletes (1-based;
+-- 0 none). The counters of one run share a slot: a target's are run in two (lockout-store.ts).
+-- Returns for begin/check: {0} (allowed, reserved unless check) or {1, index, waitMs, locked}
+-- (locked 1 when that counter is locked, 0 when only its attempts in flight refuse);
 -- for failure: {index, lockMs, failures}... of each lock started; otherwise {}. A counter a
 -- success or an error leaves empty (no failure, nothing pending, no lock) is deleted.
 local t = redis.call('TIME')
@@ -20,11 +17,6 @@ local op = ARG.op
 local windowMs = tonumber(ARG.windowMs)
 local reservationMs = tonumber(ARG.reservationMs)
 local clears = tonumber(ARG.clears)
-
-if op == 'clear' then
-  if clears > 0 then redis.call('DEL', KEY.counters[clears]) end
-  return {}
-end
 
 local function lockMsAfter(f, threshold, initial, cap)
   if f < threshold then return 0 end
@@ -61,10 +53,7 @@ if op == 'begin' or op == 'check' then
     if wait > longest then longest, which, locked = wait, i, lock end
   end
   if longest > 0 then return { 1, which, longest, locked } end
-  if op == 'check' then
-    local kept = clears > 0 and states[clears].exists and 1 or 0
-    return { 0, kept }
-  end
+  if op == 'check' then return { 0 } end
   for i, key in ipairs(KEY.counters) do
     redis.call('HSET', key, 'f', states[i].f, 'p', states[i].p + 1, 'pt', now, 'lu', states[i].lu)
     keep(key, states[i].lu)
