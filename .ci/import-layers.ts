@@ -67,7 +67,12 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
   // the signing key the processes share. What serves comes in from the CLI, as an interface.
   lifecycle: ['config', 'http', 'observability', 'tls', 'tokens'],
-  // The CLI's commands: they call the composition root (app.ts) and name its failures.
+  // serve --workers: the primary (forks, replaces, the admin port of the set) and its
+  // workers (a gateway each, from the composition root).
+  workers: ['<root>', 'admin', 'config', 'http', 'lifecycle', 'observability'],
+  // The CLI's commands, each declaring its options: they call the composition root (app.ts)
+  // and name its failures; serve picks what serves (one gateway, or the primary of workers)
+  // and hands it to the lifecycle.
   commands: [
     '<root>',
     'auth',
@@ -77,15 +82,14 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'errors',
     'http',
     'identity',
+    'lifecycle',
     'observability',
     'openapi',
     'protection',
     'tls',
     'tokens',
+    'workers',
   ],
-  // serve --workers: the primary (forks, replaces, the admin port of the set) and its
-  // workers (a gateway each, from the composition root).
-  workers: ['<root>', 'admin', 'config', 'http', 'lifecycle', 'observability'],
 };
 
 /**

@@ -124,3 +124,21 @@ export function loadConfigFromArgs(
 ): GatewayConfig {
   return loadConfigFile(args.config, env, configOverrides(args, env, flags));
 }
+
+/** --workers, for serve (and check and config, which validate or show what serve would run). */
+export function withWorkersOption<T>(yargs: Argv<T>) {
+  return withServeOverrides(yargs).option('workers', {
+    type: 'string',
+    describe: 'processes serving the API port: a number, or auto (one per core)',
+  });
+}
+
+/** The configuration with every override, --workers included. */
+export function loadServeConfig(args: ConfigArgs & { workers: string | undefined }): GatewayConfig {
+  return loadConfigFromArgs(args);
+}
+
+/** The configuration a store's command reads: --redis-url (or its variable) its only override. */
+export function loadStoreConfig(args: ConfigArgs): GatewayConfig {
+  return loadConfigFromArgs(args, process.env, STORE_FLAGS);
+}

@@ -1,7 +1,31 @@
 import { migrateSingleSlot, type MigrationReport } from '../backends/redis/migrate.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';
+import type { CliCommand } from './cli-command.js';
 import { CliError, EXIT } from './cli-error.js';
+import { loadStoreConfig } from './config-options.js';
+import { stdoutOutput, withJson } from './store-command.js';
+
+/** `migrate [--apply]` as the CLI declares it; what it does is migrateCommand below. */
+export const migrateCli: CliCommand = (yargs) =>
+  yargs.command(
+    'migrate',
+    'Move pairs and users from the single-slot key layout (singleSlotPrefix); a dry run without --apply',
+    (c) =>
+      withJson(c)
+        .option('apply', {
+          type: 'boolean',
+          default: false,
+          describe: 'move them (without it, only say what would move)',
+        })
+        .example('$0 migrate', 'say what would move')
+        .example('$0 migrate --apply', 'move it'),
+    async (args) => {
+      const config = loadStoreConfig(args);
+      const output = stdoutOutput(args.json);
+      await migrateCommand(config, output, args.apply);
+    },
+  );
 
 /**
  * `migrate [--apply]`: moves the pairs, users and subjects' settings of the single-slot layout
