@@ -1,4 +1,4 @@
-import { createGateway, type Gateway } from '../app.js';
+import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { logStartFailure } from '../lifecycle/start-failure.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
