@@ -1,6 +1,6 @@
 // Which folder of src/ may import which: the architecture as a lint rule, so a wrong arrow
 // fails `npm run check`. Read it bottom-up: a folder imports only folders listed for it
-// (and itself); the root files compose everything; only the CLI (main.ts) reaches the commands.
+// (and itself); gateway/ composes everything below it; only the CLI (main.ts) reaches the commands.
 // A folder of NESTED_ROOMS is a room per subfolder (`backends/redis`), each with its own entry.
 import { dirname, relative, resolve, sep } from 'node:path';
 import type { Rule } from 'eslint';
@@ -39,7 +39,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   tokens: ['auth', 'config', 'errors', 'identity'],
   // The public API's schemas (zod): the endpoints validate bodies with them, and the OpenAPI
   // document is built from them.
-  openapi: ['credentials', 'errors', 'identity'],
+  openapi: ['credentials', 'errors', 'identity', 'routing'],
   // Edges: forwarding, the request pipeline, the gateway's own endpoints.
   proxy: ['errors', 'identity'],
   http: [
@@ -62,24 +62,51 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'protection',
     'tokens',
   ],
-  admin: ['errors', 'http', 'observability'],
+  admin: ['errors', 'http', 'observability', 'routing'],
   'reference-upstream': ['http'],
   // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
-  // the signing key the processes share. What serves comes in from the CLI, as an interface.
+  // the drain, the signing key the processes share. What serves comes in from the CLI, as
+  // an interface (gateway/ builds on the drain, so it sits below).
   lifecycle: ['config', 'http', 'observability', 'tls', 'tokens'],
+  // The composition root: named builders, the only place that picks production
+  // implementations. Only the CLI, its commands and the workers reach it.
+  gateway: [
+    'admin',
+    'auth',
+    'backends',
+    'backends/memory',
+    'backends/redis',
+    'concurrency',
+    'config',
+    'credentials',
+    'endpoints',
+    'errors',
+    'http',
+    'identity',
+    'lifecycle',
+    'observability',
+    'openapi',
+    'protection',
+    'proxy',
+    'reference-upstream',
+    'routing',
+    'tls',
+    'tokens',
+    'tracing',
+  ],
   // serve --workers: the primary (forks, replaces, the admin port of the set) and its
   // workers (a gateway each, from the composition root).
-  workers: ['<root>', 'admin', 'config', 'http', 'lifecycle', 'observability'],
-  // The CLI's commands, each declaring its options: they call the composition root (app.ts)
+  workers: ['admin', 'config', 'gateway', 'http', 'lifecycle', 'observability'],
+  // The CLI's commands, each declaring its options: they call the composition root (gateway/)
   // and name its failures; serve picks what serves (one gateway, or the primary of workers)
   // and hands it to the lifecycle.
   commands: [
-    '<root>',
     'auth',
     'backends/redis',
     'config',
     'credentials',
     'errors',
+    'gateway',
     'http',
     'identity',
     'lifecycle',
@@ -93,14 +120,12 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /**
- * The root files: the composition root, the CLI (main.ts) and its entry (cli.ts), which
- * checks the Node version before it loads main.ts.
+ * The root files: the CLI (main.ts) and its entry (cli.ts), which checks the Node version
+ * before it loads main.ts.
  */
 const ROOT_FILES: Readonly<Record<string, readonly string[] | 'any'>> = {
   'cli.ts': [],
   'main.ts': 'any',
-  'app.ts': Object.keys(LAYERS).filter((f) => f !== 'commands'),
-  'pipeline.ts': Object.keys(LAYERS).filter((f) => f !== 'commands'),
 };
 
 /** A library that belongs to one room: nobody else imports it. */

@@ -4,6 +4,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { writeJson } from '../http/json-response.js';
 import { pickRequestId } from '../http/request-id.js';
 import type { MetricsSource } from '../observability/metrics.js';
+import { OWN_PATHS, ownExactPaths } from '../routing/own-paths.js';
 
 /** Why a gateway cannot serve, as /readyz names it in its 503 envelope. */
 export type NotReadyCode = 'credential_store_unavailable' | 'draining' | 'overloaded';
@@ -19,7 +20,7 @@ export interface AdminOptions {
   draining: () => boolean;
 }
 
-const PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const PATHS = new Set(ownExactPaths('admin'));
 const METHODS = ['GET', 'HEAD'] as const;
 
 /**
@@ -36,8 +37,8 @@ export function createAdminServer(options: AdminOptions): Server {
     if (!(METHODS as readonly (string | undefined)[]).includes(req.method)) {
       return writeError(res, new GatewayError('method_not_allowed', { allow: METHODS }), requestId);
     }
-    if (path === '/healthz') return writeJson(res, 200, '{"status":"ok"}', requestId);
-    if (path === '/readyz') return answerReadiness(options, res, requestId);
+    if (path === OWN_PATHS.health.path) return writeJson(res, 200, '{"status":"ok"}', requestId);
+    if (path === OWN_PATHS.readiness.path) return answerReadiness(options, res, requestId);
     answerMetrics(options, req, res, requestId);
   });
 }

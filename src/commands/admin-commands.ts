@@ -1,4 +1,4 @@
-import { createBackend } from '../app.js';
+import { createBackend } from '../gateway/build-backend.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import {
   FIRST_PAGE,

@@ -19,6 +19,7 @@ import { describeIssue } from './describe-issue.js';
 import { readYaml } from './read-yaml.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
 import { findSlashTwins } from '../routing/find-slash-twins.js';
+import { ownExactPaths } from '../routing/own-paths.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
 export class ConfigError extends Error {
@@ -366,12 +367,7 @@ function crossCheck(
 export const SLASH_TWIN_HINT = 'an upstream may serve both alike, so list both on one route';
 
 /** Paths of the gateway's own endpoints, which a configured route may not shadow. */
-export const RESERVED_PATHS: ReadonlySet<string> = new Set([
-  '/keys',
-  '/auth/token',
-  '/.well-known/jwks.json',
-  '/openapi.json',
-]);
+export const RESERVED_PATHS: ReadonlySet<string> = new Set(ownExactPaths('public'));
 
 /** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`). */
 const RESERVED_PREFIXES: readonly string[] = ['/keys/'];

@@ -35,7 +35,7 @@ export interface GatewayServer {
   /**
    * Resolves once no client connection has been open, nor opened, for `quietMs` (at once
    * when that is so already), or when `latest` resolves: what a drain waits for before it
-   * closes the port (see app.ts).
+   * closes the port (see lifecycle/drain.ts).
    */
   untilIdle(quietMs: number, latest: Promise<void>): Promise<void>;
   /**

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { Server as NetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 
 /** A port that could not be opened, named by its address and its role ("API port"). */
 export class ListenError extends Error {
@@ -68,29 +68,4 @@ export function closeServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
-}
-
-/**
- * Stops accepting, waits until every connection has closed by itself, then cuts whatever is
- * left at `deadline`. Idle keep-alive connections are not swept: the client may be sending
- * its next request on one at this very moment, and a close then loses that request (RFC
- * 9112 §9.6 leaves the race to the server that closes). Each closes either after a response
- * that said `Connection: close` or when Node's keep-alive timer, the timeout the gateway
- * advertised, expires. `cutAll` cuts what is left (a TLS server's must include the
- * connections still in their handshake).
- */
-export async function drain(
-  server: Server,
-  deadline: Promise<void>,
-  cutAll: () => void = () => server.closeAllConnections(),
-): Promise<void> {
-  // http.Server's close() also closes the idle connections (Node 19+): the base class only
-  // stops accepting, and calls back once the last connection is gone.
-  const closed = new Promise<void>((resolve) => {
-    if (server.listening) NetServer.prototype.close.call(server, () => resolve());
-    else resolve();
-  });
-  await Promise.race([closed, deadline]);
-  cutAll();
-  await closed;
 }

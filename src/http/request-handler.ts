@@ -62,7 +62,7 @@ export interface RequestHandlerOptions {
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** What every request of one pipeline shares. */
+/** What every request of one request chain (one configuration) shares. */
 interface Shared {
   readonly options: RequestHandlerOptions;
   readonly accessLog: AccessLog | undefined;

@@ -21,7 +21,7 @@ export interface ProxyRoute extends RouteBase {
   readonly forwarder: Forwarder;
   /**
    * The outgoing path before the raw query: the upstream URL's base path and the route's
-   * upstreamPath, joined once when the pipeline is built.
+   * upstreamPath, joined once when the request chain is built.
    */
   readonly pathPrefix: string;
   /** Under a prefix, what comes before the matched rest: `pathPrefix` ending in one `/`. */

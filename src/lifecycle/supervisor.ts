@@ -51,6 +51,16 @@ export interface SuperviseOptions {
   readonly signals?: SignalSource;
 }
 
+/** Where a supervision stands, and how it ends: the promise supervise() returns. */
+interface Supervision {
+  state: 'running' | 'stopping' | 'ended';
+  readonly ended: Promise<number>;
+  /** Resolves `ended` with the exit code, once every log line is written. */
+  end(code: number): void;
+  /** Rejects `ended` (a failed start), once every log line is written. */
+  fail(error: unknown): void;
+}
+
 /**
  * The lifecycle of `serve`, one process or a primary of workers: runs until SIGTERM/SIGINT,
  * then drains; a second SIGTERM/SIGINT during the drain exits at once (128 + the signal's
@@ -67,57 +77,96 @@ export function supervise(options: SuperviseOptions): Promise<number> {
     ...config,
     tokens: keys.resolve(config.tokens),
   });
-
-  let settle: (code: number) => void = () => undefined;
-  let fail: (error: unknown) => void = () => undefined;
-  const ended = new Promise<number>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
-  });
-  let state: 'running' | 'stopping' | 'ended' = 'running';
-  // Written before the caller exits: log lines are batched otherwise.
-  const end = (code: number): void => {
-    state = 'ended';
-    logger.flush(() => settle(code));
-  };
-
+  const run = createSupervision(logger);
   const target = options.target(resolveKey(options.config));
 
   // Handlers first: a signal that arrives while the ports open must drain, not kill.
-  const stop = (signal: NodeJS.Signals): void => {
-    if (state === 'ended') return;
-    if (state === 'stopping') {
+  const stop = stopOnSignal(run, target, logger);
+  signals.on('SIGTERM', stop);
+  signals.on('SIGINT', stop);
+  signals.on(
+    'SIGHUP',
+    reloadOnHangup(run, target, logger, async () => resolveKey(await options.reloadConfig())),
+  );
+
+  target.start().catch((error: unknown) => {
+    if (run.state === 'ended') return;
+    // The target has freed what it opened; the caller prints the reason and exits 1.
+    logStartFailure(logger, error);
+    run.fail(error);
+  });
+  return run.ended;
+}
+
+function createSupervision(logger: Logger): Supervision {
+  let settle: (code: number) => void = () => undefined;
+  let reject: (error: unknown) => void = () => undefined;
+  const ended = new Promise<number>((resolve, fail) => {
+    settle = resolve;
+    reject = fail;
+  });
+  const run: Supervision = {
+    state: 'running',
+    ended,
+    // Written before the caller exits: log lines are batched otherwise.
+    end(code) {
+      run.state = 'ended';
+      logger.flush(() => settle(code));
+    },
+    fail(error) {
+      run.state = 'ended';
+      logger.flush(() => reject(error));
+    },
+  };
+  return run;
+}
+
+/** SIGTERM/SIGINT: the first drains, a second exits at once. */
+function stopOnSignal(
+  run: Supervision,
+  target: SupervisedTarget,
+  logger: Logger,
+): (signal: NodeJS.Signals) => void {
+  return (signal) => {
+    if (run.state === 'ended') return;
+    if (run.state === 'stopping') {
       // The operator will not wait for the drain: leave now, saying what that cuts.
       logger.warn({ signal, requests_cut: target.inFlight() }, 'second signal: exiting now');
       target.abandon();
-      end(signalExitCode(signal));
+      run.end(signalExitCode(signal));
       return;
     }
-    state = 'stopping';
+    run.state = 'stopping';
     logger.info({ signal, ...target.drainingFields() }, 'draining');
     target.drain().then(
       (code) => {
-        if (state === 'ended') return;
+        if (run.state === 'ended') return;
         logger.info('stopped');
-        end(code);
+        run.end(code);
       },
       (error: unknown) => {
-        if (state === 'ended') return;
+        if (run.state === 'ended') return;
         logger.error({ err: error }, 'shutdown failed');
-        end(1);
+        run.end(1);
       },
     );
   };
-  signals.on('SIGTERM', stop);
-  signals.on('SIGINT', stop);
+}
 
+/** SIGHUP: reads the file again and applies it, one reload after another. */
+function reloadOnHangup(
+  run: Supervision,
+  target: SupervisedTarget,
+  logger: Logger,
+  reloadConfig: () => Promise<GatewayConfig>,
+): () => void {
   let reloading = Promise.resolve();
-  signals.on('SIGHUP', () => {
+  return () => {
     reloading = reloading.then(async () => {
       try {
-        const next = resolveKey(await options.reloadConfig());
+        const next = await reloadConfig();
         // A drain finishes on the configuration it began with.
-        if (state !== 'running') return;
+        if (run.state !== 'running') return;
         logger.level = next.logging.level;
         await target.reload(next);
         target.countReload?.('applied');
@@ -127,14 +176,5 @@ export function supervise(options: SuperviseOptions): Promise<number> {
         target.countReload?.('refused');
       }
     });
-  });
-
-  target.start().catch((error: unknown) => {
-    if (state === 'ended') return;
-    // The target has freed what it opened; the caller prints the reason and exits 1.
-    logStartFailure(logger, error);
-    state = 'ended';
-    logger.flush(() => fail(error));
-  });
-  return ended;
+  };
 }

@@ -8,6 +8,7 @@ import {
 } from 'zod-openapi';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import { KEY_ID } from '../identity/identity-formats.js';
+import { OWN_PATHS } from '../routing/own-paths.js';
 import {
   accountListSchema,
   createdKeyListSchema,
@@ -27,7 +28,7 @@ const LISTING_PATHS = {
   '/accounts/': 'AccountsSlash',
 } as const;
 const FORWARD_AUTH_PATH = '/auth/check';
-export const OPENAPI_PATH = '/openapi.json';
+export const OPENAPI_PATH = OWN_PATHS.openapi.path;
 
 /** Every method a path item can name (OpenAPI 3.1 §4.8.9), in the order Allow lists them. */
 export const PATH_ITEM_METHODS = [
@@ -688,12 +689,12 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
           pathItem(name, TAGS.accounts, { get: listing('GET', name), head: listing('HEAD', name) }),
         ]),
       ),
-      '/keys': pathItem('Keys', TAGS.keys, {
+      [OWN_PATHS.keys.path]: pathItem('Keys', TAGS.keys, {
         get: keyList('GET'),
         head: keyList('HEAD'),
         post: createKey,
       }),
-      '/keys/{key}': pathItem(
+      [`${OWN_PATHS.key.path}{${OWN_PATHS.key.param}}`]: pathItem(
         'Key',
         TAGS.keys,
         { delete: revokeKey },
@@ -706,8 +707,8 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
           },
         },
       ),
-      '/auth/token': pathItem('Token', TAGS.tokens, { post: tokenExchange }),
-      '/.well-known/jwks.json': pathItem('Jwks', TAGS.tokens, {
+      [OWN_PATHS.token.path]: pathItem('Token', TAGS.tokens, { post: tokenExchange }),
+      [OWN_PATHS.jwks.path]: pathItem('Jwks', TAGS.tokens, {
         get: jwks('GET'),
         head: jwks('HEAD'),
       }),

@@ -2,7 +2,7 @@ import { RANDOM, SAMPLED, parseTraceparent, parseTracestate } from './trace-cont
 import { newTraceId } from './trace-ids.js';
 import type { RequestSpans, SpanParent, SpanSink } from './span-sink.js';
 
-/** The tracing configuration one pipeline applies (see config `tracing`). */
+/** The tracing configuration one request chain applies (see config `tracing`). */
 export interface TraceSettings {
   /** Continue a valid incoming traceparent; false: every request starts its own trace. */
   readonly propagate: boolean;

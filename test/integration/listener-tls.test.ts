@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { PLAIN_HTTP_MESSAGE } from '../../src/errors/gateway-error.js';
 import { capturedLogger, type CapturedLogger } from '../support/captured-logger.js';

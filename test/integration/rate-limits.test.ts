@@ -1,6 +1,6 @@
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/observability/create-logger.js';
 import { basicHeader } from '../support/basic-header.js';

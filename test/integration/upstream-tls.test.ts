@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { TlsFileError } from '../../src/tls/upstream-tls.js';
 import { basicHeader } from '../support/basic-header.js';

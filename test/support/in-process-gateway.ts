@@ -1,4 +1,4 @@
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import type { Backend } from '../../src/backends/backend.js';
 import { createLogger, type Logger } from '../../src/observability/create-logger.js';

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load-config.js';
-import { verifiedCacheSettings } from '../../src/pipeline.js';
+import { parseConfig } from '../../../src/config/load-config.js';
+import { verifiedCacheSettings } from '../../../src/gateway/verified-cache-settings.js';
 
-// Which reloads keep the verified caches (pipeline.ts): one string per cache, compared.
+// Which reloads keep the verified caches (gateway/verified-cache-settings.ts): one string per cache, compared.
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-test-cache-settings-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGatewayServer, type GatewayServer } from '../../../src/http/create-server.js';
-import { drain } from '../../../src/http/listen.js';
+import { drain } from '../../../src/lifecycle/drain.js';
 
 // The drain on its own (issue 15): which connections it leaves to close themselves, and what
 // the responses during it say. A deadline that never comes unless a test lets it.

@@ -1,0 +1,127 @@
+import type { Authenticator } from '../auth/authenticate.js';
+import type { GatewayConfig } from '../config/config-schema.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import { createJwksEndpoint } from '../endpoints/jwks-endpoint.js';
+import { createKeysEndpoints } from '../endpoints/keys-endpoints.js';
+import { createOpenApiEndpoint } from '../endpoints/openapi-endpoint.js';
+import { createTokenEndpoint } from '../endpoints/token-endpoint.js';
+import type { ForwardAuthRoute, ProxyRoute, RouteEntry } from '../http/routes.js';
+import { KEY_ID } from '../identity/identity-formats.js';
+import { openApiJson } from '../openapi/openapi-json.js';
+import { toRatePolicy } from '../protection/configured-rate-limiter.js';
+import type { Forwarder } from '../proxy/forwarder.js';
+import { OWN_PATHS } from '../routing/own-paths.js';
+import { createRouteTable, type RouteTable } from '../routing/route-table.js';
+import { GATEWAY_TOKEN_SOURCE, type TokenSigner } from '../tokens/token-signer.js';
+import type { BasicAuth } from './build-auth.js';
+
+/** What the routes are made of, beside the configuration. */
+export interface RouteParts {
+  readonly forwarders: ReadonlyMap<string, Forwarder>;
+  readonly auth: BasicAuth;
+  readonly authenticator: Authenticator;
+  readonly signer: TokenSigner;
+  readonly store: CredentialStore;
+  readonly now: () => number;
+}
+
+type Prefixes = { prefix: string; entry: RouteEntry }[];
+
+/** The configured routes, the gateway's own endpoints, and the forward-auth check when on. */
+export function buildRoutes(config: GatewayConfig, parts: RouteParts): RouteTable<RouteEntry> {
+  const exact = new Map<string, RouteEntry>();
+  const prefixes: Prefixes = [];
+  addConfiguredRoutes(config, parts.forwarders, exact, prefixes);
+  const keyItem = addOwnEndpoints(config, parts, exact);
+  addForwardAuth(config, exact, prefixes);
+  return createRouteTable({
+    exact,
+    parameterized: [{ prefix: OWN_PATHS.key.path, param: KEY_ID.pattern, entry: keyItem }],
+    prefixes,
+  });
+}
+
+function addConfiguredRoutes(
+  config: GatewayConfig,
+  forwarders: ReadonlyMap<string, Forwarder>,
+  exact: Map<string, RouteEntry>,
+  prefixes: Prefixes,
+): void {
+  for (const route of config.routes) {
+    const forwarder = forwarders.get(route.upstream);
+    if (forwarder === undefined)
+      throw new Error(`route ${route.name}: unknown upstream ${route.upstream}`);
+    const pathPrefix = forwarder.upstream.basePath + route.upstreamPath;
+    const entry: ProxyRoute = {
+      kind: 'proxy',
+      name: route.name,
+      methods: new Set(route.methods),
+      allow: route.methods,
+      schemes: route.auth,
+      scopes: route.scopes,
+      forwarder,
+      pathPrefix,
+      // Under a prefix, the upstream receives upstreamPath, one `/` and the matched rest.
+      restBase: `${pathPrefix.replace(/\/$/, '')}/`,
+      rateLimit: toRatePolicy(route.rateLimit),
+    };
+    // One object per route, under its paths and its prefixes alike: the route table tells
+    // routes apart by identity (a spelling another route decides is refused).
+    for (const path of route.paths) exact.set(path, entry);
+    for (const prefix of route.prefixes) prefixes.push({ prefix, entry });
+  }
+}
+
+/** The own endpoints at their paths (routing/own-paths.ts); returns `/keys/{key}`'s entry. */
+function addOwnEndpoints(
+  config: GatewayConfig,
+  { auth, authenticator, signer, store, now }: RouteParts,
+  exact: Map<string, RouteEntry>,
+): RouteEntry {
+  const keys = createKeysEndpoints({
+    store,
+    verifier: auth.verifier,
+    schemes: ['basic', 'bearer'],
+    refuse: authenticator.refuse,
+    refuseScope: authenticator.refuseScope,
+    maxActivePerSubject: config.keys.maxActivePerSubject,
+    requiredScopes: config.keys.requiredScopes,
+    maxBodyBytes: config.server.maxBodyBytes,
+    gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
+    onRevoked: (key) => auth.basic.evictKey(key),
+    now,
+  });
+  exact.set(OWN_PATHS.keys.path, keys.collection);
+  exact.set(
+    OWN_PATHS.token.path,
+    createTokenEndpoint({
+      store,
+      verifier: auth.verifier,
+      signer,
+      lockout: auth.lockout,
+      lockoutEvents: auth.lockoutEvents,
+      refuse: authenticator.refuse,
+      maxBodyBytes: config.server.maxBodyBytes,
+      rehash: auth.rehash,
+    }),
+  );
+  exact.set(OWN_PATHS.jwks.path, createJwksEndpoint(signer.jwks));
+  exact.set(OWN_PATHS.openapi.path, createOpenApiEndpoint(openApiJson()));
+  return keys.item;
+}
+
+/** The check's path and every path under it (Envoy's shape). */
+function addForwardAuth(
+  config: GatewayConfig,
+  exact: Map<string, RouteEntry>,
+  prefixes: Prefixes,
+): void {
+  if (!config.forwardAuth.enabled) return;
+  const check: ForwardAuthRoute = {
+    kind: 'forward-auth',
+    name: 'forward-auth',
+    cacheMaxAgeSec: config.forwardAuth.cacheMaxAgeSec,
+  };
+  exact.set(config.forwardAuth.path, check);
+  prefixes.push({ prefix: `${config.forwardAuth.path}/`, entry: check });
+}
