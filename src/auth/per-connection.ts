@@ -1,7 +1,7 @@
 /**
  * `derive` remembered per client connection for the last input it was given there. A
  * keep-alive client sends the same Authorization on every request, and the Basic cache id
- * (two SHA-256 runs, see basic-authenticator) is most of what a cache hit costs: worked
+ * (two SHA-256 runs, see pair-cache-key) is most of what a cache hit costs: worked
  * out once per connection and pair instead. An entry holds the last input only while the
  * connection that sent it is open (a WeakMap entry goes with its socket), and a new
  * function (a reload's new authenticator) starts empty.

@@ -110,105 +110,140 @@ export class CircuitOpenError extends Error {
 }
 
 export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBreaker {
-  const { failureThreshold, openMs, maxOpenMs, probeTimeoutMs, now } = options;
+  checkOptions(options);
+  const machine: Machine = {
+    options,
+    onChange: options.onChange ?? (() => undefined),
+    state: 'closed',
+    failures: 0,
+    backoffMs: options.openMs,
+    openedAt: 0,
+    openUntil: 0,
+    probeDeadline: 0,
+    epoch: 0,
+  };
+  const admit = (): Admission => admitCall(machine);
+  return {
+    admit,
+    run: (call, isFailure) => runAdmitted(admit, call, isFailure),
+    probeNow() {
+      if (machine.state === 'open') machine.openUntil = Math.min(machine.openUntil, options.now());
+    },
+    get state() {
+      return machine.state;
+    },
+  };
+}
+
+function checkOptions(options: CircuitBreakerOptions): void {
+  const { failureThreshold, openMs, maxOpenMs, probeTimeoutMs } = options;
   if (!(failureThreshold >= 1 && openMs > 0 && maxOpenMs >= openMs && probeTimeoutMs > 0))
     throw new TypeError(
       'a circuit breaker needs failureThreshold >= 1, openMs > 0, maxOpenMs >= openMs and probeTimeoutMs > 0',
     );
-  const onChange = options.onChange ?? (() => undefined);
-  let state: BreakerState = 'closed';
-  let failures = 0;
-  let backoffMs = openMs;
-  let openedAt = 0;
-  let openUntil = 0;
-  let probeDeadline = 0;
-  // Bumped on every change of state: a call settles only the state it was admitted in, so
-  // the late failures of calls that were in flight when the breaker opened neither lengthen
-  // its backoff nor count against it once it has closed again.
-  let epoch = 0;
+}
 
-  const open = (at: number): void => {
-    epoch += 1;
-    state = 'open';
-    openUntil = at + backoffMs;
-  };
+/** A breaker's state: one per breaker, changed only by the functions below. */
+interface Machine {
+  readonly options: CircuitBreakerOptions;
+  readonly onChange: (change: BreakerChange) => void;
+  state: BreakerState;
+  failures: number;
+  backoffMs: number;
+  openedAt: number;
+  openUntil: number;
+  probeDeadline: number;
+  /**
+   * Bumped on every change of state: a call settles only the state it was admitted in, so
+   * the late failures of calls that were in flight when the breaker opened neither lengthen
+   * its backoff nor count against it once it has closed again.
+   */
+  epoch: number;
+}
 
-  const settleClosed = (outcome: CallOutcome): void => {
-    if (outcome === 'success') {
-      failures = 0;
-      return;
-    }
-    failures += 1;
-    if (failures < failureThreshold) return;
-    const at = now();
-    openedAt = at;
-    open(at);
-    onChange({ kind: 'opened', failures, retryAfterMs: backoffMs });
-  };
+function open(machine: Machine, at: number): void {
+  machine.epoch += 1;
+  machine.state = 'open';
+  machine.openUntil = at + machine.backoffMs;
+}
 
-  const settleProbe = (outcome: CallOutcome): void => {
-    const at = now();
-    if (outcome === 'failure') {
-      backoffMs = Math.min(backoffMs * 2, maxOpenMs);
-      open(at);
-      return;
-    }
-    epoch += 1;
-    state = 'closed';
-    failures = 0;
-    backoffMs = openMs;
-    onChange({ kind: 'closed', openForMs: at - openedAt });
-  };
+function settleClosed(machine: Machine, outcome: CallOutcome): void {
+  if (outcome === 'success') {
+    machine.failures = 0;
+    return;
+  }
+  machine.failures += 1;
+  if (machine.failures < machine.options.failureThreshold) return;
+  const at = machine.options.now();
+  machine.openedAt = at;
+  open(machine, at);
+  machine.onChange({
+    kind: 'opened',
+    failures: machine.failures,
+    retryAfterMs: machine.backoffMs,
+  });
+}
 
-  const admitted = (probe: boolean): Admission => {
-    const admittedIn = epoch;
-    let settled = false;
-    return {
-      admitted: true,
-      probe,
-      settle(outcome) {
-        if (settled || admittedIn !== epoch) return;
-        settled = true;
-        if (probe) settleProbe(outcome);
-        else settleClosed(outcome);
-      },
-    };
-  };
+function settleProbe(machine: Machine, outcome: CallOutcome): void {
+  const { now, openMs, maxOpenMs } = machine.options;
+  const at = now();
+  if (outcome === 'failure') {
+    machine.backoffMs = Math.min(machine.backoffMs * 2, maxOpenMs);
+    open(machine, at);
+    return;
+  }
+  machine.epoch += 1;
+  machine.state = 'closed';
+  machine.failures = 0;
+  machine.backoffMs = openMs;
+  machine.onChange({ kind: 'closed', openForMs: at - machine.openedAt });
+}
 
-  const admit = (): Admission => {
-    if (state === 'closed') return admitted(false);
-    const at = now();
-    if (state === 'half-open') {
-      if (at < probeDeadline) return { admitted: false, retryAfterMs: probeDeadline - at };
-      // The probe was lost or hangs: presumed failed, so the breaker backs off again.
-      settleProbe('failure');
-    }
-    if (at < openUntil) return { admitted: false, retryAfterMs: openUntil - at };
-    epoch += 1;
-    state = 'half-open';
-    probeDeadline = at + probeTimeoutMs;
-    return admitted(true);
-  };
-
+function admitted(machine: Machine, probe: boolean): Admission {
+  const admittedIn = machine.epoch;
+  let settled = false;
   return {
-    admit,
-    async run(call, isFailure) {
-      const admission = admit();
-      if (!admission.admitted) throw new CircuitOpenError(admission.retryAfterMs);
-      try {
-        const value = await call();
-        admission.settle('success');
-        return value;
-      } catch (error) {
-        admission.settle(isFailure(error) ? 'failure' : 'success');
-        throw error;
-      }
-    },
-    probeNow() {
-      if (state === 'open') openUntil = Math.min(openUntil, now());
-    },
-    get state() {
-      return state;
+    admitted: true,
+    probe,
+    settle(outcome) {
+      if (settled || admittedIn !== machine.epoch) return;
+      settled = true;
+      if (probe) settleProbe(machine, outcome);
+      else settleClosed(machine, outcome);
     },
   };
+}
+
+function admitCall(machine: Machine): Admission {
+  if (machine.state === 'closed') return admitted(machine, false);
+  const at = machine.options.now();
+  if (machine.state === 'half-open') {
+    if (at < machine.probeDeadline)
+      return { admitted: false, retryAfterMs: machine.probeDeadline - at };
+    // The probe was lost or hangs: presumed failed, so the breaker backs off again.
+    settleProbe(machine, 'failure');
+  }
+  if (at < machine.openUntil) return { admitted: false, retryAfterMs: machine.openUntil - at };
+  machine.epoch += 1;
+  machine.state = 'half-open';
+  machine.probeDeadline = at + machine.options.probeTimeoutMs;
+  return admitted(machine, true);
+}
+
+/** CircuitBreaker.run: `call` if `admit` lets it go, settled by how it ends. */
+async function runAdmitted<T>(
+  admit: () => Admission,
+  call: () => Promise<T>,
+  isFailure: (error: unknown) => boolean,
+): Promise<T> {
+  const admission = admit();
+  if (!admission.admitted) throw new CircuitOpenError(admission.retryAfterMs);
+  try {
+    const value = await call();
+    admission.settle('success');
+    return value;
+  } catch (error) {
+    admission.settle(isFailure(error) ? 'failure' : 'success');
+    throw error;
+  }
 }

@@ -66,7 +66,51 @@ export function createGatewayServer(
   tls?: SecureContextOptions,
   rejected: RejectedRequestLog = () => undefined,
 ): GatewayServer {
-  // One integer and one shared listener per request, on the hot path: no closure per request.
+  const requests = countRequests(handler);
+  const server = createListener(requests.counted, limits, tls, rejected);
+  answerBeyondHandler(server, requests.counted, rejected);
+  const sockets = trackRequestSockets(server, tls !== undefined);
+  // The TCP sockets, from accept on: under TLS, one whose handshake never ends is known
+  // nowhere else, and would hold a drain (and the process) open for ever.
+  const tcp = trackConnections(server);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: TrackedSocket) => {
+    // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
+    // reach a client that has no TLS session, so the connection is closed. Nor one whose
+    // session OpenSSL has ended (a refused renegotiation, a bad record): not a request.
+    if (tls !== undefined && (!sockets.has(socket) || error.code?.startsWith('ERR_SSL_') === true))
+      socket.destroy();
+    else answerClientError(error, socket, rejected);
+  });
+  return {
+    server,
+    secure: tls === undefined ? undefined : (server as unknown as TlsServer),
+    inFlight: requests.inFlight,
+    connections: () => sockets.size,
+    untilIdle: tcp.untilIdle,
+    closeAfterResponses() {
+      requests.closeAfterResponses();
+      for (const socket of sockets) {
+        const last = socket[LAST_RESPONSE];
+        if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+      }
+    },
+    closeAllConnections() {
+      server.closeAllConnections();
+      for (const socket of tcp.open) socket.destroy();
+    },
+  };
+}
+
+/**
+ * `handler`, counting the requests in flight. One integer and one shared listener per
+ * request, on the hot path: no closure per request.
+ */
+function countRequests(handler: RequestHandler): {
+  readonly counted: RequestHandler;
+  readonly inFlight: () => number;
+  /** Every response begun from now on says `Connection: close`. */
+  readonly closeAfterResponses: () => void;
+} {
   let inFlight = 0;
   let closing = false;
   const settled = (): void => {
@@ -81,6 +125,22 @@ export function createGatewayServer(
     res.on('close', settled);
     handler(req, res);
   };
+  return {
+    counted,
+    inFlight: () => inFlight,
+    closeAfterResponses: () => {
+      closing = true;
+    },
+  };
+}
+
+/** The node:http (or node:https) server with the gateway's limits, serving `counted`. */
+function createListener(
+  counted: RequestHandler,
+  limits: ServerLimits,
+  tls: SecureContextOptions | undefined,
+  rejected: RejectedRequestLog,
+): Server {
   const options: ServerOptions = {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -110,6 +170,15 @@ export function createGatewayServer(
   // One more than allowed, so the handler sees the overflow and answers 431 instead of Node
   // silently dropping the extra lines (a late Authorization among them).
   server.maxHeadersCount = limits.maxHeaderCount + 1;
+  return server;
+}
+
+/** The requests Node would answer itself, or not at all: an expectation, a CONNECT. */
+function answerBeyondHandler(
+  server: Server,
+  counted: RequestHandler,
+  rejected: RejectedRequestLog,
+): void {
   // Without this Node answers `100 Continue` before any check has run; the handler sends it
   // only once the request is accepted.
   server.on('checkContinue', counted);
@@ -123,43 +192,19 @@ export function createGatewayServer(
     socket.on('error', () => socket.destroy());
     answerRefused(socket, 'invalid_path', pickRequestId(req.headers['x-request-id']), rejected);
   });
-  // One set entry per connection, not per request: the responses a drain must still reach.
+}
+
+/**
+ * One set entry per connection, not per request: the responses a drain must still reach.
+ * Over TLS, 'connection' carries the TCP socket and the requests ride the TLS socket.
+ */
+function trackRequestSockets(server: Server, secure: boolean): Set<TrackedSocket> {
   const sockets = new Set<TrackedSocket>();
-  // Over TLS, 'connection' carries the TCP socket and the requests ride the TLS socket.
-  server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: TrackedSocket) => {
+  server.on(secure ? 'secureConnection' : 'connection', (socket: TrackedSocket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  // The TCP sockets, from accept on: under TLS, one whose handshake never ends is known
-  // nowhere else, and would hold a drain (and the process) open for ever.
-  const tcp = trackConnections(server);
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: TrackedSocket) => {
-    // https.Server reports a failed or timed-out handshake here too: no HTTP answer can
-    // reach a client that has no TLS session, so the connection is closed. Nor one whose
-    // session OpenSSL has ended (a refused renegotiation, a bad record): not a request.
-    if (tls !== undefined && (!sockets.has(socket) || error.code?.startsWith('ERR_SSL_') === true))
-      socket.destroy();
-    else answerClientError(error, socket, rejected);
-  });
-  const closeAfterResponses = (): void => {
-    closing = true;
-    for (const socket of sockets) {
-      const last = socket[LAST_RESPONSE];
-      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
-    }
-  };
-  return {
-    server,
-    secure: tls === undefined ? undefined : (server as unknown as TlsServer),
-    inFlight: () => inFlight,
-    connections: () => sockets.size,
-    untilIdle: tcp.untilIdle,
-    closeAfterResponses,
-    closeAllConnections() {
-      server.closeAllConnections();
-      for (const socket of tcp.open) socket.destroy();
-    },
-  };
+  return sockets;
 }
 
 /**

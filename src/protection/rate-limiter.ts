@@ -81,12 +81,50 @@ export function rateLimitsEnabled(
 }
 
 export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiterDeps): RateLimiter {
+  const failed = storeFailureHandler(settings, deps);
+  const decide = overrideReporter(deps);
+  const take = (request: TakeRequest): RateCheck => {
+    let result: TakeResult | Promise<TakeResult>;
+    try {
+      result = deps.store.take(request);
+    } catch (error) {
+      return failed(error);
+    }
+    return result instanceof Promise ? result.then(decide, failed) : decide(result);
+  };
+
+  return {
+    checkCredential(route, routePolicy, identity) {
+      if (
+        settings.credential === undefined &&
+        settings.subject === undefined &&
+        routePolicy === undefined
+      )
+        return undefined;
+      return take({ buckets: credentialBuckets(settings, route, routePolicy, identity) });
+    },
+    checkAddress(network) {
+      if (settings.address === undefined) return undefined;
+      return take({
+        buckets: [{ bucket: { kind: 'address', network }, policy: settings.address }],
+      });
+    },
+  };
+}
+
+/**
+ * A store failure: counted, warned of at most once per interval, then the request goes on
+ * unchecked (`open`) or is refused with a 503 (`closed`).
+ */
+function storeFailureHandler(
+  settings: RateLimitSettings,
+  deps: RateLimiterDeps,
+): (error: unknown) => undefined {
   const now = deps.now ?? Date.now;
   const logIntervalMs = settings.storeErrorLogIntervalSec * 1000;
   let lastWarnAt = -Infinity;
   let unreported = 0;
-
-  const failed = (error: unknown): undefined => {
+  return (error) => {
     const failure =
       error instanceof GatewayError
         ? error
@@ -107,10 +145,13 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     }
     return undefined;
   };
+}
 
+/** The store's result as a verdict, its malformed overrides warned of once each. */
+function overrideReporter(deps: RateLimiterDeps): (result: TakeResult) => RateVerdict | undefined {
   // Every request reads the override again, so a value is reported once, not per request.
   const reported = new LRUCache<string, true>({ max: MAX_REPORTED_OVERRIDES });
-  const decide = (result: TakeResult): RateVerdict | undefined => {
+  return (result) => {
     for (const override of result.malformedOverrides ?? []) {
       const id = `${override.key}\n${override.value}`;
       if (reported.has(id)) continue;
@@ -119,52 +160,34 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     }
     return toVerdict(result);
   };
+}
 
-  const take = (request: TakeRequest): RateCheck => {
-    let result: TakeResult | Promise<TakeResult>;
-    try {
-      result = deps.store.take(request);
-    } catch (error) {
-      return failed(error);
-    }
-    return result instanceof Promise ? result.then(decide, failed) : decide(result);
-  };
-
-  return {
-    checkCredential(route, routePolicy, identity) {
-      if (
-        settings.credential === undefined &&
-        settings.subject === undefined &&
-        routePolicy === undefined
-      )
-        return undefined;
-      const subject = { kind: 'subject', subject: identity.subject } as const;
-      const own: BucketOwner =
-        identity.method === 'basic' && identity.key !== undefined
-          ? { kind: 'key', key: identity.key, subject: identity.subject }
-          : subject;
-      // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
-      // bucket, and the credential bucket of its tokens (for Bearer the subject is the
-      // credential), never each pair's: that would multiply the subject's budget by its pairs.
-      const buckets: BucketRequest[] = [
-        { bucket: { kind: 'credential', owner: own }, policy: settings.credential, override: own },
-        {
-          bucket: { kind: 'subject', subject: identity.subject },
-          policy: settings.subject,
-          override: subject,
-        },
-      ];
-      if (routePolicy !== undefined)
-        buckets.push({ bucket: { kind: 'route', route, owner: own }, policy: routePolicy });
-      return take({ buckets });
+/** The buckets an authenticated request takes from: its credential's, its subject's, its route's. */
+function credentialBuckets(
+  settings: RateLimitSettings,
+  route: string,
+  routePolicy: RatePolicy | undefined,
+  identity: Identity,
+): BucketRequest[] {
+  const subject = { kind: 'subject', subject: identity.subject } as const;
+  const own: BucketOwner =
+    identity.method === 'basic' && identity.key !== undefined
+      ? { kind: 'key', key: identity.key, subject: identity.subject }
+      : subject;
+  // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
+  // bucket, and the credential bucket of its tokens (for Bearer the subject is the
+  // credential), never each pair's: that would multiply the subject's budget by its pairs.
+  const buckets: BucketRequest[] = [
+    { bucket: { kind: 'credential', owner: own }, policy: settings.credential, override: own },
+    {
+      bucket: { kind: 'subject', subject: identity.subject },
+      policy: settings.subject,
+      override: subject,
     },
-    checkAddress(network) {
-      if (settings.address === undefined) return undefined;
-      return take({
-        buckets: [{ bucket: { kind: 'address', network }, policy: settings.address }],
-      });
-    },
-  };
+  ];
+  if (routePolicy !== undefined)
+    buckets.push({ bucket: { kind: 'route', route, owner: own }, policy: routePolicy });
+  return buckets;
 }
 
 function toVerdict(result: TakeResult): RateVerdict | undefined {

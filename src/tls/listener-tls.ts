@@ -1,9 +1,10 @@
 import { constants } from 'node:crypto';
-import { lstatSync, watch, type FSWatcher } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
-import { checkKeyPair, type ServablePair } from './check-key-pair.js';
+import type { ServablePair } from './check-key-pair.js';
+import { readListenerPair, type ListenerTlsFiles, type Pair } from './read-listener-pair.js';
+import { watchFolders } from './watch-folders.js';
+
+export type { ListenerTlsFiles } from './read-listener-pair.js';
 
 /** RFC 8996 deprecates TLS 1.0 and 1.1; RFC 9325 §3.1.1 asks for 1.2 at least. */
 export const MIN_TLS_VERSION = 'TLSv1.2';
@@ -39,17 +40,6 @@ const LISTENER_POLICY = {
   ciphers: LISTENER_CIPHERS,
   secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
 } as const;
-
-/**
- * A certificate and key are usually replaced one after the other: events within this time
- * are one change, read once both files are likely written.
- */
-const WATCH_DEBOUNCE_MS = 200;
-
-export interface ListenerTlsFiles {
-  readonly certFile: string;
-  readonly keyFile: string;
-}
 
 /** The lines the listener's TLS writes: what it serves now, and what it refused. */
 export interface TlsLog {
@@ -88,27 +78,12 @@ export interface ListenerTls {
   close(): void;
 }
 
-interface Pair {
-  readonly cert: Buffer;
-  readonly key: Buffer;
-}
-
-/** Reads both files and checks them (see checkKeyPair); a refusal says why, in a fixed sentence. */
-async function readListenerPair(
-  files: ListenerTlsFiles,
-  nowMs: number,
-): Promise<{ pair: Pair; checked: ServablePair } | { refused: string }> {
-  const read = (file: string, which: string): Promise<Buffer | string> =>
-    readFile(file).catch((error: unknown) => `cannot read the ${which} file (${codeOf(error)})`);
-  const [cert, key] = await Promise.all([
-    read(files.certFile, 'certificate'),
-    read(files.keyFile, 'key'),
-  ]);
-  if (typeof cert === 'string') return { refused: cert };
-  if (typeof key === 'string') return { refused: key };
-  const pair = { cert, key };
-  const checked = checkKeyPair(pair.cert, pair.key, nowMs);
-  return checked.ok ? { pair, checked } : { refused: checked.reason };
+/** What is served now, and where it came from. */
+interface Served {
+  files: ListenerTlsFiles;
+  pair: Pair;
+  /** The listener, once attached: where a reloaded pair is swapped in. */
+  server: TlsServer | undefined;
 }
 
 /**
@@ -121,132 +96,88 @@ export async function loadListenerTls(
   initial: ListenerTlsFiles,
   options: ListenerTlsOptions,
 ): Promise<ListenerTls> {
-  const { log, now } = options;
-  let files = initial;
-  const first = await readListenerPair(files, now());
-  if ('refused' in first) throw new ListenerTlsError(files, first.refused);
-  let served = first.pair;
-  const announce = (pair: ServablePair, trigger?: string): void => {
-    options.onServed(pair.notAfterSec);
-    log.info(
-      {
-        ...(trigger === undefined ? {} : { trigger }),
-        serial: pair.serial,
-        not_after: new Date(pair.notAfterSec * 1000).toISOString(),
-      },
-      'TLS certificate loaded',
-    );
-  };
-  announce(first.checked);
-
-  let server: TlsServer | undefined;
-  let watchers: FSWatcher[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  const first = await readListenerPair(initial, options.now());
+  if ('refused' in first) throw new ListenerTlsError(initial, first.refused);
+  announce(options, first.checked);
+  const served: Served = { files: initial, pair: first.pair, server: undefined };
   let queue = Promise.resolve();
-
-  /** Serves the files if they changed and pass; else says why not. */
-  const swap = async (trigger: string): Promise<{ refused: string } | undefined> => {
-    const read = await readListenerPair(files, now());
-    if ('refused' in read) return read;
-    const { pair, checked } = read;
-    // A watch event with nothing new (an editor's touch, the other file of a pair already read).
-    if (pair.cert.equals(served.cert) && pair.key.equals(served.key)) return undefined;
-    try {
-      server?.setSecureContext({ ...pair, ...LISTENER_POLICY });
-    } catch {
-      // What checkKeyPair cannot see (a key type OpenSSL refuses for TLS).
-      return { refused: 'OpenSSL refused the pair for TLS' };
-    }
-    served = pair;
-    options.onReload('loaded');
-    announce(checked, trigger);
-    return undefined;
-  };
-
-  const apply = async (trigger: string): Promise<void> => {
-    const outcome = await swap(trigger);
-    if (outcome === undefined) return;
-    options.onReload('refused');
-    log.error(
-      { trigger, cert_file: files.certFile, key_file: files.keyFile, reason: outcome.refused },
-      'TLS certificate not reloaded; the served one stays',
-    );
-  };
-
   const reload = (trigger: string, moved?: ListenerTlsFiles): Promise<void> => {
     queue = queue.then(() => {
       if (
         moved !== undefined &&
-        (moved.certFile !== files.certFile || moved.keyFile !== files.keyFile)
+        (moved.certFile !== served.files.certFile || moved.keyFile !== served.files.keyFile)
       ) {
-        files = moved;
-        if (server !== undefined) watchFiles();
+        served.files = moved;
+        if (served.server !== undefined) folders.rewatch();
       }
-      return apply(trigger);
+      return applyReload(served, options, trigger);
     });
     return queue;
   };
-
-  // The folders, not the files: a file replaced by a rename (or Kubernetes' swap of a
-  // symlinked folder) leaves a watch on the old file deaf. Every event of a folder counts,
-  // since the names it reports vary with the way the file was replaced. A watch follows the
-  // folder it was opened on (an inode), not its path: a folder renamed away, or a symlink in
-  // the path pointed elsewhere, leaves it on the old one. So the folders that hold such a
-  // symlink are watched too, and every watch is opened again, by path, at each change.
-  const watchFiles = (): void => {
-    for (const watcher of watchers) watcher.close();
-    const fileFolders = [dirname(files.certFile), dirname(files.keyFile)];
-    const folders = new Set([...fileFolders, ...fileFolders.flatMap(symlinkParents)]);
-    watchers = [];
-    for (const folder of folders) {
-      const unwatched = (error: unknown): void =>
-        log.error({ folder, reason: codeOf(error) }, 'TLS certificate folder not watched');
-      try {
-        const watcher = watch(folder, { persistent: false }, () => {
-          clearTimeout(timer);
-          timer = setTimeout(() => {
-            watchFiles();
-            void reload('file change');
-          }, WATCH_DEBOUNCE_MS);
-          timer.unref();
-        });
-        watcher.on('error', unwatched);
-        watchers.push(watcher);
-      } catch (error) {
-        // A folder that does not exist (yet): SIGHUP still reloads.
-        unwatched(error);
-      }
-    }
-  };
-
+  const folders = watchFolders(
+    () => served.files,
+    options.log,
+    () => void reload('file change'),
+  );
   return {
-    serverOptions: { cert: served.cert, key: served.key, ...LISTENER_POLICY },
+    serverOptions: { cert: served.pair.cert, key: served.pair.key, ...LISTENER_POLICY },
     attach(target) {
-      server = target;
-      watchFiles();
+      served.server = target;
+      folders.rewatch();
     },
     reload,
-    close() {
-      clearTimeout(timer);
-      for (const watcher of watchers) watcher.close();
-      watchers = [];
-    },
+    close: () => folders.close(),
   };
 }
 
-/** The folders holding a symlink on the way to `folder` (its own name included). */
-function symlinkParents(folder: string): string[] {
-  const parents: string[] = [];
-  for (let path = resolve(folder); dirname(path) !== path; path = dirname(path)) {
-    try {
-      if (lstatSync(path).isSymbolicLink()) parents.push(dirname(path));
-    } catch {
-      // Not there (yet): the watch of the folder itself says so.
-    }
-  }
-  return parents;
+/** A pair was put in service (at start, or by a reload: its trigger). */
+function announce(options: ListenerTlsOptions, pair: ServablePair, trigger?: string): void {
+  options.onServed(pair.notAfterSec);
+  options.log.info(
+    {
+      ...(trigger === undefined ? {} : { trigger }),
+      serial: pair.serial,
+      not_after: new Date(pair.notAfterSec * 1000).toISOString(),
+    },
+    'TLS certificate loaded',
+  );
 }
 
-function codeOf(error: unknown): string {
-  return (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+/** Serves the files if they changed and pass; else says why not. */
+async function swap(
+  served: Served,
+  options: ListenerTlsOptions,
+  trigger: string,
+): Promise<{ refused: string } | undefined> {
+  const read = await readListenerPair(served.files, options.now());
+  if ('refused' in read) return read;
+  const { pair, checked } = read;
+  // A watch event with nothing new (an editor's touch, the other file of a pair already read).
+  if (pair.cert.equals(served.pair.cert) && pair.key.equals(served.pair.key)) return undefined;
+  try {
+    served.server?.setSecureContext({ ...pair, ...LISTENER_POLICY });
+  } catch {
+    // What checkKeyPair cannot see (a key type OpenSSL refuses for TLS).
+    return { refused: 'OpenSSL refused the pair for TLS' };
+  }
+  served.pair = pair;
+  options.onReload('loaded');
+  announce(options, checked, trigger);
+  return undefined;
+}
+
+/** One reload: the new pair served, or its refusal counted and logged. */
+async function applyReload(
+  served: Served,
+  options: ListenerTlsOptions,
+  trigger: string,
+): Promise<void> {
+  const outcome = await swap(served, options, trigger);
+  if (outcome === undefined) return;
+  options.onReload('refused');
+  const { certFile, keyFile } = served.files;
+  options.log.error(
+    { trigger, cert_file: certFile, key_file: keyFile, reason: outcome.refused },
+    'TLS certificate not reloaded; the served one stays',
+  );
 }

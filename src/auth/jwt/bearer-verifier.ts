@@ -63,84 +63,107 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
       ...(options.cacheCounters === undefined ? {} : { counters: options.cacheCounters }),
     });
   const caching = options.cacheTtlSec > 0;
-
-  const verifyWith = async (source: KeySource, token: string): Promise<JWTPayload> => {
-    // jose's overloads split key and resolver; the union is the same call at run time.
-    const key = source.key as Parameters<typeof jwtVerify>[1] & Uint8Array;
-    const { payload } = await jwtVerify(token, key, {
-      algorithms: [...source.algorithms],
-      ...(source.issuer === undefined ? {} : { issuer: source.issuer }),
-      ...(source.audience === undefined ? {} : { audience: source.audience }),
-      requiredClaims: ['exp', 'sub'],
-      clockTolerance: options.clockToleranceSec,
-      currentDate: new Date(now()),
-    });
-    if (
-      typeof payload.iat === 'number' &&
-      payload.iat * 1000 > now() + options.clockToleranceSec * 1000
-    ) {
-      throw new errors.JWTClaimValidationFailed(
-        '"iat" claim is in the future',
-        payload,
-        'iat',
-        'check_failed',
-      );
-    }
-    return payload;
-  };
-
+  const context: TokenCheck = { options, now, cache: caching ? cache : undefined };
   return {
     cached(token) {
       return caching ? cache.get(token) : undefined;
     },
-    async verify(token) {
-      let issuer: unknown;
-      try {
-        issuer = decodeJwt(token).iss;
-      } catch (error) {
-        return deny('invalid_token', error);
-      }
-      let failure: Denial | GatewayError | undefined;
-      for (const source of options.sources) {
-        if (source.issuer !== undefined && issuer !== source.issuer) continue;
-        try {
-          const payload = await verifyWith(source, token);
-          if (
-            typeof payload.sub !== 'string' ||
-            !SUBJECT.pattern.test(payload.sub) ||
-            typeof payload.exp !== 'number'
-          ) {
-            failure = pick(failure, deny('invalid_token'));
-            continue;
-          }
-          if (
-            source.name === options.ownTokens?.source &&
-            !(await options.ownTokens.check(payload))
-          ) {
-            failure = pick(failure, deny('invalid_token'));
-            continue;
-          }
-          const username = payload.preferred_username;
-          const identity: Identity = {
-            subject: payload.sub,
-            method: 'bearer',
-            source: source.name,
-            username: typeof username === 'string' ? username : undefined,
-            scopes: scopesOf(payload),
-          };
-          if (caching) cache.set(token, identity, payload.exp * 1000);
-          return identity;
-        } catch (error) {
-          failure = pick(failure, mapVerificationError(error));
-        }
-      }
-      if (failure instanceof GatewayError) throw failure;
-      return failure ?? deny('invalid_token');
-    },
+    verify: (token) => verifyToken(context, token),
     evictSubject: (subject) => cache.evictSubject(subject),
     cacheEntries: () => cache.size,
     verified: cache,
   };
+}
+
+/** What a token's check reads, fixed per verifier. */
+interface TokenCheck {
+  readonly options: BearerVerifierOptions;
+  readonly now: () => number;
+  /** Where a verified token is kept; undefined: caching is off. */
+  readonly cache: IdentityCache | undefined;
+}
+
+/** Each source whose issuer may have signed the token, until one accepts it. */
+async function verifyToken(context: TokenCheck, token: string): Promise<AuthOutcome> {
+  let issuer: unknown;
+  try {
+    issuer = decodeJwt(token).iss;
+  } catch (error) {
+    return deny('invalid_token', error);
+  }
+  let failure: Denial | GatewayError | undefined;
+  for (const source of context.options.sources) {
+    if (source.issuer !== undefined && issuer !== source.issuer) continue;
+    try {
+      const verified = await verifyBySource(context, source, token);
+      if ('denied' in verified) {
+        failure = pick(failure, verified);
+        continue;
+      }
+      context.cache?.set(token, verified.identity, verified.endsAtMs);
+      return verified.identity;
+    } catch (error) {
+      failure = pick(failure, mapVerificationError(error));
+    }
+  }
+  if (failure instanceof GatewayError) throw failure;
+  return failure ?? deny('invalid_token');
+}
+
+/** One source's verdict: the identity with its `exp`, or a denial; jose's errors thrown. */
+async function verifyBySource(
+  context: TokenCheck,
+  source: KeySource,
+  token: string,
+): Promise<{ identity: Identity; endsAtMs: number } | Denial> {
+  const { options } = context;
+  const payload = await verifyWith(context, source, token);
+  if (
+    typeof payload.sub !== 'string' ||
+    !SUBJECT.pattern.test(payload.sub) ||
+    typeof payload.exp !== 'number'
+  )
+    return deny('invalid_token');
+  if (source.name === options.ownTokens?.source && !(await options.ownTokens.check(payload)))
+    return deny('invalid_token');
+  const username = payload.preferred_username;
+  const identity: Identity = {
+    subject: payload.sub,
+    method: 'bearer',
+    source: source.name,
+    username: typeof username === 'string' ? username : undefined,
+    scopes: scopesOf(payload),
+  };
+  return { identity, endsAtMs: payload.exp * 1000 };
+}
+
+async function verifyWith(
+  { options, now }: TokenCheck,
+  source: KeySource,
+  token: string,
+): Promise<JWTPayload> {
+  // jose's overloads split key and resolver; the union is the same call at run time.
+  const key = source.key as Parameters<typeof jwtVerify>[1] & Uint8Array;
+  const { payload } = await jwtVerify(token, key, {
+    algorithms: [...source.algorithms],
+    ...(source.issuer === undefined ? {} : { issuer: source.issuer }),
+    ...(source.audience === undefined ? {} : { audience: source.audience }),
+    requiredClaims: ['exp', 'sub'],
+    clockTolerance: options.clockToleranceSec,
+    currentDate: new Date(now()),
+  });
+  if (
+    typeof payload.iat === 'number' &&
+    payload.iat * 1000 > now() + options.clockToleranceSec * 1000
+  ) {
+    throw new errors.JWTClaimValidationFailed(
+      '"iat" claim is in the future',
+      payload,
+      'iat',
+      'check_failed',
+    );
+  }
+  return payload;
 }
 
 /**

@@ -1,0 +1,33 @@
+import { keyView } from '../credentials/key-view.js';
+import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
+import { listEnvelope, writeJson } from '../http/json-response.js';
+import type { EndpointContext } from '../http/routes.js';
+import type { KeyViewBody } from '../openapi/api-schemas.js';
+import { callerOf } from './keys-caller.js';
+import type { KeysEndpointsOptions } from './keys-options.js';
+
+/**
+ * `DELETE /keys/{key}`: revokes one of the caller's own pairs; another subject's answers
+ * exactly like one that does not exist.
+ */
+export async function revokeKey(
+  options: KeysEndpointsOptions,
+  { res, requestId, identity, param, query }: EndpointContext,
+): Promise<void> {
+  const { store } = options;
+  const caller = await callerOf(options, identity);
+  const record = param === undefined ? undefined : await store.getKey(param);
+  if (record === undefined || record.subject !== caller.subject)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  // Revoking the last active pair would lock the subject out of the API: without
+  // `?force=true` the store refuses it (409), atomically with the revocation itself.
+  const force = new URLSearchParams(query).get('force') === 'true';
+  const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString(), {
+    keepLastActive: !force,
+  });
+  if (revoked === undefined)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  // Evict here at once; the store's announcement reaches the other gateways.
+  options.onRevoked(record.key);
+  writeJson(res, 200, listEnvelope<KeyViewBody>([keyView(revoked, options.now())]), requestId);
+}
