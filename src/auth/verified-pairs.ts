@@ -7,7 +7,7 @@ import { createCacheKeyFunction } from './pair-cache-key.js';
 
 /**
  * A Basic authenticator's verified pairs, shared with the one that replaces it on a reload
- * that keeps the credential settings (app.ts decides which).
+ * that keeps the credential settings (gateway/verified-cache-settings.ts decides which).
  */
 export interface VerifiedPairs {
   /** The id a pair is cached under (its HMAC under this cache's own random key). */
