@@ -9,12 +9,8 @@ import type { Identity } from '../identity/identity.js';
 import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
 import { NO_SCOPES } from '../identity/scopes.js';
 import { guardAttempt, type LockoutEvents } from '../protection/guard-attempt.js';
-import type {
-  ClientAddress,
-  ClientAddressSource,
-  Lockout,
-  LockoutTarget,
-} from '../protection/lockout.js';
+import type { ClientAddress, ClientAddressSource } from '../identity/client-address.js';
+import type { Lockout, LockoutTarget } from '../protection/lockout.js';
 import { DENIED, isDenial, type AuthOutcome } from './denial.js';
 import { createIdentityCache, type IdentityCache } from './identity-cache.js';
 import { perConnection } from './per-connection.js';
