@@ -5,21 +5,19 @@ import type { Identity } from '../identity/identity.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import { isUsable, type CredentialStore, type KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
-import { boundByCaller, parseExpiryRequest } from '../credentials/key-expiry.js';
+import { boundByCaller, EXPIRY_MESSAGES, parseExpiryRequest } from '../credentials/key-expiry.js';
 import { keyView } from '../credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
-  EXPIRY_MESSAGES,
   GatewayError,
   KEY_NOT_FOUND_MESSAGE,
-  KEYS_PAGE_MESSAGES,
   SCOPE_ESCALATION_MESSAGE,
 } from '../errors/gateway-error.js';
 import { hasScopes } from '../identity/scopes.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { createKeySchema, type CreatedKeyBody, type KeyViewBody } from '../openapi/api-schemas.js';
 import { readJsonBody } from '../http/read-json-body.js';
-import { parsePageQuery } from './key-page-query.js';
+import { KEYS_PAGE_MESSAGES, parsePageQuery } from './key-page-query.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
 
 export interface KeysEndpointsOptions {
