@@ -1,5 +1,5 @@
 import type { AuthScheme } from './auth-scheme.js';
-import type { ClientAddressSource } from '../protection/lockout.js';
+import type { ClientAddressSource } from '../identity/client-address.js';
 import type { BasicAuthenticator } from './basic-authenticator.js';
 import { DENIED, type AuthOutcome } from './denial.js';
 import type { BearerVerifier } from './jwt/bearer-verifier.js';

@@ -3,7 +3,7 @@ import type { LastUseRecorder } from '../credentials/last-use-recorder.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import type { SecretHasher } from '../credentials/secret-hasher.js';
 import type { Identity } from '../identity/identity.js';
-import type { ClientAddressSource } from '../protection/lockout.js';
+import type { ClientAddressSource } from '../identity/client-address.js';
 import type { LockoutGuard, PairCheckContext } from './basic-pair-check.js';
 import { createPairVerify } from './basic-verify.js';
 import type { AuthOutcome } from './denial.js';

@@ -1,7 +1,7 @@
 import { createSingleFlight } from '../concurrency/single-flight.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
 import { MAX_KEY_CHARS, parseKeyId } from '../identity/key-id.js';
-import type { ClientAddress, ClientAddressSource } from '../protection/lockout.js';
+import type { ClientAddress, ClientAddressSource } from '../identity/client-address.js';
 import { guardAttempt } from '../protection/guard-attempt.js';
 import {
   checkPair,

@@ -73,18 +73,24 @@ const scopes = z
  * upstream into another path (`/accounts/../admin` reaching `/admin`), so the same rule as
  * for requests applies (RFC 3986 §3.3, §5.2.4).
  */
-const plainPath = z
-  .string()
-  .refine(
-    (path) =>
-      /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(path) && checkRequestTarget(path) !== undefined,
-    {
-      message:
-        'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)',
-      // One problem per path: the route-path rule below would only repeat it.
-      abort: true,
-    },
-  );
+function isPlainPath(path: string): boolean {
+  return /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(path) && checkRequestTarget(path) !== undefined;
+}
+const plainPath = z.string().refine(isPlainPath, {
+  message:
+    'must be a plain absolute path (no dot segment, %2e, encoded / or \\, control character, ? or #)',
+});
+
+/**
+ * The rules a path is held to after `plainPath` read a plain path only: one problem per path,
+ * since the route-path rule below would only repeat it. Said with `when` rather than an
+ * `abort` of the plain-path rule: an abort would also skip the cross-checks of the whole
+ * configuration, which run after every rule (load-config.ts).
+ */
+const onPlainPath = {
+  when: (payload: z.core.ParsePayload) =>
+    typeof payload.value === 'string' && isPlainPath(payload.value),
+};
 
 /**
  * A path a route matches: a plain path whose only characters are letters, digits, `-._~`
@@ -94,7 +100,10 @@ const plainPath = z
  */
 const routePath = plainPath.refine(
   (path) => /^(?:[A-Za-z0-9._~/-]|%(?!2[146-9A-C]|3A|3D|40)[0-9A-F]{2})*$/.test(path),
-  'must use only letters, digits, "-._~", "/" and upper-case escapes of other bytes',
+  {
+    ...onPlainPath,
+    message: 'must use only letters, digits, "-._~", "/" and upper-case escapes of other bytes',
+  },
 );
 
 /** End-to-end request headers the upstream receives unless forwarding.allowHeaders says otherwise. */
@@ -184,7 +193,14 @@ export const routeSchema = z.strictObject({
    * segment: upstreams that merge slashes (nginx's merge_slashes, many frameworks) read
    * `/a//` as `/a/`, another route's path.
    */
-  prefixes: z.array(routePath.refine((path) => path.endsWith('/'), 'must end with /')).default([]),
+  prefixes: z
+    .array(
+      routePath.refine((path) => path.endsWith('/'), {
+        ...onPlainPath,
+        message: 'must end with /',
+      }),
+    )
+    .default([]),
   methods: z
     .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']))
     .min(1)
@@ -457,7 +473,8 @@ export const serverSchema = z.strictObject({
   workers: int(
     z.custom<number | 'auto'>(
       (v) => v === 'auto' || (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 256),
-      'must be a whole number from 1 to 256, or auto',
+      // Not the abort z.custom makes by default: it would skip the cross-checks (onPlainPath).
+      { message: 'must be a whole number from 1 to 256, or auto', abort: false },
     ),
   ).default(1),
   /**
@@ -665,7 +682,10 @@ export const configSchema = z.strictObject({
       enabled: bool().default(false),
       /** The check's path; Envoy calls it followed by the original path. */
       path: plainPath
-        .refine((path) => path.length > 1 && !path.endsWith('/'), 'must not end with /')
+        .refine((path) => path.length > 1 && !path.endsWith('/'), {
+          ...onPlainPath,
+          message: 'must not end with /',
+        })
         .default('/auth/check'),
       /** `Cache-Control: private, max-age` on an allow answer (nginx proxy_cache); 0: no-store. */
       cacheMaxAgeSec: int(z.number().int().min(0).max(3600)).default(0),

@@ -6,17 +6,18 @@ import {
   type ConfigOverrides,
   type Override,
 } from './apply-overrides.js';
-import {
-  adminSchema,
-  bearerIssuerSchema,
-  configSchema,
-  redisSchema,
-  routeSchema,
-  serverSchema,
-  type GatewayConfig,
-} from './config-schema.js';
+import { configSchema, type GatewayConfig } from './config-schema.js';
 import { describeIssue } from './describe-issue.js';
+import { parsedTree, type ParsedTree } from './parsed-tree.js';
 import { readYaml } from './read-yaml.js';
+import {
+  issuerNameProblems,
+  listenerProblems,
+  redisTopologyProblems,
+  serverProblems,
+  type CrossCheckProblem,
+  type ListenOrigins,
+} from './section-checks.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
 import { findSlashTwins } from '../routing/find-slash-twins.js';
 import { ownExactPaths } from '../routing/own-paths.js';
@@ -84,165 +85,49 @@ export function parseConfig(
   const problems: string[] = [];
   const raw = substituteEnv(yaml.tree ?? {}, env, problems);
   const optionProblems = applyOverrides(raw, overrides);
-  const parsed = configSchema.safeParse(raw);
+  const parsed = checkedConfigSchema(listenOrigins(overrides)).safeParse(raw);
   if (!parsed.success) {
     // A setting whose variable is not set is reported once, as that: not again as the
     // empty string the schema then read.
     const unset = new Set(problems.map((problem) => problem.slice(0, problem.indexOf(': '))));
     for (const issue of parsed.error.issues) {
-      const problem = describeIssue(issue, raw, configSchema);
-      if (!unset.has(problem.slice(0, problem.indexOf(': ')))) problems.push(problem);
+      const of = crossCheckOf(issue);
+      if (of === 'options') optionProblems.push(issue.message);
+      else if (of === 'file') problems.push(issue.message);
+      else {
+        const problem = describeIssue(issue, raw, configSchema);
+        if (!unset.has(problem.slice(0, problem.indexOf(': ')))) problems.push(problem);
+      }
     }
   }
-  // The cross-checks run whatever the schema said elsewhere, each on the settings the schema
-  // accepts, so that one run reports every problem of the file.
-  problems.push(...crossCheck(readCheckedSettings(raw), listenOrigins(overrides), optionProblems));
   if (problems.length > 0 || optionProblems.length > 0 || !parsed.success)
     throw new ConfigError(source, problems, optionProblems);
   return deepFreeze(parsed.data);
 }
 
-type Checked<T extends z.ZodType> = z.output<T> | undefined;
-
 /**
- * The settings the cross-checks compare, read from the substituted tree one by one: each is
- * its schema's value (its default when absent), or undefined when the schema refuses it or
- * its section is not a mapping. A check skips what is undefined, since the schema has
- * already reported it.
+ * The schema and, after every rule of it, the checks no single setting can make, in one
+ * parse: the cross-checks run whatever the schema said elsewhere (`when`), each on the
+ * settings the schema accepted (zod's output where no issue lies), so that one run reports
+ * every problem of the file. A rule that `abort`s would skip them: none of the schema does
+ * (config-schema.ts, onPlainPath). Built per parse: a clash of the two listeners is the
+ * problem of the flag or variable that set one, when one did.
  */
-interface CheckedSettings {
-  readonly routes: readonly {
-    readonly name: Checked<typeof routeSchema.shape.name>;
-    readonly upstream: Checked<typeof routeSchema.shape.upstream>;
-    readonly paths: readonly Checked<typeof pathSchema>[];
-    readonly prefixes: readonly Checked<typeof prefixSchema>[];
-    /** Neither `paths` nor `prefixes` holds an entry. */
-    readonly targetless: boolean;
-  }[];
-  /** Undefined when `upstreams` is not a mapping. */
-  readonly upstreamNames: ReadonlySet<string> | undefined;
-  readonly issuerNames: readonly Checked<typeof bearerIssuerSchema.shape.name>[];
-  readonly store: Checked<typeof storeSchema>;
-  readonly redis: {
-    readonly mode: Checked<typeof redisSchema.shape.mode>;
-    readonly nodes: Checked<typeof redisSchema.shape.nodes>;
-    readonly singleSlotPrefix: Checked<typeof redisSchema.shape.singleSlotPrefix>;
-  };
-  readonly server: {
-    readonly host: Checked<typeof serverSchema.shape.host>;
-    readonly port: Checked<typeof serverSchema.shape.port>;
-    readonly headersTimeoutMs: Checked<typeof serverSchema.shape.headersTimeoutMs>;
-    readonly requestTimeoutMs: Checked<typeof serverSchema.shape.requestTimeoutMs>;
-    readonly workers: Checked<typeof serverSchema.shape.workers>;
-  };
-  readonly forwardAuth: {
-    readonly enabled: Checked<typeof forwardAuthSchema.shape.enabled>;
-    readonly path: Checked<typeof forwardAuthSchema.shape.path>;
-  };
-  readonly admin: {
-    readonly enabled: Checked<typeof adminSchema.shape.enabled>;
-    readonly host: Checked<typeof adminSchema.shape.host>;
-    readonly port: Checked<typeof adminSchema.shape.port>;
-  };
-}
-
-const storeSchema = configSchema.shape.credentials.unwrap().shape.store;
-const forwardAuthSchema = configSchema.shape.forwardAuth.unwrap();
-const pathSchema = routeSchema.shape.paths.unwrap().element;
-const prefixSchema = routeSchema.shape.prefixes.unwrap().element;
-
-type Mapping = Record<string, unknown>;
-
-function isMapping(value: unknown): value is Mapping {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** The mapping at `key`: `fallback` when absent (its defaults apply), undefined when unusable. */
-function mappingAt(
-  tree: Mapping | undefined,
-  key: string,
-  fallback: Mapping = {},
-): Mapping | undefined {
-  const value = tree?.[key];
-  if (tree === undefined || (value !== undefined && !isMapping(value))) return undefined;
-  return value ?? fallback;
-}
-
-/** The list at `key`: `fallback` when absent, [] when unusable. */
-function listAt(tree: Mapping | undefined, key: string, fallback: readonly unknown[]): unknown[] {
-  const value = tree?.[key];
-  if (value === undefined && tree !== undefined) return [...fallback];
-  return Array.isArray(value) ? value : [];
-}
-
-function valid<T extends z.ZodType>(schema: T, value: unknown): Checked<T> {
-  const result = schema.safeParse(value);
-  return result.success ? result.data : undefined;
-}
-
-function readCheckedSettings(raw: unknown): CheckedSettings {
-  const root = isMapping(raw) ? raw : undefined;
-  const field = <T extends z.ZodType>(section: Mapping | undefined, key: string, schema: T) =>
-    section === undefined ? undefined : valid(schema, section[key]);
-  const routes = listAt(root, 'routes', configSchema.shape.routes.parse(undefined)).map((item) => {
-    const route = isMapping(item) ? item : undefined;
-    return {
-      name: field(route, 'name', routeSchema.shape.name),
-      upstream: field(route, 'upstream', routeSchema.shape.upstream),
-      paths: listAt(route, 'paths', []).map((path) => valid(pathSchema, path)),
-      prefixes: listAt(route, 'prefixes', []).map((prefix) => valid(prefixSchema, prefix)),
-      // Only a mapping whose lists are absent or empty: anything else the schema reports.
-      targetless:
-        route !== undefined &&
-        [route.paths, route.prefixes].every(
-          (list) => list === undefined || (Array.isArray(list) && list.length === 0),
-        ),
-    };
-  });
-  const upstreams = mappingAt(root, 'upstreams', configSchema.shape.upstreams.parse(undefined));
-  const upstreamNames = upstreams === undefined ? undefined : new Set(Object.keys(upstreams));
-  const bearer = mappingAt(mappingAt(root, 'auth'), 'bearer');
-  const issuerNames = listAt(bearer, 'issuers', []).map((item) =>
-    isMapping(item) ? valid(bearerIssuerSchema.shape.name, item.name) : undefined,
+function checkedConfigSchema(origins: ListenOrigins) {
+  return configSchema.superRefine(
+    (_config, ctx) => {
+      for (const { of, problem } of crossCheck(parsedTree(ctx.value, ctx.issues), origins))
+        ctx.addIssue({ code: 'custom', message: problem, params: { crossCheck: of } });
+    },
+    { when: () => true },
   );
-  const credentials = mappingAt(root, 'credentials');
-  const redis = mappingAt(credentials, 'redis');
-  const server = mappingAt(root, 'server');
-  const admin = mappingAt(root, 'admin');
-  const forwardAuth = mappingAt(root, 'forwardAuth');
-  return {
-    forwardAuth: {
-      enabled: field(forwardAuth, 'enabled', forwardAuthSchema.shape.enabled),
-      path: field(forwardAuth, 'path', forwardAuthSchema.shape.path),
-    },
-    routes,
-    upstreamNames,
-    issuerNames,
-    store: field(credentials, 'store', storeSchema),
-    redis: {
-      mode: field(redis, 'mode', redisSchema.shape.mode),
-      nodes: field(redis, 'nodes', redisSchema.shape.nodes),
-      singleSlotPrefix: field(redis, 'singleSlotPrefix', redisSchema.shape.singleSlotPrefix),
-    },
-    server: {
-      host: field(server, 'host', serverSchema.shape.host),
-      port: field(server, 'port', serverSchema.shape.port),
-      headersTimeoutMs: field(server, 'headersTimeoutMs', serverSchema.shape.headersTimeoutMs),
-      requestTimeoutMs: field(server, 'requestTimeoutMs', serverSchema.shape.requestTimeoutMs),
-      workers: field(server, 'workers', serverSchema.shape.workers),
-    },
-    admin: {
-      enabled: field(admin, 'enabled', adminSchema.shape.enabled),
-      host: field(admin, 'host', adminSchema.shape.host),
-      port: field(admin, 'port', adminSchema.shape.port),
-    },
-  };
 }
 
-/** Where the API and admin addresses come from: the flag or variable that set them, if any. */
-interface ListenOrigins {
-  readonly server: string | undefined;
-  readonly admin: string | undefined;
+/** Whose problem a cross-check issue is; undefined for a problem of the schema's own. */
+function crossCheckOf(issue: z.core.$ZodIssue): CrossCheckProblem['of'] | undefined {
+  if (issue.code !== 'custom') return undefined;
+  const of: unknown = issue.params?.['crossCheck'];
+  return of === 'file' || of === 'options' ? of : undefined;
 }
 
 function listenOrigins(overrides: ConfigOverrides): ListenOrigins {
@@ -252,20 +137,63 @@ function listenOrigins(overrides: ConfigOverrides): ListenOrigins {
   return { server: from(overrides.listen), admin: from(overrides.adminListen) };
 }
 
+/** The problems no single setting has, in the order they are reported. */
+function crossCheck(tree: ParsedTree, origins: ListenOrigins): CrossCheckProblem[] {
+  const routes = checkedRoutes(tree);
+  const fileProblems = [
+    ...routeProblems(routes, tree.keys(['upstreams'])),
+    ...forwardAuthProblems(tree, routes),
+    ...issuerNameProblems(tree),
+    ...redisTopologyProblems(tree),
+    ...serverProblems(tree),
+  ];
+  return [
+    ...fileProblems.map((problem) => ({ of: 'file' as const, problem })),
+    ...listenerProblems(tree, origins),
+  ];
+}
+
+/** A route's settings the route checks compare, each undefined where the schema refused it. */
+interface CheckedRoute {
+  readonly name: string | undefined;
+  readonly upstream: string | undefined;
+  readonly paths: readonly (string | undefined)[];
+  readonly prefixes: readonly (string | undefined)[];
+  /** Neither `paths` nor `prefixes` holds an entry. */
+  readonly targetless: boolean;
+}
+
+function checkedRoutes(tree: ParsedTree): CheckedRoute[] {
+  return tree.indexes(['routes']).map((i) => {
+    const entries = (list: string) =>
+      tree.indexes(['routes', i, list]).map((j) => tree.text(['routes', i, list, j]));
+    return {
+      name: tree.text(['routes', i, 'name']),
+      upstream: tree.text(['routes', i, 'upstream']),
+      paths: entries('paths'),
+      prefixes: entries('prefixes'),
+      // Only a route whose lists are empty (or absent): a list that is no list the schema reports.
+      targetless: ['paths', 'prefixes'].every((list) => {
+        const value = tree.setting(['routes', i, list]);
+        return Array.isArray(value) && value.length === 0;
+      }),
+    };
+  });
+}
+
 /**
- * The problems no single setting has. One that involves a flag's or variable's value is
- * that option's problem (pushed to `optionProblems`), not the file's.
+ * Each route's name, upstream, paths and prefixes against the other routes', the upstreams
+ * and the gateway's own paths; then the trailing-slash twins the routes split.
  */
-function crossCheck(
-  settings: CheckedSettings,
-  origins: ListenOrigins,
-  optionProblems: string[],
+function routeProblems(
+  routes: readonly CheckedRoute[],
+  upstreamNames: ReadonlySet<string> | undefined,
 ): string[] {
   const problems: string[] = [];
   const names = new Set<string>();
   const paths = new Map<string, string>();
   const prefixes = new Map<string, string>();
-  settings.routes.forEach((route, i) => {
+  routes.forEach((route, i) => {
     if (route.name !== undefined) {
       if (names.has(route.name))
         problems.push(`routes[${i}].name: duplicate route name ${route.name}`);
@@ -273,8 +201,8 @@ function crossCheck(
     }
     if (
       route.upstream !== undefined &&
-      settings.upstreamNames !== undefined &&
-      !settings.upstreamNames.has(route.upstream)
+      upstreamNames !== undefined &&
+      !upstreamNames.has(route.upstream)
     ) {
       problems.push(`routes[${i}].upstream: no upstream named ${route.upstream}`);
     }
@@ -308,58 +236,6 @@ function crossCheck(
     prefixes: [...prefixes].map(([prefix, entry]) => ({ prefix, entry })),
   }))
     problems.push(`routes: ${twin} falls under another route than ${path}; ${SLASH_TWIN_HINT}`);
-  problems.push(...forwardAuthProblems(settings));
-  const issuerNames = new Set<string>();
-  settings.issuerNames.forEach((name, i) => {
-    if (name === undefined) return;
-    if (issuerNames.has(name))
-      problems.push(`auth.bearer.issuers[${i}].name: duplicate name ${name}`);
-    issuerNames.add(name);
-  });
-  const { redis, server, admin } = settings;
-  if (redis.mode !== undefined && redis.mode !== 'standalone' && redis.nodes?.length === 0) {
-    problems.push(`credentials.redis.nodes: ${redis.mode} mode needs at least one host:port`);
-  }
-  // The single-slot layout is read and moved by scripts over several of its keys at once: on
-  // a Cluster they share a slot only through the prefix's hash tag, which it always had there.
-  if (
-    redis.mode === 'cluster' &&
-    typeof redis.singleSlotPrefix === 'string' &&
-    !/\{[^}]+\}/.test(redis.singleSlotPrefix)
-  ) {
-    problems.push(
-      'credentials.redis.singleSlotPrefix: cluster mode: the single-slot layout had a hash tag such as {ag}: (or false)',
-    );
-  }
-  if (
-    server.headersTimeoutMs !== undefined &&
-    server.requestTimeoutMs !== undefined &&
-    server.headersTimeoutMs > server.requestTimeoutMs
-  ) {
-    problems.push('server.headersTimeoutMs: must not exceed server.requestTimeoutMs');
-  }
-  // Pairs, users and revocations of the memory store live in one process: workers would each
-  // hold their own copy, and a pair revoked through one would still work on the others.
-  if (settings.store === 'memory' && server.workers !== undefined && server.workers !== 1) {
-    problems.push(
-      'server.workers: the memory store keeps its state in one process; more than one worker needs credentials.store: redis',
-    );
-  }
-  if (
-    admin.enabled === true &&
-    admin.port !== undefined &&
-    admin.port !== 0 &&
-    admin.port === server.port &&
-    admin.host !== undefined &&
-    admin.host === server.host
-  ) {
-    if (origins.server === undefined && origins.admin === undefined)
-      problems.push('admin.port: must differ from server.port');
-    else
-      optionProblems.push(
-        `${origins.admin ?? 'admin.port'}: must differ from ${origins.server ?? 'server.port'}`,
-      );
-  }
   return problems;
 }
 
@@ -386,8 +262,9 @@ function shadowsGateway(prefix: string): boolean {
  * The check's path, and every path under it (Envoy's shape), belong to the check: a route
  * there would never be reached, and a route prefix over it would take it.
  */
-function forwardAuthProblems({ forwardAuth, routes }: CheckedSettings): string[] {
-  const { enabled, path } = forwardAuth;
+function forwardAuthProblems(tree: ParsedTree, routes: readonly CheckedRoute[]): string[] {
+  const enabled = tree.setting(['forwardAuth', 'enabled']);
+  const path = tree.text(['forwardAuth', 'path']);
   if (enabled !== true || path === undefined) return [];
   const under = `${path}/`;
   const taken = (other: string) => other === path || other.startsWith(under);

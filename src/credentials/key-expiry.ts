@@ -1,4 +1,4 @@
-import { EXPIRY_MESSAGES, OUTLIVE_MESSAGE } from '../errors/gateway-error.js';
+import { OUTLIVE_MESSAGE } from '../errors/gateway-error.js';
 
 /**
  * When a new pair expires, as asked by `POST /keys` (`expires_in` or `expires_at`) or by
@@ -9,6 +9,16 @@ import { EXPIRY_MESSAGES, OUTLIVE_MESSAGE } from '../errors/gateway-error.js';
  * in the Redis scripts (a year past 9999 would be written `+010000-…`).
  */
 export const MAX_KEY_LIFETIME_SEC = 10 * 365 * 86_400;
+
+/** A refused expiry of a new pair (`POST /keys` 400 bad_request; `keys create --expires`). */
+export const EXPIRY_MESSAGES = {
+  both: 'Give expires_in or expires_at, not both.',
+  expiresIn: `expires_in must be a whole number of seconds from 1 to ${MAX_KEY_LIFETIME_SEC} (ten years).`,
+  expiresAt:
+    'expires_at must be an RFC 3339 date-time with an offset (e.g. 2030-01-31T12:00:00Z), in the future and at most ten years ahead.',
+  option:
+    '--expires must be a duration (90d, 12h, 30m, 3600s) or an RFC 3339 date-time with an offset, in the future and at most ten years ahead.',
+} as const;
 
 export type ExpiryOutcome =
   | { readonly ok: true; readonly expiresAt: string | undefined }

@@ -1,11 +1,18 @@
 import { FIRST_PAGE, MAX_KEYS_PAGE, type KeyPage } from '../credentials/credential-store.js';
-import { KEYS_PAGE_MESSAGES } from '../errors/gateway-error.js';
 import { KEY_ID } from '../identity/identity-formats.js';
 
 export type PageOutcome =
   { readonly ok: true; readonly page: KeyPage } | { readonly ok: false; readonly message: string };
 
 const LIMIT = /^[1-9][0-9]{0,3}$/;
+
+/** `GET /keys` 400 bad_request: a paging parameter the listing cannot use. */
+export const KEYS_PAGE_MESSAGES = {
+  limit: `limit must be a whole number from 1 to ${MAX_KEYS_PAGE}, given once.`,
+  order: 'order must be desc or asc, given once.',
+  lastId:
+    "last_id must be the id of one of the caller's pairs, given once, as the previous page's meta.last_id.",
+} as const;
 
 /**
  * The page `GET /keys` asks for: `limit` (1 to 1000, default 1000), `order` (`desc`, the

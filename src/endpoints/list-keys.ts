@@ -1,9 +1,9 @@
 import { keyView } from '../credentials/key-view.js';
-import { GatewayError, KEYS_PAGE_MESSAGES } from '../errors/gateway-error.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import type { EndpointContext } from '../http/routes.js';
 import type { KeyViewBody } from '../openapi/api-schemas.js';
-import { parsePageQuery } from './key-page-query.js';
+import { KEYS_PAGE_MESSAGES, parsePageQuery } from './key-page-query.js';
 import { callerOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 

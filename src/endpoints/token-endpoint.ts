@@ -6,12 +6,12 @@ import type { RehashOnUse } from '../auth/rehash-on-use.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { MAX_SECRET_BYTES } from '../credentials/secret-hasher.js';
-import { GatewayError, LOGIN_MESSAGES } from '../errors/gateway-error.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { expectsContinue } from '../http/expects-continue.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
-import { loginSchema, type Login, type TokenBody } from '../openapi/api-schemas.js';
+import { LOGIN_MESSAGES, loginSchema, type Login, type TokenBody } from '../openapi/api-schemas.js';
 import type { TokenSigner } from '../tokens/token-signer.js';
 
 export interface TokenEndpointOptions {

@@ -18,7 +18,9 @@ export interface GatewayErrorOptions {
 
 /**
  * The fixed overrides of a catalogue message (`GatewayErrorOptions.message`), kept beside the
- * catalogue so that every sentence a client can read is written in src/errors.
+ * catalogue. A sentence that states the rule of another module (a bound, a format) lives with
+ * that rule and reads its numbers from it: EXPIRY_MESSAGES in credentials/key-expiry.ts,
+ * KEYS_PAGE_MESSAGES in endpoints/key-page-query.ts, LOGIN_MESSAGES in openapi/api-schemas.ts.
  *
  * `DELETE /keys/{id}` when no pair with that id belongs to the caller: the path matched, so
  * the catalogue's "No resource matches the request path." would mislead. A pair of another
@@ -59,45 +61,11 @@ export const SCOPES_MESSAGE =
   'scopes must be an array of at most 64 different scope tokens (RFC 6749 §3.3).';
 
 /**
- * A refused expiry of a new pair (`POST /keys` 400 bad_request; `keys create --expires`).
- * Ten years is credentials/key-expiry's MAX_KEY_LIFETIME_SEC (a unit test keeps them equal).
- */
-export const EXPIRY_MESSAGES = {
-  both: 'Give expires_in or expires_at, not both.',
-  expiresIn: 'expires_in must be a whole number of seconds from 1 to 315360000 (ten years).',
-  expiresAt:
-    'expires_at must be an RFC 3339 date-time with an offset (e.g. 2030-01-31T12:00:00Z), in the future and at most ten years ahead.',
-  option:
-    '--expires must be a duration (90d, 12h, 30m, 3600s) or an RFC 3339 date-time with an offset, in the future and at most ten years ahead.',
-} as const;
-
-/**
  * `POST /keys` 400 bad_request from a Basic caller whose pair expires: the body asked for a
  * later expiry than the caller's own (without one, the new pair inherits the caller's).
  */
 export const OUTLIVE_MESSAGE =
   "A new key pair cannot outlive the caller's pair: ask for an expiry no later than its own, or for none to inherit it.";
-
-/** `GET /keys` 400 bad_request: a paging parameter the listing cannot use. */
-export const KEYS_PAGE_MESSAGES = {
-  limit: 'limit must be a whole number from 1 to 1000, given once.',
-  order: 'order must be desc or asc, given once.',
-  lastId:
-    "last_id must be the id of one of the caller's pairs, given once, as the previous page's meta.last_id.",
-} as const;
-
-/**
- * `POST /auth/token` 400 bad_request: which field is missing or wrong, in fixed words (never
- * the value sent). The username rule is identity/identity-formats' USERNAME (a unit test
- * keeps them equal).
- */
-export const LOGIN_MESSAGES = {
-  body: 'The body must be a JSON object with username and password.',
-  usernameMissing: 'username is required.',
-  username: 'username must be a string of 1-128 of A-Z a-z 0-9 . _ @ + -.',
-  passwordMissing: 'password is required.',
-  password: 'password must be a non-empty string of at most 1024 characters.',
-} as const;
 
 /**
  * The one error family of the gateway. Foreign errors (jose, ioredis, sockets) are turned

@@ -41,7 +41,8 @@ const BY_CODE: ReadonlyMap<string, UpstreamErrorKind> = new Map(
 
 /**
  * The kind of an engine's error. `timedOut`: the engine's own timer fired (http-proxy-3
- * reports it as a reset, see facts.md). Errors are read by their code, or their cause's.
+ * reports it as a reset, see proxy/http-proxy-forwarder.ts). Errors are read by their code,
+ * or their cause's.
  */
 export function upstreamErrorKind(error: unknown, timedOut = false): UpstreamErrorKind {
   if (timedOut) return 'timeout';

@@ -1,4 +1,4 @@
-import type { ClientAddress } from '../protection/lockout.js';
+import type { ClientAddress } from '../identity/client-address.js';
 import { networkOf, parseIp, type IpAddress, type TrustedProxies } from './ip-network.js';
 
 /** `::ffff:127.0.0.1` (IPv4 on a dual-stack socket) is the same client as `127.0.0.1`. */

@@ -34,7 +34,7 @@ import { newSpanId } from '../tracing/trace-ids.js';
 import { checkFraming } from './check-framing.js';
 import { expectsContinue } from './expects-continue.js';
 import { takeExchangeBytes, type ExchangeBytes } from './connection-bytes.js';
-import type { ClientAddress } from '../protection/lockout.js';
+import type { ClientAddress } from '../identity/client-address.js';
 import { normalizeAddress, resolveClientAddress, type ClientAddressing } from './client-address.js';
 import { pickRequestId } from './request-id.js';
 import { readOriginalRequest, writeAllowed } from './forward-auth.js';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { Identity } from '../identity/identity.js';
-import type { ClientAddressSource } from '../protection/lockout.js';
+import type { ClientAddressSource } from '../identity/client-address.js';
 import type { RatePolicy } from '../protection/rate-policy.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 

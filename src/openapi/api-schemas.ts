@@ -1,21 +1,20 @@
 import { z } from 'zod';
 import { LABEL, MAX_LABEL_CHARS } from '../credentials/key-view.js';
-import { MAX_KEY_LIFETIME_SEC, RFC3339_DATE_TIME } from '../credentials/key-expiry.js';
-import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import {
-  CREATE_KEY_MESSAGES,
   EXPIRY_MESSAGES,
-  LOGIN_MESSAGES,
-  SCOPES_MESSAGE,
-} from '../errors/gateway-error.js';
+  MAX_KEY_LIFETIME_SEC,
+  RFC3339_DATE_TIME,
+} from '../credentials/key-expiry.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
+import { CREATE_KEY_MESSAGES, SCOPES_MESSAGE } from '../errors/gateway-error.js';
 import { KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
 
 /**
  * The public API's bodies as zod schemas: the endpoints validate requests with them, the
  * response builders take their types from them, and the OpenAPI document is built from them
- * (build-openapi-document.ts). Each refusal carries the fixed sentence of src/errors the
- * endpoint has always answered with, so validating here changes no answer.
+ * (build-openapi-document.ts). Each refusal carries the fixed sentence the endpoint has
+ * always answered with (src/errors, or its rule's module), so validating here changes no answer.
  */
 
 /** Every error code, from the catalogue (never retyped). */
@@ -122,6 +121,21 @@ export const jwksSchema = z
   })
   .meta({ id: 'JsonWebKeySet', description: 'RFC 7517 §5.' });
 
+/** The longest password `POST /auth/token` reads, in characters. */
+const MAX_PASSWORD_CHARS = 1024;
+
+/**
+ * `POST /auth/token` 400 bad_request: which field is missing or wrong, in fixed words (never
+ * the value sent), stating the rules loginSchema checks.
+ */
+export const LOGIN_MESSAGES = {
+  body: 'The body must be a JSON object with username and password.',
+  usernameMissing: 'username is required.',
+  username: `username must be a string of ${USERNAME.rule}.`,
+  passwordMissing: 'password is required.',
+  password: `password must be a non-empty string of at most ${MAX_PASSWORD_CHARS} characters.`,
+} as const;
+
 /** `POST /auth/token`: the web-app login, refused field by field in fixed words. */
 export const loginSchema = z
   .object(
@@ -138,7 +152,7 @@ export const loginSchema = z
             issue.input === undefined ? LOGIN_MESSAGES.passwordMissing : LOGIN_MESSAGES.password,
         })
         .min(1, LOGIN_MESSAGES.password)
-        .max(1024, LOGIN_MESSAGES.password),
+        .max(MAX_PASSWORD_CHARS, LOGIN_MESSAGES.password),
     },
     { error: LOGIN_MESSAGES.body },
   )

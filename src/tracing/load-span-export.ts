@@ -4,7 +4,7 @@ import type { SpanExport } from './span-sink.js';
 /**
  * The span export, when `tracing.otlp` is set; undefined otherwise. The SDK is reached
  * through `import()` here and nowhere else: a gateway without an endpoint never loads it
- * (test/e2e/tracing-otlp.test.ts watches the modules a running gateway resolves).
+ * (test/e2e/tracing.test.ts watches the modules a running gateway resolves).
  */
 export async function loadSpanExport(
   settings: OtlpSettings | undefined,

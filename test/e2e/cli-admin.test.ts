@@ -1,6 +1,6 @@
 import bcrypt from 'bcrypt';
 import { decodeJwt } from 'jose';
-import { EXPIRY_MESSAGES } from '../../src/errors/gateway-error.js';
+import { EXPIRY_MESSAGES } from '../../src/credentials/key-expiry.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { openRedisStore } from '../support/redis-store.js';

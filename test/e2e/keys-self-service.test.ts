@@ -3,11 +3,9 @@ import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisLayout } from '../../src/backends/redis/layout.js';
-import {
-  CREATE_KEY_MESSAGES,
-  EXPIRY_MESSAGES,
-  KEYS_PAGE_MESSAGES,
-} from '../../src/errors/gateway-error.js';
+import { EXPIRY_MESSAGES } from '../../src/credentials/key-expiry.js';
+import { KEYS_PAGE_MESSAGES } from '../../src/endpoints/key-page-query.js';
+import { CREATE_KEY_MESSAGES } from '../../src/errors/gateway-error.js';
 import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import {

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LOGIN_MESSAGES } from '../../src/errors/gateway-error.js';
+import { LOGIN_MESSAGES } from '../../src/openapi/api-schemas.js';
 import { bearerHeader } from '../support/basic-header.js';
 import { startEchoUpstream, upstreamMark, type EchoUpstream } from '../support/echo-upstream.js';
 import {

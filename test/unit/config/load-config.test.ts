@@ -1039,6 +1039,19 @@ describe('parseConfig: cross checks', () => {
     ]);
   });
 
+  it('cross-checks beside a refused path or worker count, whose rules stop at their first problem', () => {
+    expect(
+      problemsOf(
+        `server:\n  workers: 0\nroutes:${route('a', '[/x]')}${route('a', '[/../y, /keys]')}\n`,
+      ),
+    ).toEqual([
+      'server.workers: must be a whole number from 1 to 256, or auto',
+      `routes[1].paths[0]: ${PLAIN_PATH}`,
+      'routes[1].name: duplicate route name a',
+      'routes[1].paths[1]: /keys is served by the gateway itself',
+    ]);
+  });
+
   it('does not cross-check a section that is not a mapping', () => {
     expect(problemsOf(`upstreams: 5\nroutes:${route('a', '[/x]', 'nope')}\n`)).toEqual([
       expect.stringMatching(/^upstreams: /),

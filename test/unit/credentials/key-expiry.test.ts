@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   boundByCaller,
+  EXPIRY_MESSAGES,
   MAX_KEY_LIFETIME_SEC,
   parseExpiresOption,
   parseExpiryRequest,
@@ -8,7 +9,7 @@ import {
 } from '../../../src/credentials/key-expiry.js';
 import { isExpired, type KeyRecord } from '../../../src/credentials/credential-store.js';
 import { keyView } from '../../../src/credentials/key-view.js';
-import { EXPIRY_MESSAGES, OUTLIVE_MESSAGE } from '../../../src/errors/gateway-error.js';
+import { OUTLIVE_MESSAGE } from '../../../src/errors/gateway-error.js';
 
 const NOW = Date.parse('2030-06-01T12:00:00.000Z');
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePageQuery } from '../../../src/endpoints/key-page-query.js';
-import { KEYS_PAGE_MESSAGES } from '../../../src/errors/gateway-error.js';
+import { KEYS_PAGE_MESSAGES, parsePageQuery } from '../../../src/endpoints/key-page-query.js';
 
 describe('parsePageQuery', () => {
   it('reads the first 1,000 pairs newest first when nothing is asked', () => {

@@ -6,10 +6,8 @@ import { errorBody, writeError, writeRawError } from '../../../src/errors/error-
 import {
   GatewayError,
   KEY_NOT_FOUND_MESSAGE,
-  LOGIN_MESSAGES,
   toGatewayError,
 } from '../../../src/errors/gateway-error.js';
-import { USERNAME } from '../../../src/identity/identity-formats.js';
 import type { HttpAnswer } from '../../support/http-answer.js';
 import { finalStatuses, rawRequest } from '../../support/raw-request.js';
 import { send as sendRequest } from '../../support/send.js';
@@ -47,12 +45,6 @@ describe('ERROR_CATALOGUE', () => {
 
   it('gives every code a non-empty fixed message', () => {
     for (const code of CODES) expect(ERROR_CATALOGUE[code].message).toMatch(/^[A-Z].+\.$/);
-  });
-});
-
-describe('LOGIN_MESSAGES', () => {
-  it('states the username rule the token endpoint checks', () => {
-    expect(LOGIN_MESSAGES.username).toContain(USERNAME.rule);
   });
 });
 

@@ -1,23 +1,26 @@
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
-import { parseRfc3339 } from '../../../src/credentials/key-expiry.js';
+import { EXPIRY_MESSAGES, parseRfc3339 } from '../../../src/credentials/key-expiry.js';
 import { LABEL, type KeyView } from '../../../src/credentials/key-view.js';
-import {
-  CREATE_KEY_MESSAGES,
-  EXPIRY_MESSAGES,
-  LOGIN_MESSAGES,
-  SCOPES_MESSAGE,
-} from '../../../src/errors/gateway-error.js';
+import { CREATE_KEY_MESSAGES, SCOPES_MESSAGE } from '../../../src/errors/gateway-error.js';
 import type { ErrorEnvelopeBody } from '../../../src/errors/error-envelope.js';
 import {
   createKeySchema,
+  LOGIN_MESSAGES,
   loginSchema,
   type errorEnvelopeSchema,
   type KeyViewBody,
 } from '../../../src/openapi/api-schemas.js';
 import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
+import { USERNAME } from '../../../src/identity/identity-formats.js';
 import { createSchemaCompiler, type OpenApiDocument } from '../../support/openapi-validator.js';
+
+describe('LOGIN_MESSAGES', () => {
+  it('states the username rule the token endpoint checks', () => {
+    expect(LOGIN_MESSAGES.username).toContain(USERNAME.rule);
+  });
+});
 
 /** The sentence the endpoint answers with: the first issue's. */
 function firstMessage(schema: typeof loginSchema | typeof createKeySchema, body: unknown) {
