@@ -1,10 +1,6 @@
 import type { KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
-import {
-  boundByCaller,
-  EXPIRY_MESSAGES,
-  parseExpiryRequest,
-} from '../credentials/key-expiry.js';
+import { boundByCaller, EXPIRY_MESSAGES, parseExpiryRequest } from '../credentials/key-expiry.js';
 import { keyView } from '../credentials/key-view.js';
 import {
   CREATE_KEY_MESSAGES,
