@@ -92,8 +92,7 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
     member: string,
     indexes: readonly string[],
   ): Promise<boolean> =>
-    (await runner.run(DROP_IF_SAME, { hash: key, indexes }, { fields: flat(fields), member })) ===
-    1;
+    runner.run(DROP_IF_SAME, { hash: key, indexes }, { fields: flat(fields), member });
 
   /** Where the pair of an id is here, by its tag; undefined when it has none yet. */
   const tagHere = (id: string): Promise<string | undefined> => storedTag(runner, layout, id);
@@ -143,7 +142,7 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
     }
     // A fragment (a writer's revocation alone) merges only what it says of the end and use.
     const whole = fields.secret_hash !== undefined && fields.subject !== undefined;
-    const [adopted] = await runPairs(
+    const adopted = await runPairs(
       ADOPT_PAIR,
       to.subject,
       pairsHere(layout, to.subject),
@@ -158,7 +157,7 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
     if (adopted === 'taken') return 'id-taken';
     if (adopted === 'fragment') return 'fragment';
     return (await drop(single.key(id), fields, id, indexes(fields.subject ?? to.subject)))
-      ? (adopted as PairMove)
+      ? adopted
       : undefined;
   };
 
@@ -166,9 +165,11 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
     for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt += 1) {
       const { fields, pttl } = await read(from);
       if (Object.keys(fields).length === 0) return 'gone';
-      const written =
-        (await runner.run(COPY_IF_ABSENT, { hash: to }, { fields: flat(fields), pttlMs: pttl })) ===
-        1;
+      const written = await runner.run(
+        COPY_IF_ABSENT,
+        { hash: to },
+        { fields: flat(fields), pttlMs: pttl },
+      );
       if (await drop(from, fields, '', [])) return written ? 'moved' : 'kept';
     }
     return 'busy';
