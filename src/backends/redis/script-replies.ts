@@ -58,7 +58,7 @@ const YES_NO = new Map([
 ]);
 
 /** `return 1` / `return 0`: whether the script did what it does. */
-export function decodeDone(reply: unknown): boolean {
+export function decodeFlag(reply: unknown): boolean {
   return oneOf(reply, 'the reply', YES_NO);
 }
 

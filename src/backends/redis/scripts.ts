@@ -3,7 +3,7 @@ import {
   decodeAdopt,
   decodeCount,
   decodeCreate,
-  decodeDone,
+  decodeFlag,
   decodeIds,
   decodeListing,
   decodeLockout,
@@ -80,12 +80,12 @@ export const RECORD_LAST_USE = defineScript('record-last-use.lua', {
 export const ADD_USER = defineScript('add-user.lua', {
   keys: ['user'],
   args: ['passwordHash', 'subject', 'createdAt', 'scopes'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 export const SET_USER_PASSWORD = defineScript('set-user-password.lua', {
   keys: ['user'],
   args: ['passwordHash', 'channel'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 export const REPLACE_HASH = defineScript('replace-hash.lua', {
   keys: ['hash'],
@@ -95,23 +95,23 @@ export const REPLACE_HASH = defineScript('replace-hash.lua', {
 export const KEEP_VERIFIED_RECORD = defineScript('keep-verified-record.lua', {
   keys: ['key'],
   args: ['secretHash', 'record'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 export const REMOVE_USER = defineScript('remove-user.lua', {
   keys: ['user'],
   args: ['channel'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 
 export const COPY_IF_ABSENT = defineScript('copy-if-absent.lua', {
   keys: ['hash'],
   args: ['fields[]', 'pttlMs'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 export const DROP_IF_SAME = defineScript('drop-if-same.lua', {
   keys: ['hash', 'indexes[]'],
   args: ['fields[]', 'member'],
-  reply: decodeDone,
+  reply: decodeFlag,
 });
 
 export const LOCKOUT = defineScript('lockout.lua', {

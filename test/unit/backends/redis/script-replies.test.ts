@@ -3,7 +3,7 @@ import {
   decodeAdopt,
   decodeCount,
   decodeCreate,
-  decodeDone,
+  decodeFlag,
   decodeIds,
   decodeListing,
   decodeLockout,
@@ -28,11 +28,11 @@ describe('the decoders of the Redis scripts’ replies', () => {
   });
 
   it('reads a 1 or 0 as whether the script did it, and refuses any other value', () => {
-    expect(decodeDone(1)).toBe(true);
-    expect(decodeDone(0)).toBe(false);
-    malformed(() => decodeDone(2));
-    malformed(() => decodeDone('1'));
-    malformed(() => decodeDone(null));
+    expect(decodeFlag(1)).toBe(true);
+    expect(decodeFlag(0)).toBe(false);
+    malformed(() => decodeFlag(2));
+    malformed(() => decodeFlag('1'));
+    malformed(() => decodeFlag(null));
   });
 
   it("reads replace-hash.lua's -1, 0 and 1 as absent, other and replaced", () => {
