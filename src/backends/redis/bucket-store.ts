@@ -38,36 +38,35 @@ export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout
       // buckets of one request are one subject's or one network's (TakeRequest), so they are.
       if (new Set([...names, ...hashes].map(hashTag)).size > 1)
         throw new TypeError('the buckets of one take belong to one subject or one network');
-      const reply = (await runner.run(
+      const reply = await runner.run(
         TAKE_BUCKETS,
         { buckets: names, overrides: hashes },
         { policies },
-      )) as (number | string)[];
+      );
       const states: BucketState[] = [];
       buckets.forEach((request, i) => {
-        const base = 2 + i * 5;
-        const requests = Number(reply[base]);
-        if (requests === 0) return;
+        const bucket = reply.buckets[i];
+        if (bucket === undefined || bucket.requests === 0) return;
         const policy: RatePolicy = {
-          requests,
-          periodSec: Number(reply[base + 1]),
-          burst: Number(reply[base + 2]),
+          requests: bucket.requests,
+          periodSec: bucket.periodSec,
+          burst: bucket.burst,
         };
         states.push({
           name: request.bucket.kind,
           policy,
-          remaining: Number(reply[base + 3]),
-          waitUs: Number(reply[base + 4]),
+          remaining: bucket.remaining,
+          waitUs: bucket.waitUs,
         });
       });
       const malformedOverrides: MalformedOverride[] = [];
-      for (let i = 2 + buckets.length * 5; i + 1 < reply.length; i += 2) {
-        const hash = hashes[Number(reply[i]) - 1];
-        if (hash !== undefined) malformedOverrides.push({ key: hash, value: String(reply[i + 1]) });
+      for (const { override, value } of reply.malformed) {
+        const hash = hashes[override - 1];
+        if (hash !== undefined) malformedOverrides.push({ key: hash, value });
       }
       return {
-        allowed: Number(reply[0]) === 1,
-        retryAfterUs: Number(reply[1]),
+        allowed: reply.allowed,
+        retryAfterUs: reply.retryAfterUs,
         states,
         ...(malformedOverrides.length === 0 ? {} : { malformedOverrides }),
       };

@@ -244,41 +244,87 @@ export function watchRedisConnection(
   client: ConnectionEvents,
   options: WatchOptions,
 ): RedisConnection {
-  const { address, log } = options;
-  const now = options.now ?? Date.now;
-  let state: 'connecting' | 'ready' | 'down' = 'connecting';
-  let everReady = false;
-  let closed = false;
-  let downSince = 0;
-  let lastError: Error | undefined;
-  /** What `diagnose` found while the client said only "closed": kept until it is ready again. */
-  let diagnosed: Error | undefined;
-  const listeners: ((ready: boolean) => void)[] = [];
-
-  let settle: () => void = () => undefined;
-  const settled = new Promise<void>((resolve) => (settle = resolve));
-  setTimeout(settle, options.settleWithinMs).unref();
-
-  const saysOnlyClosed = (error: Error | undefined): boolean =>
-    error === undefined || classifyRedisError(error) === 'closed';
-  const problem = (): ConnectionProblem => {
-    const error = saysOnlyClosed(lastError) ? (diagnosed ?? lastError) : lastError;
-    return error === undefined
-      ? { reason: 'closed', detail: 'connection closed by the server' }
-      : { reason: classifyRedisError(error), detail: scrub(detailOf(error), options.secrets) };
+  const status: ConnectionStatus = {
+    state: 'connecting',
+    everReady: false,
+    closed: false,
+    downSince: 0,
   };
+  const cause = causeOfFailure(options.secrets);
+  const listeners: ((ready: boolean) => void)[] = [];
+  const { settled, settle } = settleWithin(options.settleWithinMs);
+  const { goDown, goReady } = transitions(status, options, { cause, listeners, settle });
 
+  client.on('error', (error) => {
+    if (status.closed) return;
+    cause.failed(error);
+    // Some clients (Sentinel) keep retrying without a 'close': the first error says it all.
+    if (status.state === 'connecting') goDown('redis unreachable');
+  });
+  const onClose = (): void => {
+    if (status.closed) return;
+    if (status.state === 'connecting') goDown('redis unreachable');
+    else if (status.state === 'ready') goDown('redis connection lost');
+  };
+  client.on('close', onClose);
+  client.on('end', onClose);
+  client.on('ready', () => {
+    if (status.closed || status.state === 'ready') return;
+    goReady();
+  });
+
+  return {
+    ready: () => status.state === 'ready',
+    onChange: (listener) => {
+      listeners.push(listener);
+    },
+    settled,
+    describe: (error) =>
+      new RedisUnavailableError(
+        options.address,
+        whyFailed(status.state, error, cause, options.secrets),
+        error,
+      ),
+    closing() {
+      status.closed = true;
+      settle();
+    },
+  };
+}
+
+/** Where a watched connection stands. */
+interface ConnectionStatus {
+  state: ConnectionState;
+  everReady: boolean;
+  /** The store closes on purpose: nothing more is logged or reported. */
+  closed: boolean;
+  downSince: number;
+}
+
+/** Going down and coming back: the state, its one log line, `settle` and the listeners. */
+function transitions(
+  status: ConnectionStatus,
+  options: WatchOptions,
+  parts: {
+    readonly cause: CauseOfFailure;
+    readonly listeners: readonly ((ready: boolean) => void)[];
+    readonly settle: () => void;
+  },
+): { goDown: (message: string) => void; goReady: () => void } {
+  const { address, log } = options;
+  const { cause, listeners, settle } = parts;
+  const now = options.now ?? Date.now;
   const report = (message: string): void => {
-    if (closed) return;
-    const { reason, detail } = problem();
+    if (status.closed) return;
+    const { reason, detail } = cause.problem();
     log?.warn({ store: 'redis', address, reason, cause: detail }, message);
     settle();
   };
   const goDown = (message: string): void => {
-    state = 'down';
-    downSince = now();
+    status.state = 'down';
+    status.downSince = now();
     const { diagnose } = options;
-    const diagnosing = diagnose !== undefined && saysOnlyClosed(lastError);
+    const diagnosing = diagnose !== undefined && cause.saysOnlyClosed();
     if (!diagnosing) report(message);
     for (const listener of listeners) listener(false);
     if (!diagnosing) return;
@@ -286,66 +332,90 @@ export function watchRedisConnection(
     // that it names the cause; `settled` is still bounded by settleWithinMs.
     void diagnose().then(
       (found) => {
-        if (state === 'down') diagnosed = found;
+        if (status.state === 'down') cause.diagnosed(found);
         report(message);
       },
       () => report(message),
     );
   };
-
-  client.on('error', (error) => {
-    if (closed) return;
-    lastError = error;
-    // Some clients (Sentinel) keep retrying without a 'close': the first error says it all.
-    if (state === 'connecting') goDown('redis unreachable');
-  });
-  const onClose = (): void => {
-    if (closed) return;
-    if (state === 'connecting') goDown('redis unreachable');
-    else if (state === 'ready') goDown('redis connection lost');
-  };
-  client.on('close', onClose);
-  client.on('end', onClose);
-  client.on('ready', () => {
-    if (closed || state === 'ready') return;
-    state = 'ready';
-    lastError = undefined;
-    diagnosed = undefined;
-    if (everReady)
+  const goReady = (): void => {
+    status.state = 'ready';
+    cause.cleared();
+    if (status.everReady)
       log?.info(
-        { store: 'redis', address, down_ms: now() - downSince },
+        { store: 'redis', address, down_ms: now() - status.downSince },
         'redis connection regained',
       );
     else log?.info({ store: 'redis', address }, 'redis connected');
-    everReady = true;
+    status.everReady = true;
     settle();
     for (const listener of listeners) listener(true);
-  });
+  };
+  return { goDown, goReady };
+}
 
+type ConnectionState = 'connecting' | 'ready' | 'down';
+
+/** A promise that resolves at `settle()`, or after `withinMs` at the latest. */
+function settleWithin(withinMs: number): { settled: Promise<void>; settle: () => void } {
+  let settle: () => void = () => undefined;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  setTimeout(settle, withinMs).unref();
+  return { settled, settle: () => settle() };
+}
+
+/** Why the connection is down: the client's last error, or what `diagnose` found instead. */
+interface CauseOfFailure {
+  failed(error: Error): void;
+  /** What `diagnose` found while the client said only "closed": kept until it is ready again. */
+  diagnosed(found: Error | undefined): void;
+  /** Ready again: nothing is wrong. */
+  cleared(): void;
+  /** The client said no more than that its connection closed (or nothing yet). */
+  saysOnlyClosed(): boolean;
+  problem(): ConnectionProblem;
+}
+
+function causeOfFailure(secrets: readonly string[]): CauseOfFailure {
+  let lastError: Error | undefined;
+  let diagnosed: Error | undefined;
+  const saysOnlyClosed = (error: Error | undefined): boolean =>
+    error === undefined || classifyRedisError(error) === 'closed';
   return {
-    ready: () => state === 'ready',
-    onChange: (listener) => {
-      listeners.push(listener);
+    failed: (error) => {
+      lastError = error;
     },
-    settled,
-    describe(error) {
-      let why: string;
-      const own = (): string =>
-        scrub(detailOf(error instanceof Error ? error : new Error(String(error))), options.secrets);
-      if (state === 'ready') why = own();
-      // Nothing failed yet, nothing answered either (a peer that accepts and stays silent).
-      else if (state === 'connecting') why = `not connected, no answer yet (${own()})`;
-      else {
-        const { reason, detail } = problem();
-        why = `unreachable, ${FAILURE_TEXT[reason]} (${detail})`;
-      }
-      return new RedisUnavailableError(address, why, error);
+    diagnosed: (found) => {
+      diagnosed = found;
     },
-    closing() {
-      closed = true;
-      settle();
+    cleared: () => {
+      lastError = undefined;
+      diagnosed = undefined;
+    },
+    saysOnlyClosed: () => saysOnlyClosed(lastError),
+    problem: () => {
+      const error = saysOnlyClosed(lastError) ? (diagnosed ?? lastError) : lastError;
+      return error === undefined
+        ? { reason: 'closed', detail: 'connection closed by the server' }
+        : { reason: classifyRedisError(error), detail: scrub(detailOf(error), secrets) };
     },
   };
+}
+
+/** Why an operation failed, as RedisUnavailableError says it: the connection's, while down. */
+function whyFailed(
+  state: ConnectionState,
+  error: unknown,
+  cause: CauseOfFailure,
+  secrets: readonly string[],
+): string {
+  const own = (): string =>
+    scrub(detailOf(error instanceof Error ? error : new Error(String(error))), secrets);
+  if (state === 'ready') return own();
+  // Nothing failed yet, nothing answered either (a peer that accepts and stays silent).
+  if (state === 'connecting') return `not connected, no answer yet (${own()})`;
+  const { reason, detail } = cause.problem();
+  return `unreachable, ${FAILURE_TEXT[reason]} (${detail})`;
 }
 
 /** An error's own words; a Cluster's names its last node's error too. */

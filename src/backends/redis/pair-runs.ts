@@ -3,6 +3,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { parseKeyId } from '../../identity/key-id.js';
 import type { RedisLayout, SingleSlotLayout } from './layout.js';
 import type { Named, Script, ScriptRunner, ScriptValue } from './run-script.js';
+import type { PairReply } from './script-replies.js';
 
 /**
  * Runs of a pair script per operation at most: a safety net, not a budget. The first run asks
@@ -66,15 +67,15 @@ type PairArgName = 'nowMs' | 'retainMs' | 'subject' | 'ids';
 
 /**
  * Runs a pair script of `subject` at `place` (scripts/pair-index.lua): again with the hashes
- * it asks for, until it is done; resolves with what follows its 'done'.
+ * it asks for, until it is done; resolves with what follows its 'done', decoded.
  */
-export type PairRun = <Keys extends readonly string[], Args extends readonly string[]>(
-  script: Script<Keys, Args>,
+export type PairRun = <Keys extends readonly string[], Args extends readonly string[], Done>(
+  script: Script<Keys, Args, PairReply<Done>>,
   subject: string,
   place: PairPlace,
   keys: Omit<Named<Keys, string>, PairKeyName>,
   args: Omit<Named<Args, ScriptValue>, PairArgName>,
-) => Promise<unknown[]>;
+) => Promise<Done>;
 
 export function createPairRun(deps: {
   readonly runner: ScriptRunner;
@@ -88,8 +89,8 @@ export function createPairRun(deps: {
     let ids: string[] = [];
     for (let run = 0; run < MAX_PAIR_RUNS; run += 1) {
       // Each script's names are its own plus the common ones: what TypeScript cannot follow
-      // through the spread of a generic, hence the casts.
-      const reply = (await runner.run(
+      // through the spread of a generic, hence the casts (of what is sent, not of the reply).
+      const reply = await runner.run(
         script,
         {
           pairs: place.pairs,
@@ -106,9 +107,9 @@ export function createPairRun(deps: {
           ids,
           ...args,
         } as unknown as Named<typeof script.args, ScriptValue>,
-      )) as unknown[];
-      if (reply[0] === 'done') return reply.slice(1);
-      ids = reply.slice(1).map(String);
+      );
+      if (reply.kind === 'done') return reply.value;
+      ids = [...reply.ids];
     }
     throw new GatewayError('credential_store_unavailable', {
       cause: new Error(

@@ -56,19 +56,16 @@ export interface SubscribeOptions {
  * the node; `revocations not subscribed` (warn) when a server refuses SUBSCRIBE itself.
  */
 export function subscribeRevocations(options: SubscribeOptions): RevocationSubscription {
-  const { connections, channel, listener, unlocked, flush, log } = options;
-  const now = options.now ?? Date.now;
+  const { connections, channel } = options;
+  const standing = standings(options);
+  const refusal = refusalLog(options.log);
+  const onMessage = messageRouter(options);
   let closed = false;
   let current: Redis | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let attempts = 0;
-  /** The node of the subscription that stands now; undefined while none does. */
-  let standing: string | undefined;
-  let everStood = false;
-  let lostAtMs = 0;
   /** The node whose connection ended last: a Cluster's next is made elsewhere. */
   let avoid: string | undefined;
-  let refusalLogged = false;
   /** Why the standing connection ended, for the `lost` line. */
   let reason: 'closed' | 'timeout' = 'closed';
 
@@ -79,27 +76,11 @@ export function subscribeRevocations(options: SubscribeOptions): RevocationSubsc
   };
 
   const subscribed = (redis: Redis, node: string | undefined): NodeJS.Timeout => {
-    standing = node ?? 'unknown';
     attempts = 0;
     avoid = undefined;
-    refusalLogged = false;
-    if (everStood)
-      log?.info(
-        { store: 'redis', node: standing, down_ms: now() - lostAtMs },
-        'revocations subscribed again',
-      );
-    else log?.info({ store: 'redis', node: standing }, 'revocations subscribed');
-    const start = everStood ? 'again' : 'first';
-    everStood = true;
-    flush(start);
-    const heartbeat = setInterval(() => {
-      redis.ping().catch(() => {
-        reason = 'timeout';
-        redis.disconnect();
-      });
-    }, HEARTBEAT_MS);
-    heartbeat.unref();
-    return heartbeat;
+    refusal.reset();
+    standing.stood(node);
+    return heartbeatOf(redis, () => (reason = 'timeout'));
   };
 
   const open = (): void => {
@@ -112,50 +93,20 @@ export function subscribeRevocations(options: SubscribeOptions): RevocationSubsc
     }
     const { redis } = next;
     current = redis;
-    let heartbeat: NodeJS.Timeout | undefined;
-    // A server that accepts and never answers (a frozen process) must not hold the loop.
-    const deadline = setTimeout(() => redis.disconnect(), SUBSCRIBER_TIMEOUT_MS);
-    deadline.unref();
-    redis.on('error', () => {
-      // Its 'end' follows; the next connection is made there.
+    follow(redis, {
+      channel,
+      onMessage,
+      refused: (error) => refusal.refused(redis, error),
+      subscribed: () => (closed ? undefined : subscribed(redis, peerOf(redis) ?? next.node)),
+      ended: () => {
+        if (current === redis) current = undefined;
+        if (closed) return;
+        avoid = next.node ?? standing.node();
+        standing.lost(reason);
+        reason = 'closed';
+        retry();
+      },
     });
-    redis.on('message', (_channel: string, message: string) => {
-      const read = parseRevocationMessage(message);
-      if (read === undefined) return;
-      if ('revocation' in read) listener(read.revocation, read.publishedAtMs);
-      else unlocked?.(read.unlock);
-    });
-    redis.once('end', () => {
-      clearTimeout(deadline);
-      clearInterval(heartbeat);
-      if (current === redis) current = undefined;
-      if (closed) return;
-      avoid = next.node ?? standing;
-      if (standing !== undefined) {
-        log?.warn({ store: 'redis', node: standing, reason }, 'revocations subscription lost');
-        lostAtMs = now();
-        standing = undefined;
-      }
-      reason = 'closed';
-      retry();
-    });
-    redis
-      .connect()
-      .then(async () => {
-        try {
-          await redis.subscribe(channel);
-        } catch (error) {
-          if (redis.status === 'ready' && !refusalLogged) {
-            refusalLogged = true;
-            const cause = error instanceof Error ? error.message : String(error);
-            log?.warn({ store: 'redis', node: peerOf(redis), cause }, 'revocations not subscribed');
-          }
-          throw error;
-        }
-        clearTimeout(deadline);
-        if (!closed) heartbeat = subscribed(redis, peerOf(redis) ?? next.node);
-      })
-      .catch(() => redis.disconnect());
   };
 
   open();
@@ -170,6 +121,120 @@ export function subscribeRevocations(options: SubscribeOptions): RevocationSubsc
       redis.disconnect();
     },
   };
+}
+
+interface ConnectionHooks {
+  readonly channel: string;
+  readonly onMessage: (message: string) => void;
+  /** The server refused SUBSCRIBE; the connection is dropped. */
+  readonly refused: (error: unknown) => void;
+  /** Subscribed: the heartbeat started, if the subscription still wants one. */
+  readonly subscribed: () => NodeJS.Timeout | undefined;
+  /** The connection ended, whatever the reason: after its timers are stopped. */
+  readonly ended: () => void;
+}
+
+/** One connection's life: connected and subscribed within SUBSCRIBER_TIMEOUT_MS, or dropped. */
+function follow(redis: Redis, hooks: ConnectionHooks): void {
+  let heartbeat: NodeJS.Timeout | undefined;
+  // A server that accepts and never answers (a frozen process) must not hold the loop.
+  const deadline = setTimeout(() => redis.disconnect(), SUBSCRIBER_TIMEOUT_MS);
+  deadline.unref();
+  redis.on('error', () => {
+    // Its 'end' follows; the next connection is made there.
+  });
+  redis.on('message', (_channel: string, message: string) => hooks.onMessage(message));
+  redis.once('end', () => {
+    clearTimeout(deadline);
+    clearInterval(heartbeat);
+    hooks.ended();
+  });
+  redis
+    .connect()
+    .then(async () => {
+      try {
+        await redis.subscribe(hooks.channel);
+      } catch (error) {
+        hooks.refused(error);
+        throw error;
+      }
+      clearTimeout(deadline);
+      heartbeat = hooks.subscribed();
+    })
+    .catch(() => redis.disconnect());
+}
+
+/**
+ * Whether a subscription stands, and on which node: each change logged once, and each
+ * standing flushed (`first`, then `again`).
+ */
+function standings(options: SubscribeOptions) {
+  const { flush, log } = options;
+  const now = options.now ?? Date.now;
+  /** The node of the subscription that stands now; undefined while none does. */
+  let standing: string | undefined;
+  let everStood = false;
+  let lostAtMs = 0;
+  return {
+    node: () => standing,
+    stood(node: string | undefined): void {
+      standing = node ?? 'unknown';
+      if (everStood)
+        log?.info(
+          { store: 'redis', node: standing, down_ms: now() - lostAtMs },
+          'revocations subscribed again',
+        );
+      else log?.info({ store: 'redis', node: standing }, 'revocations subscribed');
+      const start = everStood ? 'again' : 'first';
+      everStood = true;
+      flush(start);
+    },
+    lost(reason: 'closed' | 'timeout'): void {
+      if (standing === undefined) return;
+      log?.warn({ store: 'redis', node: standing, reason }, 'revocations subscription lost');
+      lostAtMs = now();
+      standing = undefined;
+    },
+  };
+}
+
+/** `revocations not subscribed`, once until a subscription stands again. */
+function refusalLog(log: StoreLog | undefined) {
+  let logged = false;
+  return {
+    refused(redis: Redis, error: unknown): void {
+      if (redis.status !== 'ready' || logged) return;
+      logged = true;
+      const cause = error instanceof Error ? error.message : String(error);
+      log?.warn({ store: 'redis', node: peerOf(redis), cause }, 'revocations not subscribed');
+    },
+    reset(): void {
+      logged = false;
+    },
+  };
+}
+
+/** Each message of the channel to its listener: a revocation, or an unlock; others ignored. */
+function messageRouter(options: SubscribeOptions): (message: string) => void {
+  const { listener, unlocked } = options;
+  return (message) => {
+    const read = parseRevocationMessage(message);
+    if (read === undefined) return;
+    if ('revocation' in read) listener(read.revocation, read.publishedAtMs);
+    else unlocked?.(read.unlock);
+  };
+}
+
+/** A PING every HEARTBEAT_MS; one that fails drops the connection (`timedOut` first). */
+function heartbeatOf(redis: Redis, timedOut: () => void): NodeJS.Timeout {
+  const heartbeat = setInterval(() => {
+    redis.ping().catch(() => {
+      timedOut();
+      redis.disconnect();
+    });
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+  return heartbeat;
 }
 
 /** The node a connected connection talks to (the master a Sentinel named, say). */

@@ -5,6 +5,7 @@ import { CircuitOpenError } from '../../concurrency/circuit-breaker.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { RedisBreakers } from './breakers.js';
 import type { RedisClient, RedisConnection } from './client.js';
+import { MalformedReplyError } from './script-replies.js';
 
 /**
  * The one way the Redis backend talks to Redis: every command, script or not, passes
@@ -19,6 +20,9 @@ import type { RedisClient, RedisConnection } from './client.js';
  * Every key a script touches must come in through KEYS: Redis Cluster routes a script by
  * them and refuses a key the script forms itself in another slot; Dragonfly refuses any key
  * not declared. test/integration/script-keys.test.ts watches every script run for it.
+ *
+ * Each script also names the decoder of its reply (script-replies.ts): a run resolves with
+ * the typed value it returns, and rejects with MalformedReplyError on a reply of another shape.
  */
 
 /** What a script is given: strings, and numbers (sent as their decimal text). */
@@ -30,9 +34,25 @@ export type Named<Names extends readonly string[], V> = {
   readonly [Name in Names[number] as Base<Name>]: Name extends `${string}[]` ? readonly V[] : V;
 };
 
+/** What one run sent, by name: what a decoder may need to read the reply. */
+export interface Sent<Keys extends readonly string[], Args extends readonly string[]> {
+  readonly keys: Named<Keys, string>;
+  readonly args: Named<Args, ScriptValue>;
+}
+
+/**
+ * The script's reply as a typed value: checks its shape, throws MalformedReplyError when it
+ * is another (a bug, or a foreign server), never coerces it.
+ */
+export type ReplyDecoder<Keys extends readonly string[], Args extends readonly string[], Reply> = (
+  reply: unknown,
+  sent: Sent<Keys, Args>,
+) => Reply;
+
 export interface Script<
   Keys extends readonly string[] = readonly string[],
   Args extends readonly string[] = readonly string[],
+  Reply = unknown,
 > {
   /** The file it was read from (scripts/<name>), or the name a test gave it. */
   readonly name: string;
@@ -42,13 +62,16 @@ export interface Script<
   readonly source: string;
   /** SHA1 of `source`: what EVALSHA names, computed once. */
   readonly sha: string;
+  /** Its reply, decoded (script-replies.ts). */
+  readonly reply: ReplyDecoder<Keys, Args, Reply>;
 }
 
-export interface ScriptSpec<Keys extends readonly string[], Args extends readonly string[]> {
+export interface ScriptSpec<Keys extends readonly string[], Args extends readonly string[], Reply> {
   readonly keys: Keys;
   readonly args: Args;
   /** Files of scripts/ put before the script, each once (shared Lua functions). */
   readonly libraries?: readonly string[];
+  readonly reply: ReplyDecoder<Keys, Args, Reply>;
 }
 
 const NAME = /^[A-Za-z][A-Za-z0-9]*(\[\])?$/;
@@ -58,17 +81,46 @@ const SCRIPTS = new URL('./scripts/', import.meta.url);
 export function defineScript<
   const Keys extends readonly string[],
   const Args extends readonly string[],
->(file: string, spec: ScriptSpec<Keys, Args>): Script<Keys, Args> {
+  Reply,
+>(file: string, spec: ScriptSpec<Keys, Args, Reply>): Script<Keys, Args, Reply> {
   const read = (name: string): string => readFileSync(new URL(name, SCRIPTS), 'utf8');
   const libraries = (spec.libraries ?? []).map(read);
-  return scriptFromSource(file, [...libraries, read(file)].join('\n'), spec);
+  return compile(file, [...libraries, read(file)].join('\n'), spec);
 }
 
-/** A script from its text: what defineScript makes of a file (and what tests define inline). */
+/**
+ * A script from its text: what defineScript makes of a file (and what tests define inline;
+ * without a decoder, a run resolves with the reply as ioredis gives it).
+ */
 export function scriptFromSource<
   const Keys extends readonly string[],
   const Args extends readonly string[],
->(name: string, body: string, spec: { keys: Keys; args: Args }): Script<Keys, Args> {
+>(name: string, body: string, spec: { keys: Keys; args: Args }): Script<Keys, Args>;
+export function scriptFromSource<
+  const Keys extends readonly string[],
+  const Args extends readonly string[],
+  Reply,
+>(
+  name: string,
+  body: string,
+  spec: { keys: Keys; args: Args; reply: ReplyDecoder<Keys, Args, Reply> },
+): Script<Keys, Args, Reply>;
+export function scriptFromSource<
+  const Keys extends readonly string[],
+  const Args extends readonly string[],
+>(
+  name: string,
+  body: string,
+  spec: { keys: Keys; args: Args; reply?: ReplyDecoder<Keys, Args, unknown> },
+): Script<Keys, Args> {
+  return compile(name, body, { ...spec, reply: spec.reply ?? ((reply) => reply) });
+}
+
+function compile<Keys extends readonly string[], Args extends readonly string[], Reply>(
+  name: string,
+  body: string,
+  spec: { keys: Keys; args: Args; reply: ReplyDecoder<Keys, Args, Reply> },
+): Script<Keys, Args, Reply> {
   for (const each of [...spec.keys, ...spec.args])
     if (!NAME.test(each)) throw new Error(`script ${name}: ${each} is not a name (${NAME.source})`);
   const source = `${prologue(spec.keys, spec.args)}\n${body}`;
@@ -78,6 +130,7 @@ export function scriptFromSource<
     args: spec.args,
     source,
     sha: createHash('sha1').update(source).digest('hex'),
+    reply: spec.reply,
   };
 }
 
@@ -115,7 +168,7 @@ function prologue(keys: readonly string[], args: readonly string[]): string {
 
 /** KEYS and ARGV as sent: each list's length first in ARGV, then the values in declared order. */
 function flatten(
-  script: Script,
+  script: Pick<Script, 'name' | 'keys' | 'args'>,
   keys: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
   args: Readonly<Record<string, ScriptValue | readonly ScriptValue[]>>,
 ): { keys: string[]; args: ScriptValue[] } {
@@ -141,11 +194,11 @@ export interface ScriptRunner {
    * Rejects with GatewayError `credential_store_unavailable` when Redis does not answer in
    * time, the script fails, or the breaker of its first key's master is open.
    */
-  run<Keys extends readonly string[], Args extends readonly string[]>(
-    script: Script<Keys, Args>,
+  run<Keys extends readonly string[], Args extends readonly string[], Reply>(
+    script: Script<Keys, Args, Reply>,
     keys: Named<Keys, string>,
     args: Named<Args, ScriptValue>,
-  ): Promise<unknown>;
+  ): Promise<Reply>;
   /** One plain command (or a few) on `key`, with the same bound, breaker and failure. */
   call<T>(key: string, operation: (client: RedisClient, key: string) => Promise<T>): Promise<T>;
   /**
@@ -185,11 +238,12 @@ export function createScriptRunner(
     }
   };
   return {
-    // A script given a wrong name fails as it is, outside the bound: a bug, not an outage.
+    // A script given a wrong name fails as it is, outside the bound: a bug, not an outage;
+    // so does a malformed reply, decoded once Redis has answered.
     run: async (script, keys, args) => {
       const flat = flatten(script, keys, args);
       const count = flat.keys.length;
-      return guarded(flat.keys[0], async () => {
+      const reply = await guarded(flat.keys[0], async () => {
         try {
           return await client.evalsha(script.sha, count, ...flat.keys, ...flat.args);
         } catch (error) {
@@ -198,6 +252,7 @@ export function createScriptRunner(
           return await client.eval(script.source, count, ...flat.keys, ...flat.args);
         }
       });
+      return decoded(script, reply, { keys, args });
     },
     call: (key, operation) => guarded(key, () => operation(client, key)),
     unkeyed: (operation) => guarded(undefined, () => operation(client)),
@@ -205,6 +260,20 @@ export function createScriptRunner(
       await guarded(undefined, () => client.ping());
     },
   };
+}
+
+/** The script's reply decoded; a malformed one names the script. */
+function decoded<Keys extends readonly string[], Args extends readonly string[], Reply>(
+  script: Script<Keys, Args, Reply>,
+  reply: unknown,
+  sent: Sent<Keys, Args>,
+): Reply {
+  try {
+    return script.reply(reply, sent);
+  } catch (error) {
+    if (!(error instanceof MalformedReplyError)) throw error;
+    throw new MalformedReplyError(`script ${script.name}: ${error.message}`);
+  }
 }
 
 /**

@@ -1,8 +1,8 @@
-import { parseKeyId } from '../../identity/key-id.js';
 import type { RedisLayout, SingleSlotLayout } from './layout.js';
-import { pairsHere, storedTag, type PairRun } from './pair-runs.js';
+import type { PairRun } from './pair-runs.js';
 import type { ScriptRunner } from './run-script.js';
-import { ADOPT_PAIR, COPY_IF_ABSENT, DROP_IF_SAME } from './scripts.js';
+import { slotCopies } from './single-slot-copies.js';
+import { createPairMover, indexesOf, MOVE_ATTEMPTS } from './single-slot-pairs.js';
 
 /**
  * What moving one pair out of the single-slot layout did:
@@ -30,9 +30,6 @@ export const MOVED_AWAY: ReadonlySet<PairMove> = new Set(['moved', 'merged', 'sa
  */
 export type HashMove = 'moved' | 'kept' | 'gone' | 'busy';
 
-/** Attempts at one move: each fails only when a writer changed the single slot's copy meanwhile. */
-const MOVE_ATTEMPTS = 5;
-
 export interface SingleSlot {
   readonly layout: SingleSlotLayout;
   /** Whether the subject still has an index or settings in the single slot (one EXISTS). */
@@ -58,126 +55,25 @@ export interface SingleSlotDeps {
   readonly runPairs: PairRun;
 }
 
-/** A hash as HGETALL gives it, as the flat list of names and values the scripts take. */
-const flat = (fields: Record<string, string>): string[] => Object.entries(fields).flat();
-
 /**
  * Moves pairs, users and subjects' settings out of the single-slot layout, one at a time and
  * safely while gateways serve: each move copies into the layout of layout.ts (one script in
  * the destination's slot), then deletes the single slot's copy only while it is exactly what
  * was copied (one script in the single slot). A writer that changes it in between makes the
  * move start again, so nothing written there is lost; two gateways moving the same pair at
- * once both end with one copy. The two slots differ, so no step spans both.
+ * once both end with one copy. The two slots differ, so no step spans both. A pair's move is
+ * single-slot-pairs.ts; a user's or a subject's settings' is moveHash below.
  */
 export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
-  const { runner, layout, single, runPairs } = deps;
-  const channel = layout.channel;
-
-  const indexesOf = (subject: string): string[] => [
-    single.subjectPairs(subject),
-    single.subjectEnds(subject),
-    single.subjectActive(subject),
-    single.subjectLegacyKeys(subject),
-  ];
-
-  const read = (key: string) =>
-    runner.call(key, async (c) => {
-      const [fields, pttl] = await Promise.all([c.hgetall(key), c.pttl(key)]);
-      return { fields, pttl };
-    });
-
-  const drop = async (
-    key: string,
-    fields: Record<string, string>,
-    member: string,
-    indexes: readonly string[],
-  ): Promise<boolean> =>
-    (await runner.run(DROP_IF_SAME, { hash: key, indexes }, { fields: flat(fields), member })) ===
-    1;
-
-  /** Where the pair of an id is here, by its tag; undefined when it has none yet. */
-  const tagHere = (id: string): Promise<string | undefined> => storedTag(runner, layout, id);
-
-  /**
-   * Whose pair the single slot's `fields` are, and whether it can move: a whole pair to its
-   * subject's tag; a fragment (a writer's HSET of a revocation alone) into the pair here.
-   */
-  const destination = async (
-    id: string,
-    fields: Record<string, string>,
-  ): Promise<{ subject: string; tag: string } | PairMove> => {
-    const { subject } = fields;
-    if (subject === undefined || fields.secret_hash === undefined) {
-      const tag = await tagHere(id);
-      const owner =
-        tag === undefined
-          ? undefined
-          : await runner.call(layout.keyAt(tag, id), (c, k) => c.hget(k, 'subject'));
-      return owner === undefined || owner === null || tag === undefined
-        ? 'fragment'
-        : { subject: owner, tag };
-    }
-    const tag = layout.tagOf(subject);
-    const parsed = parseKeyId(id);
-    if (parsed.kind === 'tagged') return parsed.tag === tag ? { subject, tag } : 'tag-mismatch';
-    const indexed = await tagHere(id);
-    return indexed === undefined || indexed === tag ? { subject, tag } : 'id-taken';
-  };
-
-  const movePairOnce = async (
-    id: string,
-    indexedBy: string | undefined,
-  ): Promise<PairMove | undefined> => {
-    const { fields, pttl } = await read(single.key(id));
-    const indexes = (subject: string | undefined): string[] =>
-      [...new Set([subject, indexedBy])].flatMap((s) => (s === undefined ? [] : indexesOf(s)));
-    if (Object.keys(fields).length === 0)
-      return (await drop(single.key(id), fields, id, indexes(undefined))) ? 'gone' : undefined;
-    const to = await destination(id, fields);
-    if (typeof to === 'string') return to;
-    // An id without a tag is found through its index entry: written first, so that the pair
-    // is never here without it. SET NX: another subject's claim on the id is never replaced.
-    if (parseKeyId(id).kind !== 'tagged' && fields.secret_hash !== undefined) {
-      await runner.call(layout.keyTag(id), (c, k) => c.set(k, to.tag, 'NX'));
-      if ((await tagHere(id)) !== to.tag) return 'id-taken';
-    }
-    // A fragment (a writer's revocation alone) merges only what it says of the end and use.
-    const whole = fields.secret_hash !== undefined && fields.subject !== undefined;
-    const [adopted] = await runPairs(
-      ADOPT_PAIR,
-      to.subject,
-      pairsHere(layout, to.subject),
-      { key: layout.key(id, to.subject) },
-      {
-        id,
-        fields: flat(whole ? fields : { ...fields, subject: to.subject }),
-        pttlMs: whole ? pttl : -1,
-        channel,
-      },
-    );
-    if (adopted === 'taken') return 'id-taken';
-    if (adopted === 'fragment') return 'fragment';
-    return (await drop(single.key(id), fields, id, indexes(fields.subject ?? to.subject)))
-      ? (adopted as PairMove)
-      : undefined;
-  };
-
+  const { runner, layout, single } = deps;
+  const copies = slotCopies(runner);
+  const { movePair, inspectPair } = createPairMover({ ...deps, copies });
   const moveHash = async (from: string, to: string): Promise<HashMove> => {
     for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt += 1) {
-      const { fields, pttl } = await read(from);
-      if (Object.keys(fields).length === 0) return 'gone';
-      const written =
-        (await runner.run(COPY_IF_ABSENT, { hash: to }, { fields: flat(fields), pttlMs: pttl })) ===
-        1;
-      if (await drop(from, fields, '', [])) return written ? 'moved' : 'kept';
-    }
-    return 'busy';
-  };
-
-  const movePair = async (id: string, indexedBy?: string): Promise<PairMove> => {
-    for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt += 1) {
-      const outcome = await movePairOnce(id, indexedBy);
-      if (outcome !== undefined) return outcome;
+      const copy = await copies.read(from);
+      if (Object.keys(copy.fields).length === 0) return 'gone';
+      const written = await copies.copyIfAbsent(to, copy);
+      if (await copies.dropIfSame(from, copy.fields, '', [])) return written ? 'moved' : 'kept';
     }
     return 'busy';
   };
@@ -185,7 +81,7 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
   return {
     layout: single,
     async holdsSubject(subject) {
-      const keys = [...indexesOf(subject), single.subject(subject)];
+      const keys = [...indexesOf(single, subject), single.subject(subject)];
       return (await runner.call(single.subject(subject), (c) => c.exists(...keys))) > 0;
     },
     movePair,
@@ -205,11 +101,6 @@ export function createSingleSlot(deps: SingleSlotDeps): SingleSlot {
       return { pairs, settings: await moveHash(single.subject(subject), layout.subject(subject)) };
     },
     moveUser: (username) => moveHash(single.user(username), layout.user(username)),
-    async inspectPair(id) {
-      const { fields } = await read(single.key(id));
-      if (Object.keys(fields).length === 0) return 'gone';
-      const to = await destination(id, fields);
-      return typeof to === 'string' ? to : 'moved';
-    },
+    inspectPair,
   };
 }

@@ -27,12 +27,11 @@ export function redisVerifiedRecords(
     async keepVerifiedRecord(key, secretHash, record) {
       const tag = await storedTag(runner, layout, key);
       if (tag === undefined) return false;
-      const kept = await runner.run(
+      return runner.run(
         KEEP_VERIFIED_RECORD,
         { key: layout.keyAt(tag, key) },
         { secretHash, record },
       );
-      return kept === 1;
     },
   };
 }
