@@ -64,10 +64,11 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   ],
   admin: ['errors', 'http', 'observability', 'routing'],
   'reference-upstream': ['http'],
-  // The lifecycle of `serve`, one process or a primary: signals, SIGHUP, start failures,
-  // the drain, the signing key the processes share. What serves comes in from the CLI, as
-  // an interface (gateway/ builds on the drain, so it sits below).
-  lifecycle: ['config', 'http', 'observability', 'tls', 'tokens'],
+  // The lifecycle of `serve`, one process or the primary of workers (forks, replaces, the
+  // admin port of the set): signals, SIGHUP, start failures, the drain, the signing key the
+  // processes share. What serves comes in from the CLI, as an interface (gateway/ builds on
+  // the drain, so it sits below).
+  lifecycle: ['admin', 'config', 'http', 'observability', 'tls', 'tokens'],
   // The composition root: named builders, the only place that picks production
   // implementations. Only the CLI, its commands and the workers reach it.
   gateway: [
@@ -94,9 +95,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'tokens',
     'tracing',
   ],
-  // serve --workers: the primary (forks, replaces, the admin port of the set) and its
-  // workers (a gateway each, from the composition root).
-  workers: ['admin', 'config', 'gateway', 'http', 'lifecycle', 'observability'],
+  // A worker of serve --workers: a gateway from the composition root, told by its primary
+  // (lifecycle/) over IPC.
+  workers: ['config', 'gateway', 'lifecycle', 'observability'],
   // The CLI's commands, each declaring its options: they call the composition root (gateway/)
   // and name its failures; serve picks what serves (one gateway, or the primary of workers)
   // and hands it to the lifecycle.

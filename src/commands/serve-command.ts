@@ -2,7 +2,7 @@ import type { Argv } from 'yargs';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { supervise } from '../lifecycle/supervisor.js';
 import { createLogger } from '../observability/create-logger.js';
-import { WORKER_ENV } from '../workers/messages.js';
+import { WORKER_ENV } from '../lifecycle/messages.js';
 import { checkKeyMaterial } from './check-key-material.js';
 import type { CliCommand } from './cli-command.js';
 import { loadServeConfig, withWorkersOption, type ConfigArgs } from './config-options.js';
@@ -62,7 +62,7 @@ async function superviseServe(args: ServeArgs, run: ServeRun): Promise<void> {
     return next;
   };
   const { workers } = config.server;
-  const primary = workers === 1 ? undefined : await import('../workers/primary.js');
+  const primary = workers === 1 ? undefined : await import('../lifecycle/primary.js');
   const count = primary?.resolveWorkerCount(workers) ?? 1;
   const set = count > 1 ? primary : undefined;
   const { level } = config.logging;

@@ -13,7 +13,7 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 
 /**
  * What serves, as the supervisor drives it: one gateway (`oneGateway`, commands/serve.ts) or
- * a set of workers (`workerSet`, workers/primary.ts); the CLI picks one. Only this differs
+ * a set of workers (`workerSet`, lifecycle/primary.ts); the CLI picks one. Only this differs
  * between the two; the supervisor does the rest.
  */
 export interface SupervisedTarget {

@@ -2,7 +2,7 @@ import type { GatewayConfig } from '../config/config-schema.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { logStartFailure } from '../lifecycle/start-failure.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
-import type { FromWorker, ToWorker, WorkerReadiness } from './messages.js';
+import type { FromWorker, ToWorker, WorkerReadiness } from '../lifecycle/messages.js';
 
 /** How often a draining worker tells the primary how many requests it still serves. */
 const IN_FLIGHT_REPORT_MS = 100;

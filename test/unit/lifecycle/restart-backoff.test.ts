@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RESTART_BACKOFF, RestartBackoff } from '../../../src/workers/restart-backoff.js';
+import { RESTART_BACKOFF, RestartBackoff } from '../../../src/lifecycle/restart-backoff.js';
 
 describe('the restart backoff of a worker slot', () => {
   it('waits 100 ms, then doubles for each quick death, up to 10 s', () => {

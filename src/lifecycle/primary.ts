@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { GatewayConfig } from '../config/config-schema.js';
-import type { SupervisedTarget } from '../lifecycle/supervisor.js';
+import type { SupervisedTarget } from './supervisor.js';
 import { createLogger, type Logger } from '../observability/create-logger.js';
 import type { ReloadOutcome } from '../observability/metrics.js';
 import { allStopped, createSetState, live, order } from './set-state.js';

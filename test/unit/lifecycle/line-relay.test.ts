@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLineRelay } from '../../../src/workers/line-relay.js';
+import { createLineRelay } from '../../../src/lifecycle/line-relay.js';
 
 function relayed(chunks: string[]): string[] {
   const written: string[] = [];

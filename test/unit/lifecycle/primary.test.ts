@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { availableParallelism } from 'node:os';
-import { combineReadiness, resolveWorkerCount } from '../../../src/workers/primary.js';
+import { combineReadiness, resolveWorkerCount } from '../../../src/lifecycle/primary.js';
 
 describe('the readiness of a set of workers', () => {
   it('is ready only when every worker is', () => {
