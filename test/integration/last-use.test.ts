@@ -39,6 +39,18 @@ async function watchCommands(prefix: string): Promise<{ seen: string[][]; stop()
   };
 }
 
+/** A gateway on `prefix` writing last uses once an hour (so only at shutdown), subscribed. */
+async function startHourlyGateway(prefix: string) {
+  const running = await startInProcessGateway({
+    redisUrl,
+    keyPrefix: prefix,
+    upstreamUrl: upstream.url,
+    config: { keys: { lastUsedIntervalSec: 3600 } },
+  });
+  await untilSubscribers(redisUrl, prefix, 1);
+  return running;
+}
+
 const isScript = (args: string[]) => /^eval(sha)?$/i.test(args[0] ?? '');
 
 describe('last use of a pair', () => {
@@ -46,13 +58,7 @@ describe('last use of a pair', () => {
     const prefix = uniquePrefix('lastuse');
     const pair = { key: 'ak_lastuse_busy', secret: 'busy-secret-0123456789', subject: 'busy' };
     await seedKey(redisUrl, prefix, pair);
-    const running = await startInProcessGateway({
-      redisUrl,
-      keyPrefix: prefix,
-      upstreamUrl: upstream.url,
-      config: { keys: { lastUsedIntervalSec: 3600 } },
-    });
-    await untilSubscribers(redisUrl, prefix, 1);
+    const running = await startHourlyGateway(prefix);
     const commands = await watchCommands(prefix);
     try {
       const headers = { authorization: basicHeader(pair.key, pair.secret) };
@@ -103,13 +109,7 @@ describe('last use of a pair', () => {
       subject: `many-${i}`,
     }));
     for (const pair of pairs) await seedKey(redisUrl, prefix, pair);
-    const running = await startInProcessGateway({
-      redisUrl,
-      keyPrefix: prefix,
-      upstreamUrl: upstream.url,
-      config: { keys: { lastUsedIntervalSec: 3600 } },
-    });
-    await untilSubscribers(redisUrl, prefix, 1);
+    const running = await startHourlyGateway(prefix);
     try {
       for (const pair of pairs) {
         const headers = { authorization: basicHeader(pair.key, pair.secret) };
