@@ -1,6 +1,7 @@
 // The population section's figures beyond its table: ratios to the smallest group's rows (the
-// one-pair row by default), the factor over Caddy, the record checks, Zipf's shares and
-// issue 25's targets. Pure: it reads the rows and the counters the section gathered.
+// one-pair row by default), the factor over Caddy, the record checks and Zipf's shares (issue
+// 25's targets are read in the steady state, population-steady.ts). Pure: it reads the rows
+// and the counters the section gathered.
 import type { Engine } from './options.js';
 import { formatNumber, ratio, summarize, table } from './report.js';
 import type { Row } from './scenarios.js';
@@ -26,7 +27,6 @@ export interface ReportInput {
   readonly infos: ReadonlyMap<string, RowInfo>;
   readonly sizes: readonly number[];
   readonly exponent: number;
-  readonly targets: Targets;
   /** The process cache's bound and Caddy's, for the note on Zipf's shares. */
   readonly cacheEntries: number;
   readonly caddyCacheEntries: number;
@@ -70,13 +70,12 @@ const times = (value: number): string => formatNumber(value, 'ratio');
 function medianRatio(a: Row, b: Row, metric: 'rps' | 'p99Ms' | 'cpuMicrosPerRequest'): number {
   return summarize(a)[metric] / summarize(b)[metric];
 }
-const verdict = (pass: boolean): string => (pass ? 'PASS' : 'FAIL');
 
 export function reportNotes(input: ReportInput): {
   notes: string[];
   extra: Record<string, unknown>;
 } {
-  const { rows, infos, sizes, targets } = input;
+  const { rows, infos, sizes } = input;
   const smallest = sizes[0] ?? 1;
   const largest = sizes.at(-1) ?? 1;
   const find = (size: number, kind: RowInfo['kind'], records?: boolean): Row | undefined =>
@@ -158,33 +157,8 @@ export function reportNotes(input: ReportInput): {
     `Caddy: GOMAXPROCS unset (all cores, for its bcrypt), its Caddyfile form's hash_cache (${input.caddyCacheEntries.toLocaleString('en-US')} results, keyed by hash + password, random eviction). Pairs sharing one of the ${input.poolEntries.toLocaleString('en-US')} (secret, hash) entries share its results, so it meets at most that many keys where N distinct secrets would give it N: a favour to Caddy, the factor over it is conservative. For the gateway the sharing is neutral: its cache is keyed by the whole key:secret, its records by key id.`,
   );
 
-  const targetLines: Record<string, Record<string, number | boolean>> = {};
-  for (const engine of ['http-proxy-3', 'undici'] as const) {
-    const r = find(largest, engine, true);
-    const base = find(smallest, engine, true);
-    if (r === undefined || base === undefined || r === base) continue;
-    const rps = medianRatio(r, base, 'rps');
-    const p99 = medianRatio(r, base, 'p99Ms');
-    const bcrypt = bcryptPerRequest(infos.get(r.id));
-    const pass = {
-      rps: rps >= targets.rpsAtLeast,
-      p99: p99 <= targets.p99AtMost,
-      bcrypt: bcrypt <= targets.bcryptPerRequestAtMost,
-    };
-    targetLines[engine] = {
-      rpsRatio: rps,
-      p99Ratio: p99,
-      bcryptPerRequest: bcrypt,
-      rpsPass: pass.rps,
-      p99Pass: pass.p99,
-      bcryptPass: pass.bcrypt,
-    };
-    notes.push(
-      `target, ${pairsText(largest)} with records, ${engine}: req/s × ${times(rps)} of the ${pairsText(smallest)} row (≥ ${targets.rpsAtLeast}) ${verdict(pass.rps)}; p99 × ${times(p99)} (≤ ${targets.p99AtMost}) ${verdict(pass.p99)}; bcrypt runs per request ${perRequestText(bcrypt)} (≤ ${targets.bcryptPerRequestAtMost}) ${verdict(pass.bcrypt)}${largest === 100_000 ? '' : ' (the targets are set for 100,000 pairs)'}`,
-    );
-  }
   return {
     notes,
-    extra: { ratios, caddyFactors, recordChecksOtherThanHit: others, targets: targetLines },
+    extra: { ratios, caddyFactors, recordChecksOtherThanHit: others },
   };
 }

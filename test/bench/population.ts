@@ -42,6 +42,14 @@ import {
   type RowInfo,
 } from './population-report.js';
 import { formatNumber } from './report.js';
+import {
+  STEADY_WARMUP_SEC,
+  steadyNotes,
+  steadyRuns,
+  steadySummary,
+  type SteadyFigures,
+  type SteadyLoad,
+} from './population-steady.js';
 import { row, runRounds, type BenchContext, type Row, type SectionResult } from './scenarios.js';
 import {
   redisMemoryMiB,
@@ -112,7 +120,8 @@ export function populationPlan(
     rows * (1 + warmupSec + 0.6) +
     rows * rounds * 0.3 +
     (caddy ? sizes.reduce((sum, n) => sum + n / 50_000, 0) : 0) +
-    (workers ? 2 : 1) * (warmupSec + options.duration + AFTER_SWITCH_SEC + 5);
+    (workers ? 2 : 1) * (warmupSec + options.duration + AFTER_SWITCH_SEC + 5) +
+    (sizes.length > 1 ? ENGINES.length * (STEADY_WARMUP_SEC + rounds * (options.duration + 1)) : 0);
   return { rows, rounds, otherSec };
 }
 
@@ -180,6 +189,7 @@ async function startGroup(
   population: Population,
   infos: Map<string, RowInfo>,
   notes: string[],
+  gateways: Map<string, MeteredGateway>,
 ): Promise<Row[]> {
   const { group } = ctx;
   const { size } = population;
@@ -191,6 +201,7 @@ async function startGroup(
       const config = setup.gatewayConfig(engine, redisUrl);
       const gateway = await startMeteredGateway(group, `gateway-${id}`, config, records);
       await verifyGateway(gateway, population, records);
+      gateways.set(id, gateway);
       const info: RowInfo = { size, kind: engine, records, runs: [] };
       infos.set(id, info);
       const label = `${pairsText(size)}, gateway ${engine}, records ${records ? 'on' : 'off'}`;
@@ -289,6 +300,37 @@ function setupNotes(seeded: Seeded, options: BenchOptions): string[] {
   ];
 }
 
+const steadyLoad = (options: BenchOptions): SteadyLoad => ({
+  connections: options.connections,
+  seconds: options.duration,
+  exponent: ZIPF_EXPONENT,
+  seed: ZIPF_SEED,
+});
+
+/** Per engine, the smallest and largest groups' records-on gateways in steady state. */
+async function steadyStates(
+  ctx: BenchContext,
+  seeded: Seeded,
+  gateways: ReadonlyMap<string, MeteredGateway>,
+): Promise<SteadyFigures[]> {
+  const sizes = ctx.options.populationSizes;
+  const smallest = sizes[0] ?? 1;
+  const largest = sizes.at(-1) ?? 1;
+  if (smallest === largest) return [];
+  const rounds = Math.min(ctx.options.rounds, POPULATION_MAX_ROUNDS);
+  const figures: SteadyFigures[] = [];
+  for (const engine of ENGINES) {
+    const side = (size: number) => {
+      const gateway = gateways.get(`pop${size}-${engine}-records-on`);
+      if (gateway === undefined) throw new Error(`no records-on gateway of ${size} on ${engine}`);
+      return { gateway, population: seeded.populationOf(size) };
+    };
+    const pairing = { engine, base: side(smallest), large: side(largest) };
+    figures.push(await steadyRuns(ctx, pairing, steadyLoad(ctx.options), rounds));
+  }
+  return figures;
+}
+
 /** Restarts under load (records on, undici): into one process, then into two workers. */
 async function restarts(
   ctx: BenchContext,
@@ -332,9 +374,18 @@ export async function populationSection(
   const infos = new Map<string, RowInfo>();
   const notes: string[] = [];
   const groups: Row[][] = [];
+  const gateways = new Map<string, MeteredGateway>();
   for (const size of sizes)
     groups.push(
-      await startGroup(ctx, setup, seeded.redis.url, seeded.populationOf(size), infos, notes),
+      await startGroup(
+        ctx,
+        setup,
+        seeded.redis.url,
+        seeded.populationOf(size),
+        infos,
+        notes,
+        gateways,
+      ),
     );
 
   // Group by group: a row's runs 5 rows apart (about 30 s with the defaults), within the
@@ -344,6 +395,7 @@ export async function populationSection(
   const warmup = populationWarmupSec(options);
   for (const groupRows of groups)
     await runRounds({ ...ctx, options: { ...options, rounds, warmup } }, 'population', groupRows);
+  const steady = await steadyStates(ctx, seeded, gateways);
   const restartRuns = await restarts(ctx, setup, seeded, notes);
 
   const rows = groups.flat();
@@ -352,7 +404,6 @@ export async function populationSection(
     infos,
     sizes,
     exponent: ZIPF_EXPONENT,
-    targets: TARGET,
     cacheEntries: DEFAULT_CACHE_ENTRIES,
     caddyCacheEntries: CADDY_CACHE_ENTRIES,
     poolEntries: seeded.pool.length,
@@ -371,6 +422,7 @@ export async function populationSection(
     notes: [
       ...notes,
       ...report.notes,
+      ...steadyNotes(steady, TARGET, steadyLoad(options)),
       ...setupNotes(seeded, options),
       ...restartNotes(restartRuns, RESTART_PAIRS),
     ],
@@ -383,6 +435,7 @@ export async function populationSection(
       redisMemoryMiB: seeded.memoryMiB,
       counters: Object.fromEntries(infos),
       ...report.extra,
+      steady: steady.map((f) => ({ ...f, summary: steadySummary(f) })),
       restarts: restartRuns,
     },
   };

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { STEP_MS, WINDOW_MS, windowP99s, type Answer } from '../../bench/population-restart.js';
+import {
+  steadySummary,
+  steadyVerdict,
+  type SteadyFigures,
+  type SteadySide,
+} from '../../bench/population-steady.js';
+
+/** `perStep` answers of `latencyMs` in each STEP_MS from `from`, for `steps` steps. */
+function answers(from: number, steps: number, perStep: number, latencyMs: number): Answer[] {
+  return Array.from({ length: steps * perStep }, (_, i) => ({
+    origin: 1,
+    sentMs: from + Math.floor(i / perStep) * STEP_MS + (i % perStep) * (STEP_MS / perStep),
+    latencyMs,
+    status: 200,
+  }));
+}
+
+describe('the restart windows', () => {
+  it('reads a 1 s window every 250 ms, each over the answers sent in it', () => {
+    const steps = 8;
+    const windows = windowP99s(answers(0, steps, 100, 10), 0, steps * STEP_MS);
+    expect(WINDOW_MS / STEP_MS).toBe(4);
+    expect(windows).toHaveLength(steps - 3);
+    expect(windows.every((p99) => p99 === 10)).toBe(true);
+  });
+
+  it('lets a lone stall pass but not a slow second', () => {
+    const steady = answers(0, 8, 500, 10);
+    // Three slow answers among the 2,000 of each window that holds them: under its p99's 20.
+    const stall = answers(STEP_MS * 4, 1, 3, 500);
+    expect(Math.max(...windowP99s([...steady, ...stall], 0, 8 * STEP_MS))).toBe(10);
+    // A tenth of every answer slow for a whole second: each window touching it is over.
+    const slow = answers(0, 4, 50, 500);
+    const windows = windowP99s([...steady, ...slow], 0, 8 * STEP_MS);
+    expect(windows[0]).toBe(500);
+    expect(windows.at(-1)).toBe(10);
+  });
+
+  it('counts a window in which nothing was sent as over', () => {
+    // Nothing sent in the first second: the first window is over, the next ones are not.
+    const late = answers(0, 8, 100, 10).filter((a) => a.sentMs >= WINDOW_MS);
+    const windows = windowP99s(late, 0, 8 * STEP_MS);
+    expect(windows[0]).toBe(Infinity);
+    expect(windows.slice(1)).toEqual([10, 10, 10, 10]);
+  });
+});
+
+const side = (rps: number, p99Ms: number, hits = 0, bcrypt = 0): SteadySide => ({
+  rps,
+  p50Ms: p99Ms / 2,
+  p99Ms,
+  cpuMicrosPerRequest: 1e6 / rps,
+  requests: rps * 5,
+  errors: 0,
+  counters: {
+    bcryptCompares: bcrypt,
+    recordChecks: { hit: hits, absent: 0, ended: 0, other_key: 0, refused: 0 },
+  },
+});
+
+describe('the steady state', () => {
+  const figures: SteadyFigures = {
+    engine: 'undici',
+    baseSize: 1,
+    largeSize: 100_000,
+    runs: [
+      { base: side(4000, 20), large: side(3000, 30, 3000) },
+      { base: side(2000, 40), large: side(1800, 60, 1800) },
+      { base: side(3000, 30), large: side(2700, 70, 2700) },
+    ],
+  };
+
+  it("takes the median of each run's ratio, not the ratio of the medians", () => {
+    const s = steadySummary(figures);
+    // Per-run req/s ratios 0.75, 0.9, 0.9; the medians' ratio would be 2700 / 3000 = 0.9.
+    expect(s.rpsRatio).toBeCloseTo(0.9);
+    // Per-run p99 ratios 1.5, 1.5, 2.33.
+    expect(s.p99Ratio).toBeCloseTo(1.5);
+    expect(s.recordChecksPerRequest).toBeCloseTo(0.2);
+    expect(
+      steadyVerdict(s, { rpsAtLeast: 0.8, p99AtMost: 2, bcryptPerRequestAtMost: 0.001 }),
+    ).toEqual({ rps: true, p99: true, bcrypt: true });
+  });
+
+  it('leaves runs with errors out of the medians and fails a target it misses', () => {
+    const withErrors: SteadyFigures = {
+      ...figures,
+      runs: [
+        ...figures.runs,
+        { base: side(4000, 20), large: { ...side(100, 900, 0, 50), errors: 3 } },
+      ],
+    };
+    const s = steadySummary(withErrors);
+    expect(s.validRuns).toBe(3);
+    expect(s.errors).toBe(3);
+    expect(s.rpsRatio).toBeCloseTo(0.9);
+    // Its bcrypt runs still count: a run with errors is no excuse for them.
+    expect(s.bcryptPerRequest).toBeGreaterThan(0.001);
+    expect(
+      steadyVerdict(s, { rpsAtLeast: 0.95, p99AtMost: 1.2, bcryptPerRequestAtMost: 0.001 }),
+    ).toEqual({ rps: false, p99: false, bcrypt: false });
+  });
+});
