@@ -32,11 +32,15 @@ export function buildRoutes(config: GatewayConfig, parts: RouteParts): RouteTabl
   const exact = new Map<string, RouteEntry>();
   const prefixes: Prefixes = [];
   addConfiguredRoutes(config, parts.forwarders, exact, prefixes);
-  const keyItem = addOwnEndpoints(config, parts, exact);
+  const keys = addOwnEndpoints(config, parts, exact);
   addForwardAuth(config, exact, prefixes);
+  const { key, keyRoll } = OWN_PATHS;
   return createRouteTable({
     exact,
-    parameterized: [{ prefix: OWN_PATHS.key.path, param: KEY_ID.pattern, entry: keyItem }],
+    parameterized: [
+      { prefix: key.path, param: KEY_ID.pattern, entry: keys.item },
+      { prefix: keyRoll.path, param: KEY_ID.pattern, suffix: keyRoll.suffix, entry: keys.roll },
+    ],
     prefixes,
   });
 }
@@ -72,12 +76,15 @@ function addConfiguredRoutes(
   }
 }
 
-/** The own endpoints at their paths (routing/own-paths.ts); returns `/keys/{key}`'s entry. */
+/**
+ * The own endpoints at their exact paths (routing/own-paths.ts); returns the entries of the
+ * parameterized ones, `/keys/{key}` and `/keys/{key}/roll`.
+ */
 function addOwnEndpoints(
   config: GatewayConfig,
   { auth, authenticator, signer, store, now }: RouteParts,
   exact: Map<string, RouteEntry>,
-): RouteEntry {
+): { item: RouteEntry; roll: RouteEntry } {
   const keys = createKeysEndpoints({
     store,
     verifier: auth.verifier,
@@ -107,7 +114,7 @@ function addOwnEndpoints(
   );
   exact.set(OWN_PATHS.jwks.path, createJwksEndpoint(signer.jwks));
   exact.set(OWN_PATHS.openapi.path, createOpenApiEndpoint(openApiJson()));
-  return keys.item;
+  return { item: keys.item, roll: keys.roll };
 }
 
 /** The check's path and every path under it (Envoy's shape). */

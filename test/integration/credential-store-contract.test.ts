@@ -20,7 +20,9 @@ import {
   retention,
   START_MS,
   summary,
+  type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { keyRollContract } from '../support/key-roll-contract.js';
 import { redisConfig } from '../support/redis-config.js';
 import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { auditScriptKeys, type ScriptKeyAudit } from '../support/script-key-audit.js';
@@ -57,7 +59,7 @@ afterAll(async () => {
   expect(undeclared).toEqual([]);
 });
 
-credentialStoreContract('the memory', () => {
+const memoryStore = (): Promise<StoreUnderTest> => {
   const store = createMemoryStore({}, now, retention);
   return Promise.resolve({
     store,
@@ -65,9 +67,9 @@ credentialStoreContract('the memory', () => {
     subscribed: () => Promise.resolve(),
     close: () => store.close(),
   });
-});
+};
 
-credentialStoreContract('the Redis', () => {
+const redisStore = (): Promise<StoreUnderTest> => {
   // A fresh prefix per test: each one starts from an empty keyspace.
   const prefix = uniquePrefix('contract');
   const store = openRedisStore(watchedConfig(prefix), { now, retention });
@@ -81,7 +83,12 @@ credentialStoreContract('the Redis', () => {
       await Promise.all([store.close(), observer.close()]);
     },
   });
-});
+};
+
+credentialStoreContract('the memory', memoryStore);
+credentialStoreContract('the Redis', redisStore);
+keyRollContract('the memory', memoryStore);
+keyRollContract('the Redis', redisStore);
 
 describe('the Redis credential store reading what another service wrote', () => {
   const prefix = uniquePrefix('layout');

@@ -11,7 +11,9 @@ import {
   HASH,
   now,
   retention,
+  type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { keyRollContract } from '../support/key-roll-contract.js';
 import { lockoutContract } from '../support/lockout-contract.js';
 import { bucketStoreContract, TRACKED } from '../support/rate-bucket-store-contract.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
@@ -52,7 +54,7 @@ function backend(prefix: string): Backend {
 
 const nodeUrls = (): string[] => cluster.seeds.map((seed) => `redis://${seed}`);
 
-credentialStoreContract('the Redis Cluster', () => {
+const clusterStore = (): Promise<StoreUnderTest> => {
   const prefix = uniquePrefix('ccontract');
   const store = openRedisStore(redisClusterConfig(cluster.seeds, prefix), { now, retention });
   const observer = openRedisStore(redisClusterConfig(cluster.seeds, prefix), { now, retention });
@@ -64,7 +66,10 @@ credentialStoreContract('the Redis Cluster', () => {
       await Promise.all([store.close(), observer.close()]);
     },
   });
-});
+};
+
+credentialStoreContract('the Redis Cluster', clusterStore);
+keyRollContract('the Redis Cluster', clusterStore);
 
 lockoutContract({
   name: 'Redis Cluster backend',
