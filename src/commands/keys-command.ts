@@ -9,6 +9,7 @@ import {
 } from './admin-commands.js';
 import { withCommands, type CliCommand } from './cli-command.js';
 import { loadStoreConfig } from './config-options.js';
+import { rollKeyCli } from './roll-key-command.js';
 import { runAdmin, stdoutOutput, withJson } from './store-command.js';
 import { unlockCommand } from './unlock-command.js';
 
@@ -106,10 +107,10 @@ const unlockCli: CliCommand = (yargs) =>
     (args) => unlockCommand(loadStoreConfig(args), stdoutOutput(args.json), args),
   );
 
-/** `keys create|list|show|revoke|unlock`: the pairs in the store, and the lockouts. */
+/** `keys create|list|show|revoke|roll|unlock`: the pairs in the store, and the lockouts. */
 export const keysCli: CliCommand = (yargs) =>
   yargs.command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
-    withCommands(y, [createKeyCli, listKeysCli, showKeyCli, revokeKeyCli, unlockCli])
+    withCommands(y, [createKeyCli, listKeysCli, showKeyCli, revokeKeyCli, rollKeyCli, unlockCli])
       .example('$0 keys list --subject alice', "the subject's pairs")
-      .demandCommand(1, 'Name a keys command: create, list, show, revoke or unlock.'),
+      .demandCommand(1, 'Name a keys command: create, list, show, revoke, roll or unlock.'),
   );

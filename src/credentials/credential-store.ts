@@ -75,6 +75,24 @@ export interface UserRecord {
   readonly tokenGeneration?: number;
 }
 
+/** What rollKey does to one pair (credentials/key-roll.ts). */
+export interface KeyRoll {
+  /** The pair rolled: it must be usable (active, unexpired). */
+  readonly key: string;
+  /** The successor's id (made for the rolled pair's subject) and its secret's bcrypt hash. */
+  readonly successor: { readonly key: string; readonly secretHash: string };
+  /** When the roll happens (ISO 8601 UTC): the successor's created_at, the overlap's start. */
+  readonly at: string;
+  /** Seconds the rolled pair keeps working: 0 (revoked at once) to MAX_ROLL_OVERLAP_SEC. */
+  readonly overlapSec: number;
+}
+
+/** What a roll made: the successor, and the rolled pair as the roll left it (its end). */
+export interface RolledPair {
+  readonly successor: KeyRecord;
+  readonly rolled: KeyRecord;
+}
+
 /**
  * A signed-in web-app user's session of the portal, as a store keeps it: never the session id
  * itself (only its SHA-256, in `SessionRef`), so a copy of the store signs nobody in.
@@ -168,6 +186,19 @@ export interface CredentialStore {
     at: string,
     options?: { keepLastActive?: boolean },
   ): Promise<KeyRecord | undefined>;
+  /**
+   * Rolls the usable pair `roll.key` (credentials/key-roll.ts), atomically: adds its
+   * successor, with the rolled pair's subject, label, scopes and expiry as stored, and ends
+   * the rolled pair `roll.overlapSec` after `roll.at` but never later than its own expiry:
+   * revoked at once with an overlap of 0, else its expiry brought forward. Either way the
+   * change is announced like a revocation of the pair, so that every gateway drops what it
+   * cached of the pair under its former end. Undefined when the pair is unknown (or past its
+   * retention); GatewayError `conflict` when it is revoked or expired; `limit_exceeded` when
+   * the subject's other usable pairs number `maxActive` already. The rolled pair, ending, is
+   * not counted: a subject at its cap can roll, and holds maxActive + 1 pairs during the
+   * overlap (a second roll then waits for the first's end).
+   */
+  rollKey(roll: KeyRoll, maxActive: number): Promise<RolledPair | undefined>;
   /**
    * Revokes every usable pair of the subject at `at`, announcing each one (as revokeKey
    * does), and returns their ids. Atomic per call; a pair made meanwhile by a request already

@@ -102,11 +102,20 @@ export function parseExpiryRequest(
 const DURATION = /^(\d{1,10})([smhd])$/;
 const UNIT_SEC = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
+/**
+ * Seconds of a duration as the CLI takes it (`90d`, `12h`, `30m`, `3600s`: digits and one
+ * unit); undefined for any other text. `keys create --expires` and `keys roll --overlap`.
+ */
+export function parseDurationSec(text: string): number | undefined {
+  const duration = DURATION.exec(text);
+  if (duration === null) return undefined;
+  return Number(duration[1]) * UNIT_SEC[duration[2] as keyof typeof UNIT_SEC];
+}
+
 /** `keys create --expires`: a duration (`90d`, `12h`, `30m`, `3600s`) or an RFC 3339 time. */
 export function parseExpiresOption(text: string, nowMs: number): ExpiryOutcome {
-  const duration = DURATION.exec(text);
-  if (duration !== null) {
-    const seconds = Number(duration[1]) * UNIT_SEC[duration[2] as keyof typeof UNIT_SEC];
+  const seconds = parseDurationSec(text);
+  if (seconds !== undefined) {
     if (seconds < 1 || seconds > MAX_KEY_LIFETIME_SEC)
       return { ok: false, message: EXPIRY_MESSAGES.option };
     return { ok: true, expiresAt: new Date(nowMs + seconds * 1000).toISOString() };

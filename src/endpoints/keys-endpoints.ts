@@ -3,16 +3,19 @@ import { createKey } from './create-key.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 import { listKeys } from './list-keys.js';
 import { revokeKey } from './revoke-key.js';
+import { rollKey } from './roll-key.js';
 
 export type { KeysEndpointsOptions } from './keys-options.js';
 
 /**
  * Key-pair self-service, always scoped to the caller's subject: `GET /keys`, `POST /keys`,
- * `DELETE /keys/{key}`. Another subject's pair answers exactly like one that does not exist.
+ * `DELETE /keys/{key}`, `POST /keys/{key}/roll`. Another subject's pair answers exactly like
+ * one that does not exist.
  */
 export function createKeysEndpoints(options: KeysEndpointsOptions): {
   collection: EndpointRoute;
   item: EndpointRoute;
+  roll: EndpointRoute;
 } {
   return {
     collection: {
@@ -33,6 +36,15 @@ export function createKeysEndpoints(options: KeysEndpointsOptions): {
       schemes: options.schemes,
       scopes: options.requiredScopes,
       handle: (context) => revokeKey(options, context),
+    },
+    roll: {
+      kind: 'endpoint',
+      name: 'key-roll',
+      methods: new Set(['POST']),
+      allow: ['POST'],
+      schemes: options.schemes,
+      scopes: options.requiredScopes,
+      handle: (context) => rollKey(options, context),
     },
   };
 }

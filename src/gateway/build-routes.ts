@@ -37,9 +37,13 @@ export function buildRoutes(config: GatewayConfig, parts: RouteParts): RouteTabl
   const keys = addOwnEndpoints(config, parts, exact);
   addForwardAuth(config, exact, prefixes);
   addPortal(config, parts, keys.options, prefixes);
+  const { key, keyRoll } = OWN_PATHS;
   return createRouteTable({
     exact,
-    parameterized: [{ prefix: OWN_PATHS.key.path, param: KEY_ID.pattern, entry: keys.item }],
+    parameterized: [
+      { prefix: key.path, param: KEY_ID.pattern, entry: keys.item },
+      { prefix: keyRoll.path, param: KEY_ID.pattern, suffix: keyRoll.suffix, entry: keys.roll },
+    ],
     prefixes,
   });
 }
@@ -76,14 +80,15 @@ function addConfiguredRoutes(
 }
 
 /**
- * The own endpoints at their paths (routing/own-paths.ts); returns `/keys/{key}`'s entry and
- * the options of the keys endpoints (the portal's pages follow the same rules).
+ * The own endpoints at their exact paths (routing/own-paths.ts); returns the entries of the
+ * parameterized ones, `/keys/{key}` and `/keys/{key}/roll`, and the options of the keys
+ * endpoints (the portal's pages follow the same rules).
  */
 function addOwnEndpoints(
   config: GatewayConfig,
   { auth, authenticator, signer, store, now }: RouteParts,
   exact: Map<string, RouteEntry>,
-): { item: RouteEntry; options: KeysEndpointsOptions } {
+): { item: RouteEntry; roll: RouteEntry; options: KeysEndpointsOptions } {
   const keysOptions: KeysEndpointsOptions = {
     store,
     verifier: auth.verifier,
@@ -114,7 +119,7 @@ function addOwnEndpoints(
   );
   exact.set(OWN_PATHS.jwks.path, createJwksEndpoint(signer.jwks));
   exact.set(OWN_PATHS.openapi.path, createOpenApiEndpoint(openApiJson()));
-  return { item: keys.item, options: keysOptions };
+  return { item: keys.item, roll: keys.roll, options: keysOptions };
 }
 
 /** The portal's pages under `portal.basePath` (every path under it), when on. */

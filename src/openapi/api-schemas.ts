@@ -5,6 +5,7 @@ import {
   MAX_KEY_LIFETIME_SEC,
   RFC3339_DATE_TIME,
 } from '../credentials/key-expiry.js';
+import { MAX_ROLL_OVERLAP_SEC, ROLL_MESSAGES } from '../credentials/key-roll.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import { CREATE_KEY_MESSAGES, SCOPES_MESSAGE } from '../errors/gateway-error.js';
 import { KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
@@ -89,11 +90,22 @@ const createdKeySchema = keyViewSchema
   .extend({ secret: z.string().meta({ description: 'Shown once, never again.' }) })
   .meta({ id: 'CreatedKeyPair' });
 
+/** The answer of a roll: the successor, its secret once, and the rolled pair as it is now. */
+const rolledKeySchema = createdKeySchema.extend({ previous: keyViewSchema }).meta({
+  id: 'RolledKeyPair',
+  description:
+    'The new pair, its secret shown once, and in `previous` the rolled pair as it is now: its expires_at the end of the overlap (or its own, when sooner), or revoked with no overlap.',
+});
+
 export const keyListSchema = successEnvelope(keyViewSchema, z.string().nullable()).meta({
   id: 'KeyPairList',
 });
 export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string().nullable()).meta({
   id: 'CreatedKeyPairList',
+});
+
+export const rolledKeyListSchema = successEnvelope(rolledKeySchema, z.string().nullable()).meta({
+  id: 'RolledKeyPairList',
 });
 
 const tokenSchema = z
@@ -203,6 +215,25 @@ export const createKeySchema = z
   )
   .meta({ id: 'CreateKeyPair' });
 
+/** `POST /keys/{key}/roll`: the overlap, or nothing (an empty body) for the default. */
+export const rollKeySchema = z
+  .object(
+    {
+      overlap_sec: z
+        .int({ error: ROLL_MESSAGES.overlap })
+        .min(0, ROLL_MESSAGES.overlap)
+        .max(MAX_ROLL_OVERLAP_SEC, ROLL_MESSAGES.overlap)
+        .exactOptional()
+        .meta({
+          description:
+            'Seconds the rolled pair keeps working, 0 (revoked at once) to 86400; never past its own expiry. 3600 when absent.',
+        }),
+    },
+    { error: ROLL_MESSAGES.body },
+  )
+  .meta({ id: 'RollKeyPair' });
+
 export type KeyViewBody = z.input<typeof keyViewSchema>;
 export type CreatedKeyBody = z.input<typeof createdKeySchema>;
+export type RolledKeyBody = z.input<typeof rolledKeySchema>;
 export type TokenBody = z.input<typeof tokenSchema>;

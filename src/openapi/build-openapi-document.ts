@@ -8,7 +8,7 @@ import {
 } from 'zod-openapi';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import { KEY_ID } from '../identity/identity-formats.js';
-import { OWN_PATHS } from '../routing/own-paths.js';
+import { OWN_PATHS, ownPathTemplate } from '../routing/own-paths.js';
 import {
   accountListSchema,
   createdKeyListSchema,
@@ -18,6 +18,8 @@ import {
   jwksSchema,
   keyListSchema,
   loginSchema,
+  rolledKeyListSchema,
+  rollKeySchema,
   tokenListSchema,
 } from './api-schemas.js';
 
@@ -639,6 +641,40 @@ const revokeKey: ZodOpenApiOperationObject = {
   },
 };
 
+const rollKey: ZodOpenApiOperationObject = {
+  operationId: 'rollKey',
+  tags: [TAGS.keys],
+  summary:
+    'A successor of one of the caller’s pairs, with its label, scopes and expiry; its secret is shown once, and the rolled pair ends after the overlap.',
+  description:
+    'Needs the scopes of keys.requiredScopes, and all of the pair’s (403 otherwise); a Basic caller may roll only a pair that ends no later than its own (403). The rolled pair keeps working for overlap_sec (3600 when absent; 0 revokes it at once), never past its own expiry, and every gateway refuses it from then on. The rolled pair does not count under keys.maxActivePerSubject: a subject at the cap may roll. A pair of another subject is as unknown as one that does not exist (404).',
+  security: SECURITY,
+  requestParams: KEY_PARAMETER,
+  requestBody: { required: false, content: { [JSON_TYPE]: { schema: rollKeySchema } } },
+  responses: {
+    201: success(
+      'The new pair with its secret, and the rolled pair as it is now; Pragma: no-cache.',
+      rolledKeyListSchema,
+      { ...GATEWAY_HEADERS, Pragma: z.literal('no-cache') },
+    ),
+    ...AUTHENTICATED,
+    ...WITH_BODY,
+    404: NOT_A_KEY,
+    409: errorResponse(409, 'the pair is revoked or expired: there is nothing to roll'),
+    422: errorResponse(
+      422,
+      'keys.maxActivePerSubject active pairs already besides the one rolled (during an earlier roll’s overlap)',
+    ),
+  },
+};
+
+/** A parameterized path's template parameter, in the 405s of the methods it does not take. */
+const ANY_KEY_SEGMENT = {
+  path: z.object({
+    key: z.string().meta({ description: 'Any segment: one not a key id is a 404.' }),
+  }),
+};
+
 const DESCRIPTION = `An authenticating reverse proxy in front of an accounts API: Basic key:secret (RFC 7617) or Bearer JWT (RFC 6750). Every answer carries X-Request-Id; every error the gateway itself answers with is the ErrorEnvelope, its \`status\` the HTTP status and its \`code\` one of ErrorCode:
 
 ${ERROR_CODES.map((code) => `- ${ERROR_CATALOGUE[code].status} \`${code}\`: ${ERROR_CATALOGUE[code].message}`).join('\n')}
@@ -694,7 +730,7 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
         head: keyList('HEAD'),
         post: createKey,
       }),
-      [`${OWN_PATHS.key.path}{${OWN_PATHS.key.param}}`]: pathItem(
+      [ownPathTemplate(OWN_PATHS.key)]: pathItem(
         'Key',
         TAGS.keys,
         { delete: revokeKey },
@@ -706,6 +742,12 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
             }),
           },
         },
+      ),
+      [ownPathTemplate(OWN_PATHS.keyRoll)]: pathItem(
+        'KeyRoll',
+        TAGS.keys,
+        { post: rollKey },
+        { responses: { 404: NOT_A_KEY }, requestParams: ANY_KEY_SEGMENT },
       ),
       [OWN_PATHS.token.path]: pathItem('Token', TAGS.tokens, { post: tokenExchange }),
       [OWN_PATHS.jwks.path]: pathItem('Jwks', TAGS.tokens, {

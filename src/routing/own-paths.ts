@@ -7,13 +7,15 @@ export type OwnPathPort = 'public' | 'admin';
 export interface OwnPath {
   /** The path as matched; with `param`, a prefix that one more segment completes. */
   readonly path: string;
-  /** The name of that last segment (`/keys/{key}`), on a parameterized path only. */
+  /** The name of that segment (`/keys/{key}`), on a parameterized path only. */
   readonly param?: string;
   /**
    * The setting that moves it (`portal.basePath`), where it is a default only: then the path
    * and every path under it are the entry's, and the configuration checks them itself.
    */
   readonly configuredBy?: string;
+  /** What follows the segment, fixed (`/roll` of `/keys/{key}/roll`); none: it is the last. */
+  readonly suffix?: string;
   /** The methods it takes; any other is answered 405 with these in `Allow`. */
   readonly methods: readonly string[];
   readonly port: OwnPathPort;
@@ -27,6 +29,7 @@ export interface OwnPath {
 export const OWN_PATHS = {
   keys: { path: '/keys', methods: ['GET', 'HEAD', 'POST'], port: 'public' },
   key: { path: '/keys/', param: 'key', methods: ['DELETE'], port: 'public' },
+  keyRoll: { path: '/keys/', param: 'key', suffix: '/roll', methods: ['POST'], port: 'public' },
   token: { path: '/auth/token', methods: ['POST'], port: 'public' },
   jwks: { path: '/.well-known/jwks.json', methods: ['GET', 'HEAD'], port: 'public' },
   openapi: { path: '/openapi.json', methods: ['GET', 'HEAD'], port: 'public' },
@@ -53,4 +56,11 @@ export function ownExactPaths(port: OwnPathPort): string[] {
         entry.port === port && entry.param === undefined && entry.configuredBy === undefined,
     )
     .map((entry) => entry.path);
+}
+
+/** A path as OpenAPI writes it: `/keys/{key}/roll` for a parameterized one. */
+export function ownPathTemplate(entry: OwnPath): string {
+  return entry.param === undefined
+    ? entry.path
+    : `${entry.path}{${entry.param}}${entry.suffix ?? ''}`;
 }

@@ -24,8 +24,16 @@ export interface RouteTable<T> {
 export interface RouteTableEntries<T> {
   /** Exact paths. */
   readonly exact: ReadonlyMap<string, T>;
-  /** `prefix` + one segment matching `param` (e.g. `/keys/` + a key id). */
-  readonly parameterized?: readonly { prefix: string; param: RegExp; entry: T }[];
+  /**
+   * `prefix` + one segment matching `param` (e.g. `/keys/` + a key id), + `suffix` when
+   * given (`/roll`): the segment is what lies between.
+   */
+  readonly parameterized?: readonly {
+    prefix: string;
+    param: RegExp;
+    suffix?: string;
+    entry: T;
+  }[];
   /**
    * Path prefixes, each ending in `/`, matching any rest (returned as `param`). Exact and
    * parameterized entries win; among prefixes, the longest.
@@ -38,7 +46,11 @@ export function createRouteTable<T>(entries: RouteTableEntries<T>): RouteTable<T
   // The same table as a case-insensitive upstream reads it (Express, ASP.NET Core, IIS).
   const resolveFolded = createResolver({
     exact: new Map([...entries.exact].map(([path, entry]) => [foldPath(path), entry])),
-    parameterized: (entries.parameterized ?? []).map((p) => ({ ...p, prefix: foldPath(p.prefix) })),
+    parameterized: (entries.parameterized ?? []).map((p) => ({
+      ...p,
+      prefix: foldPath(p.prefix),
+      ...(p.suffix === undefined ? {} : { suffix: foldPath(p.suffix) }),
+    })),
     prefixes: (entries.prefixes ?? []).map((p) => ({ ...p, prefix: foldPath(p.prefix) })),
   });
   // The match of each exact path without a query, made once: the listing paths are most
@@ -119,10 +131,14 @@ function createResolver<T>(
   return (path) => {
     const hit = exact.get(path);
     if (hit !== undefined) return { entry: hit, param: undefined };
-    for (const { prefix, param, entry } of parameterized) {
-      if (path.startsWith(prefix)) {
-        const rest = path.slice(prefix.length);
-        if (param.test(rest)) return { entry, param: rest };
+    for (const { prefix, param, suffix = '', entry } of parameterized) {
+      if (
+        path.length > prefix.length + suffix.length &&
+        path.startsWith(prefix) &&
+        path.endsWith(suffix)
+      ) {
+        const segment = path.slice(prefix.length, path.length - suffix.length);
+        if (param.test(segment)) return { entry, param: segment };
       }
     }
     // The rest has passed every rule of checkRequestTarget (no dot segment, no encoded `/` or

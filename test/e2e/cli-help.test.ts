@@ -15,6 +15,7 @@ const COMMANDS = [
   ['keys', 'list'],
   ['keys', 'show'],
   ['keys', 'revoke'],
+  ['keys', 'roll'],
   ['keys', 'unlock'],
   ['users'],
   ['users', 'add'],
@@ -58,6 +59,10 @@ describe('--help and completion', () => {
     ],
     [['keys', 'show'], STORE],
     [['keys', 'revoke'], STORE],
+    [
+      ['keys', 'roll'],
+      [...STORE, 'overlap'],
+    ],
     [
       ['keys', 'unlock'],
       [...STORE, 'key', 'username', 'address'],
@@ -111,7 +116,7 @@ describe('--help and completion', () => {
     const result = await runCli(['--get-yargs-completions', 'keys', '']);
     expect(result.code).toBe(0);
     expect(result.stdout.split('\n')).toEqual(
-      expect.arrayContaining(['create', 'list', 'show', 'revoke', 'unlock']),
+      expect.arrayContaining(['create', 'list', 'show', 'revoke', 'roll', 'unlock']),
     );
   });
 

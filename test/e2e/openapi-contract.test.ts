@@ -47,6 +47,7 @@ const TAKING = [
   ...LISTING.map((target) => ({ target, taken: ['GET', 'HEAD'] })),
   { target: '/keys', taken: ['GET', 'HEAD', 'POST'] },
   { target: `/keys/${SPARE.key}`, taken: ['DELETE'] },
+  { target: `/keys/${SPARE.key}/roll`, taken: ['POST'] },
   { target: '/auth/token', taken: ['POST'] },
   { target: '/.well-known/jwks.json', taken: ['GET', 'HEAD'] },
   { target: '/openapi.json', taken: ['GET', 'HEAD'] },
@@ -247,6 +248,34 @@ describe('docs/openapi.json against built gateways', () => {
     await del(503, SPARE.key, { headers: basic(MANAGER) }, storeDown);
   });
 
+  it('answers every documented status of the roll of a pair', async () => {
+    const roll = (status: number, key: string, options: RequestOptions, on = gateway) =>
+      expectStatus(on, 'POST', `/keys/${key}/roll`, status, options);
+    const manager = { ...basic(MANAGER), ...JSON_TYPE };
+    const overlap = (overlapSec: number) => JSON.stringify({ overlap_sec: overlapSec });
+    // contract-a holds four usable pairs (SPARE is revoked): a roll is allowed at the cap of
+    // five, the rolled pair not counted, until the pairs in their overlap make it six.
+    let next = NO_SCOPE.key;
+    for (let i = 0; i < 2; i += 1) {
+      const rolled = await roll(201, next, { headers: manager, body: overlap(3600) });
+      expect(rolled.headers.pragma).toBe('no-cache');
+      next = (rolled.json as { data: [{ key: string }] }).data[0].key;
+    }
+    await roll(422, next, { headers: manager, body: overlap(60) });
+    await roll(400, next, { headers: manager, body: overlap(86_401) });
+    await roll(401, next, { headers: JSON_TYPE, body: overlap(60) });
+    await roll(403, next, { headers: { ...basic(READER), ...JSON_TYPE }, body: overlap(60) });
+    await roll(404, 'ak_contract_nobody', { headers: manager, body: overlap(60) });
+    await roll(404, LONELY.key, { headers: manager, body: overlap(60) });
+    await roll(409, SPARE.key, { headers: manager, body: overlap(60) });
+    await roll(413, next, { headers: manager, body: JSON.stringify({ pad: 'x'.repeat(5000) }) });
+    await roll(415, next, {
+      headers: { ...basic(MANAGER), 'content-type': 'text/plain' },
+      body: 'x',
+    });
+    await roll(503, next, { headers: manager, body: overlap(60) }, storeDown);
+  });
+
   it('answers every documented status of the token exchange', async () => {
     const post = (status: number, options: RequestOptions, on = gateway) =>
       expectStatus(on, 'POST', '/auth/token', status, options);
@@ -273,6 +302,7 @@ describe('docs/openapi.json against built gateways', () => {
     for (const method of ['GET', 'HEAD', 'POST'])
       await expectStatus(gateway, method, '/keys', 429, locked);
     await expectStatus(gateway, 'DELETE', `/keys/${LOCKED.key}`, 429, locked);
+    await expectStatus(gateway, 'POST', `/keys/${LOCKED.key}/roll`, 429, locked);
     // The check counts the client the trusted proxy names in X-Forwarded-For; its own
     // method is not read.
     for (const method of METHODS)
@@ -382,8 +412,9 @@ describe('docs/openapi.json against built gateways', () => {
           headers: basic(MANAGER),
         });
         expect(answer.headers.allow).toBe(taken.join(', '));
-        // A last segment that is no key id is no route's: 404 before the method is read.
-        if (target.startsWith('/keys/')) await expectStatus(gateway, method, '/keys/x', 404);
+        // A segment that is no key id is no route's: 404 before the method is read.
+        if (target.startsWith('/keys/'))
+          await expectStatus(gateway, method, target.replace(SPARE.key, 'x'), 404);
       }
   });
 

@@ -22,6 +22,7 @@ import {
   summary,
   type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { keyRollContract } from '../support/key-roll-contract.js';
 import { redisConfig } from '../support/redis-config.js';
 import { sessionStoreContract } from '../support/session-store-contract.js';
 import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
@@ -71,6 +72,7 @@ function memoryUnderTest(): Promise<StoreUnderTest> {
 
 credentialStoreContract('the memory', memoryUnderTest);
 sessionStoreContract('the memory', memoryUnderTest);
+keyRollContract('the memory', memoryUnderTest);
 
 function redisUnderTest(): Promise<StoreUnderTest> {
   // A fresh prefix per test: each one starts from an empty keyspace.
@@ -90,6 +92,7 @@ function redisUnderTest(): Promise<StoreUnderTest> {
 
 credentialStoreContract('the Redis', redisUnderTest);
 sessionStoreContract('the Redis', redisUnderTest);
+keyRollContract('the Redis', redisUnderTest);
 
 describe('the Redis credential store reading what another service wrote', () => {
   const prefix = uniquePrefix('layout');

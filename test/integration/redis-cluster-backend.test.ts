@@ -13,6 +13,7 @@ import {
   retention,
   type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { keyRollContract } from '../support/key-roll-contract.js';
 import { lockoutContract } from '../support/lockout-contract.js';
 import { bucketStoreContract, TRACKED } from '../support/rate-bucket-store-contract.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
@@ -71,6 +72,7 @@ function clusterUnderTest(): Promise<StoreUnderTest> {
 credentialStoreContract('the Redis Cluster', clusterUnderTest);
 // A session's scripts name the sessions' hash and the user's, one slot: CROSSSLOT otherwise.
 sessionStoreContract('the Redis Cluster', clusterUnderTest);
+keyRollContract('the Redis Cluster', clusterUnderTest);
 
 lockoutContract({
   name: 'Redis Cluster backend',

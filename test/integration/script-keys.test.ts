@@ -156,6 +156,15 @@ async function runCredentialScripts(): Promise<void> {
     'ak_one',
     'ak_two',
   ]);
+  // A roll with an overlap, then one without: the successor under the subject's tag.
+  expect(await store.createKey(pair('ak_three', { createdAt: iso(clock.ms) }), 3)).toBe(true);
+  const roll = (key: string, successor: string, overlapSec: number) =>
+    store.rollKey(
+      { key, successor: { key: successor, secretHash: HASH }, at: iso(clock.ms), overlapSec },
+      3,
+    );
+  expect((await roll('ak_three', 'ak_four', 60))?.successor.key).toBe('ak_four');
+  expect((await roll('ak_four', 'ak_five', 0))?.rolled.status).toBe('revoked');
   expect(await store.removeUser('ann')).toBe(true);
 }
 

@@ -5,6 +5,7 @@ import {
   oldestFirst,
   type CredentialStore,
 } from '../../credentials/credential-store.js';
+import { rollOf, ROLL_MESSAGES } from '../../credentials/key-roll.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { MemoryState } from './memory-state.js';
 
@@ -33,14 +34,19 @@ export function memoryPairReads(
   };
 }
 
-/** The pairs changed: made, revoked, last used, given a verified record. */
+/** The pairs changed: made, revoked, rolled, last used, given a verified record. */
 export function memoryPairWrites(
   state: MemoryState,
 ): Pick<
   CredentialStore,
-  'createKey' | 'revokeKey' | 'revokeSubjectKeys' | 'recordLastUse' | 'keepVerifiedRecord'
+  | 'createKey'
+  | 'revokeKey'
+  | 'rollKey'
+  | 'revokeSubjectKeys'
+  | 'recordLastUse'
+  | 'keepVerifiedRecord'
 > {
-  const { keys, now, pairsOf, sweep, activeCount, revoke } = state;
+  const { keys, now, gone, pairsOf, sweep, activeCount, revoke, announce } = state;
   return {
     createKey(record, maxActive) {
       if (activeCount(record.subject) >= maxActive || keys.has(record.key))
@@ -60,6 +66,22 @@ export function memoryPairWrites(
         return Promise.reject(new GatewayError('conflict'));
       }
       return Promise.resolve(revoke(found, at));
+    },
+    rollKey(roll, maxActive) {
+      const found = keys.get(roll.key);
+      if (found === undefined || gone(found)) return Promise.resolve(undefined);
+      if (!isUsable(found, now()))
+        return Promise.reject(new GatewayError('conflict', { message: ROLL_MESSAGES.ended }));
+      // The rolled pair is among the usable ones counted, and is ending: not counted.
+      if (activeCount(found.subject) - 1 >= maxActive)
+        return Promise.reject(new GatewayError('limit_exceeded'));
+      if (keys.has(roll.successor.key))
+        return Promise.reject(new Error("a roll's new key id names a pair already"));
+      const rolled = rollOf(found, roll);
+      keys.set(rolled.successor.key, rolled.successor);
+      keys.set(found.key, rolled.rolled);
+      announce({ kind: 'key', key: found.key });
+      return Promise.resolve(rolled);
     },
     revokeSubjectKeys(subject, at) {
       const usable = pairsOf(subject).filter((k) => isUsable(k, now()));

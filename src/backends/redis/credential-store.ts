@@ -6,6 +6,7 @@ import type { RedisLayout } from './layout.js';
 import { redisLastUse } from './last-use.js';
 import { createPairLookup } from './pair-lookup.js';
 import { redisPairListing } from './pair-listing.js';
+import { redisPairRoll } from './pair-roll.js';
 import { createPairRun } from './pair-runs.js';
 import { redisPairWrites } from './pair-writes.js';
 import {
@@ -50,19 +51,22 @@ export interface UnlockListener {
  * single-slot layout of earlier versions is configured, pairs and users not found here are
  * read there, and a subject's pairs are moved here before any script changes or lists them,
  * so that one script always sees all of them (single-slot.ts). Each part is its own module:
- * finding a pair (pair-lookup.ts), listing (pair-listing.ts), changing pairs (pair-writes.ts),
- * users (user-records.ts), the portal's sessions (session-records.ts), last uses (last-use.ts), verified records (verified-records.ts).
+ * finding a pair (pair-lookup.ts), listing (pair-listing.ts), changing pairs (pair-writes.ts;
+ * rolling one, pair-roll.ts), users (user-records.ts), the portal's sessions
+ * (session-records.ts), last uses (last-use.ts), verified records (verified-records.ts).
  */
 export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): CredentialStore {
   const { client, connection, runner, layout, single, now, retention } = deps;
   const runPairs = createPairRun({ runner, now, retention });
   const lookup = createPairLookup({ runner, layout, single, now, retention });
   const pairs = subjectPairs(runPairs, single);
+  const writes = { runner, layout, single, lookup, pairs, runPairs };
   return {
     getKey: async (key) => (await lookup.locate(key))?.record,
     ...redisVerifiedRecords(runner, layout),
     ...redisPairListing(pairs, layout),
-    ...redisPairWrites({ runner, layout, single, lookup, pairs, runPairs }),
+    ...redisPairWrites(writes),
+    rollKey: redisPairRoll(writes),
     recordLastUse: redisLastUse({
       runner,
       layout,

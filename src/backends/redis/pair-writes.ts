@@ -48,21 +48,63 @@ export function redisPairWrites(deps: PairWritesDeps): PairWrites {
   };
 }
 
+/** A new pair's id as claimed for its subject; `release` undoes the claim, when it made one. */
+export interface IdClaim {
+  readonly free: boolean;
+  release(): Promise<void>;
+}
+
+/**
+ * Claims the id `key` of a new pair of `subject`. A self-describing id must carry the
+ * subject's tag; an id without one is found through its index entry, claimed first (SET NX):
+ * an id another subject's pair holds is taken (`free` false).
+ */
+export async function claimNewId(
+  deps: Pick<PairWritesDeps, 'runner' | 'layout' | 'lookup'>,
+  key: string,
+  subject: string,
+): Promise<IdClaim> {
+  const { runner, layout, lookup } = deps;
+  const tag = layout.tagOf(subject);
+  const parsed = parseKeyId(key);
+  if (parsed.kind === 'tagged' && parsed.tag !== tag)
+    throw new TypeError("a self-describing key id carries its subject's tag");
+  const kept = { free: true, release: () => Promise.resolve() };
+  if (parsed.kind === 'tagged') return kept;
+  const claimed = (await runner.call(layout.keyTag(key), (c, k) => c.set(k, tag, 'NX'))) === 'OK';
+  if (!claimed) return { ...kept, free: (await lookup.tagOf(key)) === tag };
+  return {
+    free: true,
+    release: async () => {
+      await runner.call(layout.keyTag(key), (c, k) => c.del(k));
+    },
+  };
+}
+
+/**
+ * The pair of `key`, moved here first when the single slot holds it, with the rest of its
+ * subject's pairs (or alone: no index named it), so that a script counting the subject's
+ * pairs sees them all. A pair that cannot move (a tag that is not its subject's) is found
+ * where it is (`inSingleSlot`).
+ */
+export async function locateMovingHere(
+  deps: Pick<PairWritesDeps, 'single' | 'lookup' | 'pairs'>,
+  key: string,
+): Promise<FoundPair | undefined> {
+  const { single, lookup, pairs } = deps;
+  const first = await lookup.locate(key);
+  if (first === undefined || !first.inSingleSlot || single === undefined) return first;
+  await pairs.moveHere(first.record.subject);
+  await single.movePair(key);
+  return lookup.locate(key);
+}
+
 function createKeyWith(deps: PairWritesDeps): CredentialStore['createKey'] {
-  const { runner, layout, lookup, pairs } = deps;
+  const { layout, pairs } = deps;
   return async (record, maxActive) => {
     const { key, subject } = record;
-    const tag = layout.tagOf(subject);
-    const parsed = parseKeyId(key);
-    if (parsed.kind === 'tagged' && parsed.tag !== tag)
-      throw new TypeError("a self-describing key id carries its subject's tag");
-    // An id without a tag is found through its index entry, claimed first (SET NX): an id
-    // another subject's pair holds is taken.
-    let claimed = false;
-    if (parsed.kind !== 'tagged') {
-      claimed = (await runner.call(layout.keyTag(key), (c, k) => c.set(k, tag, 'NX'))) === 'OK';
-      if (!claimed && (await lookup.tagOf(key)) !== tag) return false;
-    }
+    const claim = await claimNewId(deps, key, subject);
+    if (!claim.free) return false;
     const createdMs = Date.parse(record.createdAt);
     const created = await pairs.run(
       CREATE_PAIR,
@@ -80,35 +122,19 @@ function createKeyWith(deps: PairWritesDeps): CredentialStore['createKey'] {
         scopes: record.scopes.join(' '),
       },
     );
-    if (created !== 'created' && claimed) await runner.call(layout.keyTag(key), (c, k) => c.del(k));
+    if (created !== 'created') await claim.release();
     return created === 'created';
   };
 }
 
 function revokeKeyWith(deps: PairWritesDeps): CredentialStore['revokeKey'] {
-  const { layout, single, lookup, pairs, runPairs } = deps;
-
-  /** The pair found again once moved here from the single slot (when it can move). */
-  const movedHere = async (
-    from: SingleSlot,
-    key: string,
-    subject: string,
-  ): Promise<FoundPair | undefined> => {
-    // Moved here with the rest of its subject's pairs (or alone: no index named it), so
-    // that keeping the last usable pair counts them all; a pair that cannot move (a
-    // tag that is not its subject's) is revoked where it is.
-    await pairs.moveHere(subject);
-    await from.movePair(key);
-    return lookup.locate(key);
-  };
-
+  const { layout, single, pairs, runPairs } = deps;
   return async (key, at, options = {}) => {
-    const first = await lookup.locate(key);
-    if (first === undefined) return undefined;
-    const { subject } = first.record;
-    const found =
-      first.inSingleSlot && single !== undefined ? await movedHere(single, key, subject) : first;
+    // Keeping the last usable pair counts all of the subject's; a pair that cannot move from
+    // the single slot is revoked where it is.
+    const found = await locateMovingHere(deps, key);
     if (found === undefined) return undefined;
+    const { subject } = found.record;
     const left = found.inSingleSlot && single !== undefined;
     const place = left ? pairsInSingleSlot(single.layout, subject) : pairsHere(layout, subject);
     // A pair left in the single slot is not among its subject's pairs here, which its

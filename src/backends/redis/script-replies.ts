@@ -124,6 +124,39 @@ const REVOKE = new Map<number, RevokeOutcome>([
 ]);
 export const decodeRevoke = pairReply((rest) => oneOf(single(rest), '[1]', REVOKE));
 
+/**
+ * roll-pair.lua: rolled, with the label, scopes and expiry the successor copied ('' for
+ * none), or why not: no such pair of the subject, ended, the others at the cap, the new id taken.
+ */
+export type RollOutcome =
+  | {
+      readonly kind: 'rolled';
+      readonly label: string;
+      readonly scopes: string;
+      readonly expiresAt: string;
+    }
+  | { readonly kind: 'absent' | 'ended' | 'at-cap' | 'taken' };
+const ROLL_REFUSALS = new Map<number, 'absent' | 'ended' | 'at-cap' | 'taken'>([
+  [0, 'absent'],
+  [-1, 'ended'],
+  [-2, 'at-cap'],
+  [-3, 'taken'],
+]);
+export const decodeRoll = pairReply((rest): RollOutcome => {
+  const [code, ...copied] = rest;
+  if (code !== 1) {
+    if (copied.length > 0) throw malformed('the reply', "'done' and one refusal", rest);
+    return { kind: oneOf(code, '[1]', ROLL_REFUSALS) };
+  }
+  if (copied.length !== 3) throw malformed('the reply', "'done', 1 and three fields", rest);
+  return {
+    kind: 'rolled',
+    label: text(copied[0], '[2]'),
+    scopes: text(copied[1], '[3]'),
+    expiresAt: text(copied[2], '[4]'),
+  };
+});
+
 /** count-active-pairs.lua: the number of usable pairs. */
 export const decodeCount = pairReply((rest) => {
   const count = integer(single(rest), '[1]');

@@ -10,6 +10,7 @@ import {
   decodePositions,
   decodeReplace,
   decodeRevoke,
+  decodeRoll,
   decodeTakeBuckets,
   type PairReply,
 } from './script-replies.js';
@@ -52,6 +53,23 @@ export const REVOKE_PAIR = pairScript(
   ['key'],
   ['id', 'revokedAt', 'keepLastActive', 'channel'],
   decodeRevoke,
+);
+export const ROLL_PAIR = pairScript(
+  'roll-pair.lua',
+  ['key', 'successor'],
+  [
+    'maxActive',
+    'id',
+    'successorId',
+    'secretHash',
+    'createdAt',
+    'createdMs',
+    'endsAt',
+    'endsMs',
+    'revokeNow',
+    'channel',
+  ],
+  decodeRoll,
 );
 export const REVOKE_SUBJECT_PAIRS = pairScript(
   'revoke-subject-pairs.lua',
@@ -150,6 +168,7 @@ export const ALL_SCRIPTS = [
   CREATE_PAIR,
   COUNT_ACTIVE_PAIRS,
   REVOKE_PAIR,
+  ROLL_PAIR,
   REVOKE_SUBJECT_PAIRS,
   LIST_PAIRS,
   RECORD_LAST_USE,

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
 import { EXPIRY_MESSAGES, parseRfc3339 } from '../../../src/credentials/key-expiry.js';
+import { ROLL_MESSAGES } from '../../../src/credentials/key-roll.js';
 import { LABEL, type KeyView } from '../../../src/credentials/key-view.js';
 import { CREATE_KEY_MESSAGES, SCOPES_MESSAGE } from '../../../src/errors/gateway-error.js';
 import type { ErrorEnvelopeBody } from '../../../src/errors/error-envelope.js';
@@ -9,6 +10,7 @@ import {
   createKeySchema,
   LOGIN_MESSAGES,
   loginSchema,
+  rollKeySchema,
   type errorEnvelopeSchema,
   type KeyViewBody,
 } from '../../../src/openapi/api-schemas.js';
@@ -23,7 +25,10 @@ describe('LOGIN_MESSAGES', () => {
 });
 
 /** The sentence the endpoint answers with: the first issue's. */
-function firstMessage(schema: typeof loginSchema | typeof createKeySchema, body: unknown) {
+function firstMessage(
+  schema: typeof loginSchema | typeof createKeySchema | typeof rollKeySchema,
+  body: unknown,
+) {
   const parsed = schema.safeParse(body);
   return parsed.success ? 'valid' : parsed.error.issues[0]?.message;
 }
@@ -57,6 +62,22 @@ describe('the request body schemas', () => {
     [{ label: 'ok', expires_in: 60, scopes: ['a'] }, 'valid'],
   ])('refuses the new pair %j first with its fixed sentence', (body, message) => {
     expect(firstMessage(createKeySchema, body)).toBe(message);
+  });
+
+  it.each([
+    [null, ROLL_MESSAGES.body],
+    [[], ROLL_MESSAGES.body],
+    [3600, ROLL_MESSAGES.body],
+    [{ overlap_sec: -1 }, ROLL_MESSAGES.overlap],
+    [{ overlap_sec: 86_401 }, ROLL_MESSAGES.overlap],
+    [{ overlap_sec: 1.5 }, ROLL_MESSAGES.overlap],
+    [{ overlap_sec: '60' }, ROLL_MESSAGES.overlap],
+    [{ overlap_sec: null }, ROLL_MESSAGES.overlap],
+    [{}, 'valid'],
+    [{ overlap_sec: 0 }, 'valid'],
+    [{ overlap_sec: 86_400 }, 'valid'],
+  ])('refuses the roll %j first with its fixed sentence', (body, message) => {
+    expect(firstMessage(rollKeySchema, body)).toBe(message);
   });
 });
 

@@ -68,6 +68,7 @@ describe('the OpenAPI document', () => {
       ...config.routes.flatMap((route) => route.paths),
       ...RESERVED_PATHS,
       '/keys/{key}',
+      '/keys/{key}/roll',
       config.forwardAuth.path,
       `${config.forwardAuth.path}/{path}`,
     ];

@@ -158,6 +158,36 @@ describe('createRouteTable: parameterized entries', () => {
     expect(t.match('/items/ABC')).toEqual({ kind: 'not_found' });
   });
 
+  it('matches a segment followed by a fixed suffix, apart from the segment alone', () => {
+    const t = createRouteTable<string>({
+      exact: new Map(),
+      parameterized: [
+        { prefix: '/keys/', param: KEY_PARAM, entry: 'key' },
+        { prefix: '/keys/', param: KEY_PARAM, suffix: '/roll', entry: 'roll' },
+      ],
+    });
+    expect(t.match(`/keys/${KEY}/roll?x=1`)).toEqual({
+      kind: 'match',
+      entry: 'roll',
+      param: KEY,
+      query: '?x=1',
+    });
+    expect(t.match(`/keys/${KEY}`)).toMatchObject({ entry: 'key', param: KEY });
+    for (const path of [
+      '/keys/roll',
+      `/keys/${KEY}/roll/`,
+      `/keys/${KEY}/rolls`,
+      `/keys/${KEY}/x/roll`,
+      `/keys/${KEY}/revoke`,
+    ])
+      expect(t.match(path), path).toEqual({ kind: 'not_found' });
+    // An empty segment is refused before any entry is read.
+    expect(t.match('/keys//roll')).toEqual({ kind: 'invalid_path' });
+    // Other spellings of the suffix match nothing.
+    expect(t.match(`/keys/${KEY}/ROLL`)).toEqual({ kind: 'not_found' });
+    expect(t.match(`/keys/${KEY}/roll.json`)).toEqual({ kind: 'not_found' });
+  });
+
   it('does not see changes made to the entries map after creation', () => {
     const exact = new Map([['/a', 'a']]);
     const t = createRouteTable({ exact });

@@ -10,6 +10,7 @@ import {
   decodePositions,
   decodeReplace,
   decodeRevoke,
+  decodeRoll,
   decodeTakeBuckets,
   MalformedReplyError,
 } from '../../../../src/backends/redis/script-replies.js';
@@ -70,6 +71,20 @@ describe('the decoders of the Redis scripts’ replies', () => {
     expect(decodeCount(['done', 3])).toEqual({ kind: 'done', value: 3 });
     expect(decodeIds(['done', 'ak_a', 'ak_b'])).toEqual({ kind: 'done', value: ['ak_a', 'ak_b'] });
     expect(decodeAdopt(['done', 'merged'])).toEqual({ kind: 'done', value: 'merged' });
+  });
+
+  it("reads roll-pair.lua's fields the successor copied, or why it made none", () => {
+    expect(decodeRoll(['done', 1, 'ci', 'keys read', ''])).toEqual({
+      kind: 'done',
+      value: { kind: 'rolled', label: 'ci', scopes: 'keys read', expiresAt: '' },
+    });
+    expect([0, -1, -2, -3].map((code) => decodeRoll(['done', code]))).toEqual(
+      ['absent', 'ended', 'at-cap', 'taken'].map((kind) => ({ kind: 'done', value: { kind } })),
+    );
+    malformed(() => decodeRoll(['done', 1, 'ci', 'keys']));
+    malformed(() => decodeRoll(['done', 1, 'ci', 'keys', null]));
+    malformed(() => decodeRoll(['done', 0, 'ci']));
+    malformed(() => decodeRoll(['done', -4]));
   });
 
   it("refuses a pair script's 'done' with a value of another shape", () => {

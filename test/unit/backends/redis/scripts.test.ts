@@ -52,6 +52,7 @@ describe('the Redis scripts', () => {
       'create-pair.lua',
       'count-active-pairs.lua',
       'revoke-pair.lua',
+      'roll-pair.lua',
       'revoke-subject-pairs.lua',
       'list-pairs.lua',
       'adopt-pair.lua',

@@ -1,0 +1,77 @@
+import { isUsable } from '../credentials/credential-store.js';
+import { generateKeyPair } from '../credentials/generate-key-pair.js';
+import {
+  DEFAULT_ROLL_OVERLAP_SEC,
+  outlivesCaller,
+  ROLL_MESSAGES,
+} from '../credentials/key-roll.js';
+import { keyView } from '../credentials/key-view.js';
+import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
+import { listEnvelope, writeJson } from '../http/json-response.js';
+import { readJsonBody } from '../http/read-json-body.js';
+import type { EndpointContext } from '../http/routes.js';
+import { hasScopes } from '../identity/scopes.js';
+import { rollKeySchema, type RolledKeyBody } from '../openapi/api-schemas.js';
+import { callerExpiry, callerOf } from './keys-caller.js';
+import type { KeysEndpointsOptions } from './keys-options.js';
+
+/**
+ * `POST /keys/{key}/roll`: a successor of one of the caller's pairs (its label, scopes and
+ * expiry), its secret shown this once, and the rolled pair ending after the overlap asked for
+ * (credentials/key-roll.ts). Another subject's pair answers exactly like one that does not
+ * exist, as `DELETE /keys/{key}` does.
+ */
+export async function rollKey(
+  options: KeysEndpointsOptions,
+  { req, res, requestId, identity, param }: EndpointContext,
+): Promise<void> {
+  const { store } = options;
+  const caller = await callerOf(options, identity);
+  const overlapSec = parseRollBody(await readJsonBody(req, res, options.maxBodyBytes));
+  const nowMs = options.now();
+  const pair = param === undefined ? undefined : await store.getKey(param);
+  if (pair === undefined || pair.subject !== caller.subject)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  if (!isUsable(pair, nowMs)) throw new GatewayError('conflict', { message: ROLL_MESSAGES.ended });
+  // The successor's secret is a new credential with the pair's scopes and life: the caller
+  // gets it only where making such a pair would be allowed (create-key.ts), or a leaked
+  // pair with fewer scopes, or an expiring one, could roll its way to more.
+  if (!hasScopes(caller.scopes, pair.scopes))
+    throw new GatewayError('forbidden', { message: ROLL_MESSAGES.scopes });
+  if (outlivesCaller(pair.expiresAt, await callerExpiry(options, caller, nowMs)))
+    throw new GatewayError('forbidden', { message: ROLL_MESSAGES.outlive });
+  // Look before paying for bcrypt (as create-key.ts does); the rolled pair, ending, is not
+  // counted. store.rollKey still decides, atomically.
+  if ((await store.countActiveKeys(caller.subject)) - 1 >= options.maxActivePerSubject)
+    throw new GatewayError('limit_exceeded');
+  const { key, secret } = generateKeyPair(caller.subject);
+  const rolled = await store.rollKey(
+    {
+      key: pair.key,
+      successor: { key, secretHash: await options.verifier.hash(secret) },
+      at: new Date(nowMs).toISOString(),
+      overlapSec,
+    },
+    options.maxActivePerSubject,
+  );
+  if (rolled === undefined) throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  // This gateway forgets the pair's cached check at once (its cache entry may end later than
+  // the pair now does); the store's announcement reaches the other gateways.
+  options.onRevoked(pair.key);
+  const body = listEnvelope<RolledKeyBody>(
+    [{ ...keyView(rolled.successor, nowMs), secret, previous: keyView(rolled.rolled, nowMs) }],
+    201,
+  );
+  writeJson(res, 201, body, requestId, { pragma: 'no-cache' });
+}
+
+/** The body: `{overlap_sec?}`, or none at all; absent, the default overlap. */
+function parseRollBody(body: unknown): number {
+  if (body === undefined) return DEFAULT_ROLL_OVERLAP_SEC;
+  const parsed = rollKeySchema.safeParse(body);
+  if (!parsed.success)
+    throw new GatewayError('bad_request', {
+      message: parsed.error.issues[0]?.message ?? ROLL_MESSAGES.body,
+    });
+  return parsed.data.overlap_sec ?? DEFAULT_ROLL_OVERLAP_SEC;
+}
