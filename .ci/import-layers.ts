@@ -62,6 +62,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'protection',
     'tokens',
   ],
+  // The key holder's pages: sessions, CSRF and HTML over the rules of the keys endpoints.
+  portal: ['credentials', 'endpoints', 'errors', 'http', 'identity'],
   admin: ['errors', 'http', 'observability', 'routing'],
   'reference-upstream': ['http'],
   // The lifecycle of `serve`, one process or the primary of workers (forks, replaces, the
@@ -87,6 +89,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'lifecycle',
     'observability',
     'openapi',
+    'portal',
     'protection',
     'proxy',
     'reference-upstream',

@@ -9,6 +9,7 @@ import {
   type Format,
 } from '../identity/identity-formats.js';
 import { checkRequestTarget } from '../routing/check-request-target.js';
+import { OWN_PATHS } from '../routing/own-paths.js';
 import { decodeFleetKey } from '../identity/fleet-key-text.js';
 
 /**
@@ -602,7 +603,13 @@ export const configSchema = z.strictObject({
         .prefault({}),
       /** Memory store only: make one pair at start and print it once (the zero-setup demo). */
       bootstrap: z
-        .strictObject({ enabled: bool().default(false), subject: subject.default('demo'), scopes })
+        .strictObject({
+          enabled: bool().default(false),
+          subject: subject.default('demo'),
+          scopes,
+          /** A web-app user of the subject, its password made at start and printed once too. */
+          username: formatted(USERNAME).default('demo'),
+        })
         .prefault({}),
     })
     .prefault({}),
@@ -691,6 +698,31 @@ export const configSchema = z.strictObject({
       cacheMaxAgeSec: int(z.number().int().min(0).max(3600)).default(0),
     })
     .prefault({}),
+  /**
+   * The key holder's web application (docs/portal.md): pages where a web-app user signs in and
+   * manages its own pairs, served on the API port under `basePath`.
+   */
+  portal: z
+    .strictObject({
+      enabled: bool().default(true),
+      /** Every page is under this path; no route may use it or a path under it. */
+      basePath: plainPath
+        .refine((path) => path.length > 1 && path.endsWith('/'), {
+          ...onPlainPath,
+          message: 'must end with / (and not be / alone)',
+        })
+        .default(OWN_PATHS.portal.path),
+      /** A session not seen for this long ends (OWASP: 15-30 minutes for most applications). */
+      idleTimeoutSec: int(z.number().int().min(60).max(86_400)).default(1800),
+      /** A session ends this long after its sign-in, however active. */
+      absoluteTimeoutSec: int(z.number().int().min(300).max(604_800)).default(43_200),
+      /**
+       * The session cookie's `Secure` attribute and `__Host-` name: `auto` when the API port
+       * speaks TLS (`server.tls`); `always` behind a proxy that terminates TLS for it.
+       */
+      secureCookie: z.enum(['auto', 'always']).default('auto'),
+    })
+    .prefault({}),
   referenceUpstream: z
     .strictObject({
       /** Accounts per subject, served by the built-in upstream. */
@@ -751,4 +783,5 @@ export type TokensConfig = GatewayConfig['tokens'];
 export type RateLimitsConfig = GatewayConfig['rateLimits'];
 export type RatePolicyConfig = z.output<typeof ratePolicySchema>;
 export type LockoutConfig = GatewayConfig['lockout'];
+export type PortalConfig = GatewayConfig['portal'];
 export type LockoutLimitConfig = LockoutConfig['basic']['address'];

@@ -143,6 +143,7 @@ function crossCheck(tree: ParsedTree, origins: ListenOrigins): CrossCheckProblem
   const fileProblems = [
     ...routeProblems(routes, tree.keys(['upstreams'])),
     ...forwardAuthProblems(tree, routes),
+    ...portalProblems(tree, routes),
     ...issuerNameProblems(tree),
     ...redisTopologyProblems(tree),
     ...serverProblems(tree),
@@ -281,6 +282,39 @@ function forwardAuthProblems(tree: ParsedTree, routes: readonly CheckedRoute[]):
   );
   if (RESERVED_PATHS.has(path) || shadowsGateway(under))
     problems.push(`forwardAuth.path: ${path} covers paths the gateway serves itself`);
+  return problems;
+}
+
+/**
+ * The portal's base path, and every path under it, belong to the portal: a route there would
+ * never be reached (or would take a page), and neither the check nor the gateway's own
+ * endpoints may lie under it.
+ */
+function portalProblems(tree: ParsedTree, routes: readonly CheckedRoute[]): string[] {
+  const base = tree.text(['portal', 'basePath']);
+  if (tree.setting(['portal', 'enabled']) !== true || base === undefined) return [];
+  const owners = routes.flatMap((route, i) => {
+    const paths = route.paths.filter((p) => p !== undefined && p.startsWith(base));
+    // A prefix over the gateway's own paths (`/`) is reported as such already.
+    const prefixes = route.prefixes.filter(
+      (prefix) =>
+        prefix !== undefined &&
+        (prefix.startsWith(base) || (base.startsWith(prefix) && !shadowsGateway(prefix))),
+    );
+    return paths.length + prefixes.length > 0 ? [route.name ?? `routes[${i}]`] : [];
+  });
+  const problems = owners.map(
+    (name) => `portal.basePath: ${base} (or a path under it) is also taken by route ${name}`,
+  );
+  const check = tree.text(['forwardAuth', 'path']);
+  if (
+    tree.setting(['forwardAuth', 'enabled']) === true &&
+    check !== undefined &&
+    (check.startsWith(base) || `${check}/`.startsWith(base) || base.startsWith(`${check}/`))
+  )
+    problems.push(`portal.basePath: ${base} overlaps forwardAuth.path ${check}`);
+  if (shadowsGateway(base))
+    problems.push(`portal.basePath: ${base} covers paths the gateway serves itself`);
   return problems;
 }
 

@@ -75,6 +75,33 @@ export interface UserRecord {
   readonly tokenGeneration?: number;
 }
 
+/**
+ * A signed-in web-app user's session of the portal, as a store keeps it: never the session id
+ * itself (only its SHA-256, in `SessionRef`), so a copy of the store signs nobody in.
+ */
+export interface PortalSession {
+  readonly username: string;
+  readonly subject: string;
+  /** When it was made (sign-in), ms since the epoch: the absolute lifetime counts from here. */
+  readonly createdAtMs: number;
+  /** When it was last seen: the idle lifetime counts from here. */
+  readonly lastSeenMs: number;
+  /** When it ends unless seen again: the earlier of the two lifetimes' ends. */
+  readonly endsAtMs: number;
+  /** The one-use token of the create form last opened; none: no such form is open. */
+  readonly formNonce?: string | undefined;
+}
+
+/**
+ * Where a session is kept: the shard tag its id carries (its user's, identity/key-id.ts's
+ * subjectTag of the username, so that it shares a Redis Cluster slot with the user's hash) and
+ * the SHA-256 of the id (hex).
+ */
+export interface SessionRef {
+  readonly tag: string;
+  readonly idHash: string;
+}
+
 /** Whose bcrypt hash: a pair's secret hash, or a web-app user's password hash. */
 export type HashOwner =
   | { readonly kind: 'key'; readonly key: string }
@@ -157,8 +184,9 @@ export interface CredentialStore {
   addUser(record: UserRecord): Promise<boolean>;
   /**
    * Replaces the password hash of an existing user and bumps its token generation, announcing
-   * that the subject's cached credentials must go (its tokens issued so far stop working);
-   * false when there is none. Atomic, so a user removed meanwhile is not brought back.
+   * that the subject's cached credentials must go (its tokens issued so far stop working), and
+   * ends every portal session of the user; false when there is none. Atomic, so a user removed
+   * meanwhile is not brought back and no session outlives the password it signed in with.
    */
   setUserPassword(username: string, passwordHash: string): Promise<boolean>;
   /**
@@ -169,8 +197,27 @@ export interface CredentialStore {
    * the secret is the same, so cached pairs stay valid.
    */
   replaceHash(owner: HashOwner, expected: string, next: string): Promise<boolean>;
-  /** Removes a user and announces that the subject's cached credentials must go. */
+  /**
+   * Removes a user and announces that the subject's cached credentials must go. Every portal
+   * session of the user ends with it, atomically (as with setUserPassword).
+   */
   removeUser(username: string): Promise<boolean>;
+  /**
+   * Keeps a new portal session at `ref`, only while its user exists with the session's subject
+   * (checked atomically with the write): false, with nothing written, otherwise. Sessions of
+   * the same tag that have ended are dropped on the way.
+   */
+  createSession(ref: SessionRef, session: PortalSession): Promise<boolean>;
+  /** The session at `ref`; undefined when there is none, or it has ended at `nowMs`. */
+  getSession(ref: SessionRef, nowMs: number): Promise<PortalSession | undefined>;
+  /**
+   * Replaces the session at `ref` with `next`, only while it is still `expected`
+   * (compare-and-set, atomic): false, with nothing written, when it changed, ended or is gone
+   * (a session ended meanwhile is never brought back).
+   */
+  replaceSession(ref: SessionRef, expected: PortalSession, next: PortalSession): Promise<boolean>;
+  /** Ends the session at `ref` (sign-out); nothing when there is none. */
+  endSession(ref: SessionRef): Promise<void>;
   /**
    * The fleet key's text (credentials/verified-record.ts): made and kept by the store the first
    * time any gateway asks, so that every gateway on the same store shares it without setup.

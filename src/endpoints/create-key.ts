@@ -10,6 +10,7 @@ import {
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext } from '../http/routes.js';
+import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import { createKeySchema, type CreatedKeyBody } from '../openapi/api-schemas.js';
 import { callerExpiry, callerOf } from './keys-caller.js';
@@ -20,10 +21,32 @@ export async function createKey(
   options: KeysEndpointsOptions,
   { req, res, requestId, identity }: EndpointContext,
 ): Promise<void> {
-  const { store } = options;
   const caller = await callerOf(options, identity);
   const nowMs = options.now();
   const asked = parseCreateBody(await readJsonBody(req, res, options.maxBodyBytes), nowMs);
+  const { record, secret } = await createPairFor(options, caller, asked, nowMs);
+  const created = listEnvelope<CreatedKeyBody>([{ ...keyView(record, nowMs), secret }], 201);
+  writeJson(res, 201, created, requestId, { pragma: 'no-cache' });
+}
+
+/** A new pair and its secret, the one time the secret exists outside its holder's hands. */
+export interface CreatedPair {
+  readonly record: KeyRecord;
+  readonly secret: string;
+}
+
+/**
+ * Makes the pair `asked` for `caller` (as callerOf returned it), by the rules of `POST /keys`,
+ * which the portal's create form follows too: scopes within the caller's own, no life past a
+ * Basic caller's pair, the subject's cap. Throws the GatewayError of a refusal.
+ */
+export async function createPairFor(
+  options: KeysEndpointsOptions,
+  caller: Identity,
+  asked: CreateRequest,
+  nowMs: number,
+): Promise<CreatedPair> {
+  const { store } = options;
   const { label, scopes } = asked;
   // No privilege escalation: a pair may carry only scopes its creator holds; without
   // `scopes` it gets all of them.
@@ -53,11 +76,10 @@ export async function createKey(
   };
   if (!(await store.createKey(record, options.maxActivePerSubject)))
     throw new GatewayError('limit_exceeded');
-  const created = listEnvelope<CreatedKeyBody>([{ ...keyView(record, nowMs), secret }], 201);
-  writeJson(res, 201, created, requestId, { pragma: 'no-cache' });
+  return { record, secret };
 }
 
-interface CreateRequest {
+export interface CreateRequest {
   readonly label: string;
   readonly expiresAt: string | undefined;
   /** Undefined: the caller's own. */
@@ -65,11 +87,12 @@ interface CreateRequest {
 }
 
 /**
- * `POST /keys` body: `{label?, expires_in? | expires_at?, scopes?}`; absent: all defaults. The
+ * `POST /keys` body: `{label?, expires_in? | expires_at?, scopes?}`; absent: all defaults (the
+ * portal's create form is read into the same shape and checked here too). The
  * schema checks each field's shape (its issues come in field order, each with its fixed
  * sentence); asking for both expiries is named first, as the expiry's own checks do.
  */
-function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
+export function parseCreateBody(body: unknown, nowMs: number): CreateRequest {
   if (body === undefined) return { label: '', expiresAt: undefined, scopes: undefined };
   const parsed = createKeySchema.safeParse(body);
   if (!parsed.success) {

@@ -1,7 +1,9 @@
+import type { KeyRecord } from '../credentials/credential-store.js';
 import { keyView } from '../credentials/key-view.js';
 import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import type { EndpointContext } from '../http/routes.js';
+import type { Identity } from '../identity/identity.js';
 import type { KeyViewBody } from '../openapi/api-schemas.js';
 import { callerOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
@@ -14,14 +16,30 @@ export async function revokeKey(
   options: KeysEndpointsOptions,
   { res, requestId, identity, param, query }: EndpointContext,
 ): Promise<void> {
-  const { store } = options;
   const caller = await callerOf(options, identity);
-  const record = param === undefined ? undefined : await store.getKey(param);
-  if (record === undefined || record.subject !== caller.subject)
-    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
   // Revoking the last active pair would lock the subject out of the API: without
   // `?force=true` the store refuses it (409), atomically with the revocation itself.
   const force = new URLSearchParams(query).get('force') === 'true';
+  const revoked = await revokePairOf(options, caller, param, force);
+  writeJson(res, 200, listEnvelope<KeyViewBody>([keyView(revoked, options.now())]), requestId);
+}
+
+/**
+ * Revokes `key` when it is one of `caller`'s own pairs (404 `not_found` otherwise, whoever's it
+ * is), and evicts it from this gateway's cache at once: what `DELETE /keys/{key}` and the
+ * portal's revoke both do. Without `force`, the store refuses (409 `conflict`) the subject's
+ * last usable pair.
+ */
+export async function revokePairOf(
+  options: KeysEndpointsOptions,
+  caller: Identity,
+  key: string | undefined,
+  force: boolean,
+): Promise<KeyRecord> {
+  const { store } = options;
+  const record = key === undefined ? undefined : await store.getKey(key);
+  if (record === undefined || record.subject !== caller.subject)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
   const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString(), {
     keepLastActive: !force,
   });
@@ -29,5 +47,5 @@ export async function revokeKey(
     throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
   // Evict here at once; the store's announcement reaches the other gateways.
   options.onRevoked(record.key);
-  writeJson(res, 200, listEnvelope<KeyViewBody>([keyView(revoked, options.now())]), requestId);
+  return revoked;
 }

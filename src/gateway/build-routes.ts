@@ -2,13 +2,15 @@ import type { Authenticator } from '../auth/authenticate.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { createJwksEndpoint } from '../endpoints/jwks-endpoint.js';
-import { createKeysEndpoints } from '../endpoints/keys-endpoints.js';
+import { createKeysEndpoints, type KeysEndpointsOptions } from '../endpoints/keys-endpoints.js';
 import { createOpenApiEndpoint } from '../endpoints/openapi-endpoint.js';
 import { createTokenEndpoint } from '../endpoints/token-endpoint.js';
 import type { ForwardAuthRoute, ProxyRoute, RouteEntry } from '../http/routes.js';
 import { KEY_ID } from '../identity/identity-formats.js';
 import { openApiJson } from '../openapi/openapi-json.js';
 import { toRatePolicy } from '../protection/configured-rate-limiter.js';
+import { createPortalEndpoint } from '../portal/portal-endpoint.js';
+import { portalPaths } from '../portal/portal-paths.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import { OWN_PATHS } from '../routing/own-paths.js';
 import { createRouteTable, type RouteTable } from '../routing/route-table.js';
@@ -32,11 +34,12 @@ export function buildRoutes(config: GatewayConfig, parts: RouteParts): RouteTabl
   const exact = new Map<string, RouteEntry>();
   const prefixes: Prefixes = [];
   addConfiguredRoutes(config, parts.forwarders, exact, prefixes);
-  const keyItem = addOwnEndpoints(config, parts, exact);
+  const keys = addOwnEndpoints(config, parts, exact);
   addForwardAuth(config, exact, prefixes);
+  addPortal(config, parts, keys.options, prefixes);
   return createRouteTable({
     exact,
-    parameterized: [{ prefix: OWN_PATHS.key.path, param: KEY_ID.pattern, entry: keyItem }],
+    parameterized: [{ prefix: OWN_PATHS.key.path, param: KEY_ID.pattern, entry: keys.item }],
     prefixes,
   });
 }
@@ -72,13 +75,16 @@ function addConfiguredRoutes(
   }
 }
 
-/** The own endpoints at their paths (routing/own-paths.ts); returns `/keys/{key}`'s entry. */
+/**
+ * The own endpoints at their paths (routing/own-paths.ts); returns `/keys/{key}`'s entry and
+ * the options of the keys endpoints (the portal's pages follow the same rules).
+ */
 function addOwnEndpoints(
   config: GatewayConfig,
   { auth, authenticator, signer, store, now }: RouteParts,
   exact: Map<string, RouteEntry>,
-): RouteEntry {
-  const keys = createKeysEndpoints({
+): { item: RouteEntry; options: KeysEndpointsOptions } {
+  const keysOptions: KeysEndpointsOptions = {
     store,
     verifier: auth.verifier,
     schemes: ['basic', 'bearer'],
@@ -90,7 +96,8 @@ function addOwnEndpoints(
     gatewayTokenSource: GATEWAY_TOKEN_SOURCE,
     onRevoked: (key) => auth.basic.evictKey(key),
     now,
-  });
+  };
+  const keys = createKeysEndpoints(keysOptions);
   exact.set(OWN_PATHS.keys.path, keys.collection);
   exact.set(
     OWN_PATHS.token.path,
@@ -107,7 +114,37 @@ function addOwnEndpoints(
   );
   exact.set(OWN_PATHS.jwks.path, createJwksEndpoint(signer.jwks));
   exact.set(OWN_PATHS.openapi.path, createOpenApiEndpoint(openApiJson()));
-  return keys.item;
+  return { item: keys.item, options: keysOptions };
+}
+
+/** The portal's pages under `portal.basePath` (every path under it), when on. */
+function addPortal(
+  config: GatewayConfig,
+  { auth, store, now }: RouteParts,
+  keys: KeysEndpointsOptions,
+  prefixes: Prefixes,
+): void {
+  const { portal } = config;
+  if (!portal.enabled) return;
+  const entry = createPortalEndpoint({
+    paths: portalPaths(portal.basePath),
+    keys,
+    login: {
+      store,
+      verifier: auth.verifier,
+      lockout: auth.lockout,
+      lockoutEvents: auth.lockoutEvents,
+      rehash: auth.rehash,
+    },
+    lifetimes: {
+      idleMs: portal.idleTimeoutSec * 1000,
+      absoluteMs: portal.absoluteTimeoutSec * 1000,
+    },
+    secure: portal.secureCookie === 'always' || config.server.tls !== undefined,
+    maxBodyBytes: config.server.maxBodyBytes,
+    now,
+  });
+  prefixes.push({ prefix: portal.basePath, entry });
 }
 
 /** The check's path and every path under it (Envoy's shape). */

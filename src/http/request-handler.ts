@@ -94,6 +94,8 @@ class RequestContext implements Exchange, ExchangeBytes {
   route = 'none';
   /** Set when the request is a forward-auth check: answered, never forwarded. */
   private checking: ForwardAuthRoute | undefined = undefined;
+  /** The own endpoint deciding the request, once known: it may write its errors itself. */
+  private endpoint: EndpointRoute | undefined = undefined;
   identity: Identity | undefined = undefined;
   /** The failure the error envelope answered. */
   error: GatewayError | undefined = undefined;
@@ -206,6 +208,7 @@ class RequestContext implements Exchange, ExchangeBytes {
     const { req } = this;
     const { options } = this.shared;
     this.route = this.checking === undefined ? route.name : `${this.checking.name}:${route.name}`;
+    if (route.kind === 'endpoint') this.endpoint = route;
     if (!route.methods.has(this.method)) {
       return this.onError(new GatewayError('method_not_allowed', { allow: route.allow }));
     }
@@ -394,7 +397,9 @@ class RequestContext implements Exchange, ExchangeBytes {
     // the code lets it answer invalid_path or token_expired rather than guess from the status.
     if (this.checking !== undefined && !this.res.headersSent)
       this.res.setHeader('x-auth-error', failure.code);
-    writeError(this.res, failure, this.requestId);
+    const { endpoint } = this;
+    if (endpoint?.writeError === undefined) writeError(this.res, failure, this.requestId);
+    else endpoint.writeError(this.res, failure, this.requestId);
   }
 
   finish(): void {

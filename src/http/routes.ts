@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthScheme } from '../auth/auth-scheme.js';
+import type { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import type { ClientAddressSource } from '../identity/client-address.js';
 import type { RatePolicy } from '../protection/rate-policy.js';
@@ -48,6 +49,13 @@ export interface EndpointRoute extends RouteBase {
   readonly kind: 'endpoint';
   readonly schemes: readonly AuthScheme[] | null;
   handle(context: EndpointContext): Promise<void>;
+  /**
+   * Writes this endpoint's errors, every one the request handler meets once the route is
+   * known (405, 429, the handler's own), in place of the JSON envelope: the portal's pages
+   * answer a browser with a page. It must never throw, and must cut the connection when the
+   * response has already started (as errors/error-envelope's writeError does).
+   */
+  writeError?(res: ServerResponse, error: GatewayError, requestId: string): void;
 }
 
 /**

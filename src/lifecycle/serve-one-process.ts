@@ -3,11 +3,12 @@ import type { GatewayConfig } from '../config/config-schema.js';
 import type { ConfigReloads, ReloadOutcome } from '../observability/metrics.js';
 import type { SupervisedTarget } from './supervisor.js';
 
-/** The demo key pair a gateway made at start (memory store only). */
+/** The demo key pair a gateway made at start (memory store only), and its web-app user. */
 export interface DemoPair {
   readonly key: string;
   readonly secret: string;
   readonly subject: string;
+  readonly user?: { readonly username: string; readonly password: string } | undefined;
 }
 
 /** What serves in one process, as gateway/ makes it (its Gateway is one). */
@@ -41,7 +42,7 @@ export function serveOneProcess(
       if (draining) return;
       const { port } = await gateway.listen();
       if (gateway.bootstrap !== undefined && !draining)
-        output.write(bootstrapNotice(gateway.bootstrap, config.server, port));
+        output.write(bootstrapNotice(gateway.bootstrap, config, port));
     },
     async drain(): Promise<number> {
       draining = true;
@@ -64,10 +65,11 @@ export function serveOneProcess(
  * reach a log line.
  */
 function bootstrapNotice(
-  { key, secret, subject }: DemoPair,
-  server: Pick<GatewayConfig['server'], 'host' | 'tls'>,
+  { key, secret, subject, user }: DemoPair,
+  config: Pick<GatewayConfig, 'server' | 'portal'>,
   port: number,
 ): string {
+  const { server, portal } = config;
   const configuredHost = server.host;
   // A wildcard address is not one a client can connect to: show loopback instead.
   const reachable = { '0.0.0.0': '127.0.0.1', '::': '::1' }[configuredHost] ?? configuredHost;
@@ -77,9 +79,17 @@ function bootstrapNotice(
   // Absolute: curl runs from another directory than the gateway, maybe.
   const trust = server.tls === undefined ? '' : `--cacert '${resolve(server.tls.certFile)}' `;
   const scheme = server.tls === undefined ? 'http' : 'https';
+  const origin = `${scheme}://${host}:${port}`;
+  const signIn =
+    user === undefined || !portal.enabled
+      ? ''
+      : `accounts-gateway: the portal, to manage the pairs of "${subject}" in a browser (shown once)\n` +
+        `  open:     ${origin}${portal.basePath}\n` +
+        `  username: ${user.username}\n  password: ${user.password}\n\n`;
   return (
     `\naccounts-gateway: a key pair for subject "${subject}" (memory store; shown once, gone on restart)\n` +
     `  key:    ${key}\n  secret: ${secret}\n` +
-    `  try:    curl ${trust}-u '${key}:${secret}' ${scheme}://${host}:${port}/accounts\n\n`
+    `  try:    curl ${trust}-u '${key}:${secret}' ${origin}/accounts\n\n` +
+    signIn
   );
 }

@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { basicHeader } from '../support/basic-header.js';
+import { PortalClient } from '../support/portal-client.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import {
   BASIC_CHALLENGE,
@@ -248,6 +249,21 @@ describe('serve on the embedded default configuration (no --config)', () => {
     expect(stderr).toContain(`key:    ${key}`);
     expect(stderr.split(secret).length - 1).toBe(2); // the `secret:` line and the curl line
     expect(stderr).toMatch(/secret: [A-Za-z0-9]{40,}\n/);
+  });
+
+  it("prints the portal's URL and a demo web-app user who signs in there and sees the pair", async () => {
+    const printed = /open:\s+(\S+)\n\s+username: (\S+)\n\s+password: (\S+)\n/.exec(
+      gateway.stderr(),
+    );
+    expect(printed?.[1]).toBe(`${baseUrl}/portal/`);
+    const [, , username = '', password = ''] = printed ?? [];
+    expect(username).toBe('demo');
+    const browser = new PortalClient(baseUrl);
+    const signIn = await browser.post('/portal/sign-in', { username, password });
+    expect(signIn.status).toBe(303);
+    const list = await browser.get('/portal/');
+    expect(list.status).toBe(200);
+    expect(list.body).toContain(`id="pair-${key}"`);
   });
 
   it('warns in the log that tokens are signed with a key made at start', () => {

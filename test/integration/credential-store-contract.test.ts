@@ -20,8 +20,10 @@ import {
   retention,
   START_MS,
   summary,
+  type StoreUnderTest,
 } from '../support/credential-store-contract.js';
 import { redisConfig } from '../support/redis-config.js';
+import { sessionStoreContract } from '../support/session-store-contract.js';
 import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { auditScriptKeys, type ScriptKeyAudit } from '../support/script-key-audit.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
@@ -57,7 +59,7 @@ afterAll(async () => {
   expect(undeclared).toEqual([]);
 });
 
-credentialStoreContract('the memory', () => {
+function memoryUnderTest(): Promise<StoreUnderTest> {
   const store = createMemoryStore({}, now, retention);
   return Promise.resolve({
     store,
@@ -65,9 +67,12 @@ credentialStoreContract('the memory', () => {
     subscribed: () => Promise.resolve(),
     close: () => store.close(),
   });
-});
+}
 
-credentialStoreContract('the Redis', () => {
+credentialStoreContract('the memory', memoryUnderTest);
+sessionStoreContract('the memory', memoryUnderTest);
+
+function redisUnderTest(): Promise<StoreUnderTest> {
   // A fresh prefix per test: each one starts from an empty keyspace.
   const prefix = uniquePrefix('contract');
   const store = openRedisStore(watchedConfig(prefix), { now, retention });
@@ -81,7 +86,10 @@ credentialStoreContract('the Redis', () => {
       await Promise.all([store.close(), observer.close()]);
     },
   });
-});
+}
+
+credentialStoreContract('the Redis', redisUnderTest);
+sessionStoreContract('the Redis', redisUnderTest);
 
 describe('the Redis credential store reading what another service wrote', () => {
   const prefix = uniquePrefix('layout');

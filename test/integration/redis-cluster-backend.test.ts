@@ -11,12 +11,14 @@ import {
   HASH,
   now,
   retention,
+  type StoreUnderTest,
 } from '../support/credential-store-contract.js';
 import { lockoutContract } from '../support/lockout-contract.js';
 import { bucketStoreContract, TRACKED } from '../support/rate-bucket-store-contract.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { redisClusterConfig } from '../support/redis-config.js';
 import { openRedisStore } from '../support/redis-store.js';
+import { sessionStoreContract } from '../support/session-store-contract.js';
 import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -52,7 +54,7 @@ function backend(prefix: string): Backend {
 
 const nodeUrls = (): string[] => cluster.seeds.map((seed) => `redis://${seed}`);
 
-credentialStoreContract('the Redis Cluster', () => {
+function clusterUnderTest(): Promise<StoreUnderTest> {
   const prefix = uniquePrefix('ccontract');
   const store = openRedisStore(redisClusterConfig(cluster.seeds, prefix), { now, retention });
   const observer = openRedisStore(redisClusterConfig(cluster.seeds, prefix), { now, retention });
@@ -64,7 +66,11 @@ credentialStoreContract('the Redis Cluster', () => {
       await Promise.all([store.close(), observer.close()]);
     },
   });
-});
+}
+
+credentialStoreContract('the Redis Cluster', clusterUnderTest);
+// A session's scripts name the sessions' hash and the user's, one slot: CROSSSLOT otherwise.
+sessionStoreContract('the Redis Cluster', clusterUnderTest);
 
 lockoutContract({
   name: 'Redis Cluster backend',

@@ -11,6 +11,7 @@ import { parseConfig } from '../../src/config/load-config.js';
 import type { KeyRecord } from '../../src/credentials/credential-store.js';
 import type { LockoutTarget } from '../../src/protection/lockout.js';
 import { redisConfig } from '../support/redis-config.js';
+import { newRef } from '../support/session-store-contract.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { auditScriptKeys, type ScriptKeyAudit } from '../support/script-key-audit.js';
 import { uniquePrefix, uniqueSingleSlotPrefix } from '../support/seed-redis.js';
@@ -81,7 +82,27 @@ async function runCredentialScripts(): Promise<void> {
   const store = backend.credentials;
   const user = { username: 'ann', subject: 'ann', passwordHash: HASH, createdAt: iso(START_MS) };
   expect(await store.addUser({ ...user, scopes: ['keys'] })).toBe(true);
+  // The portal's sessions: made (an ended one dropped on the way), changed, ended, and ended
+  // with the user's new password.
+  const session = {
+    username: 'ann',
+    subject: 'ann',
+    createdAtMs: START_MS,
+    lastSeenMs: START_MS,
+    endsAtMs: START_MS + HOUR_MS,
+  };
+  const [first, second] = [newRef('ann'), newRef('ann')];
+  expect(await store.createSession(first, { ...session, endsAtMs: START_MS + 1 })).toBe(true);
+  expect(await store.createSession(second, { ...session, lastSeenMs: START_MS + 2 })).toBe(true);
+  expect(await store.createSession(newRef('nobody'), { ...session, username: 'nobody' })).toBe(
+    false,
+  );
+  const seen = { ...session, lastSeenMs: START_MS + 2 };
+  expect(await store.replaceSession(second, seen, { ...seen, formNonce: 'n' })).toBe(true);
+  expect(await store.replaceSession(second, seen, seen)).toBe(false);
+  await store.endSession(first);
   expect(await store.setUserPassword('ann', OTHER_HASH)).toBe(true);
+  expect(await store.getSession(second, START_MS)).toBeUndefined();
   expect(await store.replaceHash({ kind: 'user', username: 'ann' }, OTHER_HASH, HASH)).toBe(true);
 
   expect(await store.createKey(pair('ak_one'), 3)).toBe(true);
@@ -202,6 +223,11 @@ async function runMoveScripts(): Promise<void> {
   await admin.hset(single.key('ak_ole2'), { status: 'revoked', revoked_at: iso(clock.ms) });
   await admin.zadd(single.subjectPairs('ole'), clock.ms - HOUR_MS, 'ak_ole2');
   expect(await backend.credentials.countActiveKeys('ole')).toBe(1);
+  // A user still in the single slot: its password changed and the user removed there, its
+  // portal sessions (in today's layout, another slot) ended by a script of their own.
+  await admin.hset(single.user('ole'), { password_hash: HASH, subject: 'ole' });
+  expect(await backend.credentials.setUserPassword('ole', OTHER_HASH)).toBe(true);
+  expect(await backend.credentials.removeUser('ole')).toBe(true);
 }
 
 describe('the Redis backend’s scripts', () => {

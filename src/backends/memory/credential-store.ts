@@ -9,12 +9,14 @@ import {
 } from '../../credentials/credential-store.js';
 import { memoryPairReads, memoryPairWrites } from './memory-pairs.js';
 import { createMemoryState } from './memory-state.js';
+import { memorySessions } from './memory-sessions.js';
 import { memoryUsers } from './memory-users.js';
 
 /**
  * The embedded store for the zero-setup default and single-instance use: one process,
  * nothing persisted. Revocations reach only this process's listeners. Its parts share one
- * state (memory-state.ts): the pairs (memory-pairs.ts) and the users (memory-users.ts).
+ * state (memory-state.ts): the pairs (memory-pairs.ts), the users (memory-users.ts) and the portal's sessions
+ * (memory-sessions.ts).
  */
 export function createMemoryStore(
   seed: { keys?: readonly KeyRecord[]; users?: readonly UserRecord[] } = {},
@@ -29,6 +31,7 @@ export function createMemoryStore(
     ...memoryPairReads(state),
     ...memoryPairWrites(state),
     ...memoryUsers(state),
+    ...memorySessions(state),
     fleetKey: () => Promise.resolve(fleetKey),
     ping: () => Promise.resolve(),
     health: IN_PROCESS_HEALTH,

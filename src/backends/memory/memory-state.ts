@@ -2,6 +2,7 @@ import {
   isPastRetention,
   isUsable,
   type KeyRecord,
+  type PortalSession,
   type RetentionOptions,
   type Revocation,
   type UserRecord,
@@ -14,6 +15,10 @@ export const unrecorded = ({ verifiedRecord: _, ...pair }: KeyRecord): KeyRecord
 export interface MemoryState {
   readonly keys: Map<string, KeyRecord>;
   readonly users: Map<string, UserRecord>;
+  /** Portal sessions by the SHA-256 of their id (the tag locates nothing here). */
+  readonly sessions: Map<string, PortalSession>;
+  /** Ends every portal session of the user (a new password, or the user removed). */
+  readonly endUserSessions: (username: string) => void;
   readonly listeners: ((revocation: Revocation, publishedAtMs: undefined) => void)[];
   /** Milliseconds since the epoch: what decides whether a pair has expired. */
   readonly now: () => number;
@@ -35,6 +40,7 @@ export function createMemoryState(
 ): MemoryState {
   const keys = new Map<string, KeyRecord>((seed.keys ?? []).map((k) => [k.key, k]));
   const users = new Map<string, UserRecord>((seed.users ?? []).map((u) => [u.username, u]));
+  const sessions = new Map<string, PortalSession>();
   const listeners: ((revocation: Revocation, publishedAtMs: undefined) => void)[] = [];
   const gone = (record: KeyRecord): boolean =>
     isPastRetention(record, now(), retention.retainEndedSec);
@@ -54,6 +60,10 @@ export function createMemoryState(
   return {
     keys,
     users,
+    sessions,
+    endUserSessions: (username) => {
+      for (const [id, session] of sessions) if (session.username === username) sessions.delete(id);
+    },
     listeners,
     now,
     gone,

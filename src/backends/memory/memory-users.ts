@@ -5,7 +5,7 @@ import { unrecorded, type MemoryState } from './memory-state.js';
 export function memoryUsers(
   state: MemoryState,
 ): Pick<CredentialStore, 'getUser' | 'addUser' | 'setUserPassword' | 'removeUser' | 'replaceHash'> {
-  const { keys, users, announce } = state;
+  const { keys, users, announce, endUserSessions } = state;
   return {
     getUser: (username) => Promise.resolve(users.get(username)),
     addUser(record) {
@@ -21,6 +21,7 @@ export function memoryUsers(
         passwordHash,
         tokenGeneration: (found.tokenGeneration ?? 0) + 1,
       });
+      endUserSessions(username);
       announce({ kind: 'subject', subject: found.subject });
       return Promise.resolve(true);
     },
@@ -40,6 +41,7 @@ export function memoryUsers(
       const found = users.get(username);
       if (found === undefined) return Promise.resolve(false);
       users.delete(username);
+      endUserSessions(username);
       announce({ kind: 'subject', subject: found.subject });
       return Promise.resolve(true);
     },

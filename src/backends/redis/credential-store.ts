@@ -17,6 +17,7 @@ import type { ScriptRunner } from './run-script.js';
 import type { SingleSlot } from './single-slot.js';
 import { subjectPairs } from './subject-pairs.js';
 import { subscriberConnections } from './subscriber-connections.js';
+import { redisSessionRecords } from './session-records.js';
 import { redisUserRecords } from './user-records.js';
 import { redisVerifiedRecords } from './verified-records.js';
 
@@ -50,7 +51,7 @@ export interface UnlockListener {
  * read there, and a subject's pairs are moved here before any script changes or lists them,
  * so that one script always sees all of them (single-slot.ts). Each part is its own module:
  * finding a pair (pair-lookup.ts), listing (pair-listing.ts), changing pairs (pair-writes.ts),
- * users (user-records.ts), last uses (last-use.ts), verified records (verified-records.ts).
+ * users (user-records.ts), the portal's sessions (session-records.ts), last uses (last-use.ts), verified records (verified-records.ts).
  */
 export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): CredentialStore {
   const { client, connection, runner, layout, single, now, retention } = deps;
@@ -70,6 +71,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
       perSlot: client instanceof Cluster,
     }),
     ...redisUserRecords(runner, layout, single),
+    ...redisSessionRecords(runner, layout, single),
     ping: () => runner.ping(),
     health: connection,
     ...revocationsAndClose(deps),

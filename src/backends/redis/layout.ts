@@ -43,6 +43,15 @@ export interface RedisLayout {
   readonly subjectLegacyKeys: (subject: string) => string;
   /** A web-app user's hash: password_hash, subject, created_at, scopes. */
   readonly user: (username: string) => string;
+  /**
+   * HASH of the portal sessions under one tag (a username's: the tag a session id carries):
+   * the SHA-256 of each session's id (hex) -> the session as JSON (credentials/portal-session.ts).
+   * Beside the user's hash in one slot, so that a new password or the user's removal ends its
+   * sessions in the same script.
+   */
+  readonly sessionsAt: (tag: string) => string;
+  /** The same hash named from a username: `sessionsAt(tagOf(username))`. */
+  readonly sessionsOf: (username: string) => string;
   /** The fleet key every gateway checks verified records with (verified-record.ts). */
   readonly fleetKey: string;
   /**
@@ -69,6 +78,7 @@ export function redisLayout(
   // either way under its subject's tag, where the pair's hash and its overrides are.
   const owned = (owner: BucketOwner): string =>
     owner.kind === 'key' ? `key:${owner.key}` : `subject:${owner.subject}`;
+  const sessionsAt = (tag: string): string => `${at(tag)}sessions`;
   return {
     tagOf,
     key: (id, name) => keyAt(tagOf(name), id),
@@ -80,6 +90,8 @@ export function redisLayout(
     subjectActive: (name) => `${subject(name)}:active`,
     subjectLegacyKeys: (name) => `${subject(name)}:keys`,
     user: (username) => `${at(tagOf(username))}user:${username}`,
+    sessionsAt,
+    sessionsOf: (username) => sessionsAt(tagOf(username)),
     fleetKey: `${prefix}fleet-key`,
     channel: `${prefix}revocations`,
     lockoutCounter({ scope, id, network }) {
@@ -188,6 +200,7 @@ export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
     { key: l.subjectActive('<subject>'), type: 'set' },
     { key: l.subjectLegacyKeys('<subject>'), type: 'set' },
     { key: l.user('<username>'), type: 'hash' },
+    { key: l.sessionsOf('<username>'), type: 'hash' },
     { key: l.fleetKey, type: 'string' },
     { key: l.channel, type: 'channel' },
     counter('basic_address', '', '<network>'),

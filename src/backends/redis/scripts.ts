@@ -83,8 +83,9 @@ export const ADD_USER = defineScript('add-user.lua', {
   reply: decodeFlag,
 });
 export const SET_USER_PASSWORD = defineScript('set-user-password.lua', {
-  keys: ['user'],
-  args: ['passwordHash', 'channel'],
+  keys: ['user', 'sessions[]'],
+  args: ['passwordHash', 'username', 'channel'],
+  libraries: ['user-sessions.lua'],
   reply: decodeFlag,
 });
 export const REPLACE_HASH = defineScript('replace-hash.lua', {
@@ -98,8 +99,27 @@ export const KEEP_VERIFIED_RECORD = defineScript('keep-verified-record.lua', {
   reply: decodeFlag,
 });
 export const REMOVE_USER = defineScript('remove-user.lua', {
-  keys: ['user'],
-  args: ['channel'],
+  keys: ['user', 'sessions[]'],
+  args: ['username', 'channel'],
+  libraries: ['user-sessions.lua'],
+  reply: decodeFlag,
+});
+
+export const CREATE_SESSION = defineScript('create-session.lua', {
+  keys: ['sessions', 'user[]'],
+  args: ['id', 'session', 'subject', 'nowMs', 'ttlMs'],
+  libraries: ['user-sessions.lua'],
+  reply: decodeFlag,
+});
+export const REPLACE_SESSION = defineScript('replace-session.lua', {
+  keys: ['sessions'],
+  args: ['id', 'expected', 'next', 'ttlMs'],
+  reply: decodeFlag,
+});
+export const END_USER_SESSIONS = defineScript('end-user-sessions.lua', {
+  keys: ['sessions'],
+  args: ['username'],
+  libraries: ['user-sessions.lua'],
   reply: decodeFlag,
 });
 
@@ -138,6 +158,9 @@ export const ALL_SCRIPTS = [
   REPLACE_HASH,
   KEEP_VERIFIED_RECORD,
   REMOVE_USER,
+  CREATE_SESSION,
+  REPLACE_SESSION,
+  END_USER_SESSIONS,
   ADOPT_PAIR,
   COPY_IF_ABSENT,
   DROP_IF_SAME,

@@ -2,7 +2,7 @@ import type { CredentialStore } from '../../credentials/credential-store.js';
 import { toUserRecord } from './hash-fields.js';
 import type { RedisLayout } from './layout.js';
 import type { ScriptRunner } from './run-script.js';
-import { ADD_USER, REMOVE_USER, SET_USER_PASSWORD } from './scripts.js';
+import { ADD_USER, END_USER_SESSIONS, REMOVE_USER, SET_USER_PASSWORD } from './scripts.js';
 import type { SingleSlot } from './single-slot.js';
 
 type UserRecords = Pick<CredentialStore, 'getUser' | 'addUser' | 'setUserPassword' | 'removeUser'>;
@@ -13,11 +13,6 @@ export function redisUserRecords(
   layout: RedisLayout,
   single: SingleSlot | undefined,
 ): UserRecords {
-  /** The user's hash here, then in the single slot (undefined when there is none). */
-  const hashesOf = (username: string): readonly (string | undefined)[] => [
-    layout.user(username),
-    single?.layout.user(username),
-  ];
   return {
     getUser: async (username) => {
       const here = toUserRecord(
@@ -48,26 +43,41 @@ export function redisUserRecords(
         },
       );
     },
+    // A user's portal sessions are kept under its tag in today's layout (session-records.ts):
+    // ended in the same script as the change of today's user hash; for a user still in the
+    // single slot (another slot) just after its change there, by a script of their own.
     setUserPassword: async (username, passwordHash) => {
-      for (const user of hashesOf(username)) {
-        if (user === undefined) continue;
-        if (
-          await runner.run(SET_USER_PASSWORD, { user }, { passwordHash, channel: layout.channel })
+      const sessions = layout.sessionsOf(username);
+      const args = { passwordHash, username, channel: layout.channel };
+      if (
+        await runner.run(
+          SET_USER_PASSWORD,
+          { user: layout.user(username), sessions: [sessions] },
+          args,
         )
-          return true;
-      }
-      return false;
+      )
+        return true;
+      if (single === undefined) return false;
+      const changed = await runner.run(
+        SET_USER_PASSWORD,
+        { user: single.layout.user(username), sessions: [] },
+        args,
+      );
+      if (changed) await runner.run(END_USER_SESSIONS, { sessions }, { username });
+      return changed;
     },
     removeUser: async (username) => {
+      const sessions = layout.sessionsOf(username);
+      const args = { username, channel: layout.channel };
       // Wherever it is: a copy left in the single slot would be read again.
-      const removed = await Promise.all(
-        hashesOf(username).map(async (user) =>
-          user === undefined
-            ? false
-            : await runner.run(REMOVE_USER, { user }, { channel: layout.channel }),
-        ),
-      );
-      return removed.includes(true);
+      const [here, there] = await Promise.all([
+        runner.run(REMOVE_USER, { user: layout.user(username), sessions: [sessions] }, args),
+        single === undefined
+          ? false
+          : runner.run(REMOVE_USER, { user: single.layout.user(username), sessions: [] }, args),
+      ]);
+      if (there && !here) await runner.run(END_USER_SESSIONS, { sessions }, { username });
+      return here || there;
     },
   };
 }

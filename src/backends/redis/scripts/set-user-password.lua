@@ -1,5 +1,6 @@
 -- Replaces the password hash of an existing user and bumps its token generation (the tokens
--- issued before it stop working), then announces on ARG.channel, with Redis's time in Unix ms,
+-- issued before it stop working) and ends its portal sessions (in KEY.sessions, when given: one
+-- key or none), then announces on ARG.channel, with Redis's time in Unix ms,
 -- that its subject's cached credentials must go: 1, or 0 when there is no such user (a user
 -- removed meanwhile is not brought back).
 local subject = redis.call('HGET', KEY.user, 'subject')
@@ -11,6 +12,7 @@ if generation and not string.match(generation, '^%d+$') then
   redis.call('HDEL', KEY.user, 'token_generation')
 end
 redis.call('HINCRBY', KEY.user, 'token_generation', 1)
+for _, sessions in ipairs(KEY.sessions) do drop_sessions(sessions, ARG.username, nil) end
 local now = redis.call('TIME')
 local publishedMs = now[1] * 1000 + math.floor(now[2] / 1000)
 redis.call('PUBLISH', ARG.channel, string.format('subject:%s %d', subject, publishedMs))

@@ -33,10 +33,20 @@ describe('the Redis scripts', () => {
     },
   );
 
-  it('defines every file of scripts/, as a script or as the library the pair scripts include', () => {
+  it('defines every file of scripts/, as a script or as a library scripts include', () => {
     const files = readdirSync(SCRIPTS).filter((file) => file.endsWith('.lua'));
     const defined = new Set(ALL_SCRIPTS.map((script) => script.name));
-    expect(files.filter((file) => !defined.has(file))).toEqual(['pair-index.lua']);
+    expect(files.filter((file) => !defined.has(file)).sort()).toEqual([
+      'pair-index.lua',
+      'user-sessions.lua',
+    ]);
+    const sessions = readFileSync(new URL('user-sessions.lua', SCRIPTS), 'utf8');
+    expect(ALL_SCRIPTS.filter((s) => s.source.includes(sessions)).map((s) => s.name)).toEqual([
+      'set-user-password.lua',
+      'remove-user.lua',
+      'create-session.lua',
+      'end-user-sessions.lua',
+    ]);
     const library = readFileSync(new URL('pair-index.lua', SCRIPTS), 'utf8');
     expect(ALL_SCRIPTS.filter((s) => s.source.includes(library)).map((s) => s.name)).toEqual([
       'create-pair.lua',

@@ -1,0 +1,203 @@
+import { keyView, type KeyView } from '../credentials/key-view.js';
+import { createPairFor, parseCreateBody } from '../endpoints/create-key.js';
+import { KEYS_PAGE_MESSAGES } from '../endpoints/key-page-query.js';
+import { callerOf } from '../endpoints/keys-caller.js';
+import { revokePairOf } from '../endpoints/revoke-key.js';
+import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
+import type { EndpointContext } from '../http/routes.js';
+import { KEY_ID } from '../identity/identity-formats.js';
+import { oneField, readForm } from './form-body.js';
+import { PageError, PORTAL_MESSAGES } from './page-error.js';
+import { alreadySentPage, createdPage } from './pages/created-page.js';
+import { newPairPage } from './pages/new-pair-page.js';
+import { pairsPage } from './pages/pairs-page.js';
+import { revokePage } from './pages/revoke-page.js';
+import { PAIRS_PER_PAGE, type PortalOptions } from './portal-options.js';
+import { redirect, writePage } from './respond.js';
+import { newFormNonce, sameToken } from './session-id.js';
+import { changeSession, type Visit } from './visit.js';
+
+/** What a redirect after an action may tell the list to say: a fixed sentence per name. */
+const NOTICES: ReadonlyMap<string, string> = new Map([['revoked', 'The key pair is revoked.']]);
+
+/** The form's CSRF token is the session's (compared in constant time): 403 otherwise. */
+function checkCsrf(form: URLSearchParams, visit: Visit): void {
+  if (!sameToken(oneField(form, 'csrf'), visit.signedIn.csrf))
+    throw new GatewayError('forbidden', { message: PORTAL_MESSAGES.csrf });
+}
+
+/**
+ * `GET` the base path: a page of the holder's pairs, newest first (`?after=<key id>` for the
+ * next), read as `GET /keys` reads them: keys.requiredScopes applies, only the own subject.
+ */
+export async function showPairs(
+  options: PortalOptions,
+  { res, requestId, query }: EndpointContext,
+  visit: Visit,
+): Promise<void> {
+  const caller = await callerOf(options.keys, visit.caller);
+  const params = new URLSearchParams(query);
+  const after = params.get('after') ?? undefined;
+  if (after !== undefined && !KEY_ID.pattern.test(after))
+    throw new GatewayError('bad_request', { message: KEYS_PAGE_MESSAGES.lastId });
+  const records = await options.keys.store.listKeys(caller.subject, {
+    limit: PAIRS_PER_PAGE + 1,
+    order: 'desc',
+    after,
+  });
+  if (records === undefined)
+    throw new GatewayError('bad_request', { message: KEYS_PAGE_MESSAGES.lastId });
+  const nowMs = options.now();
+  const shown = records.slice(0, PAIRS_PER_PAGE).map((record) => keyView(record, nowMs));
+  const more = records.length > PAIRS_PER_PAGE;
+  const notice = NOTICES.get(params.get('notice') ?? '');
+  const view = {
+    paths: options.paths,
+    signedIn: visit.signedIn,
+    pairs: shown,
+    later: after !== undefined,
+    ...(more ? { nextAfter: shown.at(-1)?.key } : {}),
+    ...(notice === undefined ? {} : { notice }),
+  };
+  writePage(res, 200, pairsPage(view), requestId);
+}
+
+/**
+ * `GET keys/new`: the create form, with a new one-use token kept in the session: the form's
+ * answer (the secret) is not redirected, so a reload sends the form again, and the token, then
+ * spent, makes sure it makes no second pair and shows no secret.
+ */
+export async function showNewPair(
+  options: PortalOptions,
+  { res, requestId }: EndpointContext,
+  visit: Visit,
+): Promise<void> {
+  const caller = await callerOf(options.keys, visit.caller);
+  const nonce = newFormNonce();
+  const kept = await changeSession(options, visit, (session) => ({ ...session, formNonce: nonce }));
+  if (kept === undefined) return redirect(res, options.paths.signIn, requestId);
+  const view = { paths: options.paths, signedIn: visit.signedIn, nonce, scopes: caller.scopes };
+  writePage(res, 200, newPairPage(view), requestId);
+}
+
+/**
+ * `POST keys`: makes the pair by the rules of `POST /keys` (create-key.ts: the same body
+ * checks, scopes within the holder's own, the cap), and answers with its secret, this once,
+ * `no-store`. The form's token is spent before the pair is made, atomically in the store: a
+ * second sending (a reload, a double click, a second tab) gets the "already sent" page.
+ */
+export async function createPair(
+  options: PortalOptions,
+  { req, res, requestId }: EndpointContext,
+  visit: Visit,
+): Promise<void> {
+  const form = await readForm(req, res, options.maxBodyBytes);
+  checkCsrf(form, visit);
+  const { paths } = options;
+  const { signedIn } = visit;
+  const sent = oneField(form, 'nonce');
+  const fresh = (nonce: string | undefined): boolean =>
+    nonce !== undefined && sameToken(sent, nonce);
+  if (!fresh(visit.session.formNonce))
+    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
+      message: PORTAL_MESSAGES.alreadySent,
+    });
+  const caller = await callerOf(options.keys, visit.caller);
+  const label = oneField(form, 'label') ?? '';
+  const expiresIn = oneField(form, 'expires_in') ?? '';
+  const scopes = form.getAll('scopes');
+  const nowMs = options.now();
+  const asked = (() => {
+    try {
+      return parseCreateBody(
+        {
+          label,
+          ...(expiresIn === ''
+            ? {}
+            : { expires_in: /^\d{1,12}$/.test(expiresIn) ? Number(expiresIn) : expiresIn }),
+          scopes,
+        },
+        nowMs,
+      );
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'bad_request') throw error;
+      // The token is not spent: the form, written back with what was wrong, may be sent again.
+      const nonce = visit.session.formNonce ?? '';
+      const values = { label, expiresIn, scopes };
+      const page = newPairPage({
+        paths,
+        signedIn,
+        nonce,
+        scopes: caller.scopes,
+        values,
+        error: error.message,
+      });
+      throw new PageError('bad_request', page, { message: error.message });
+    }
+  })();
+  const spent = await changeSession(options, visit, (session) =>
+    fresh(session.formNonce) ? { ...session, formNonce: undefined } : undefined,
+  );
+  if (spent === undefined)
+    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
+      message: PORTAL_MESSAGES.alreadySent,
+    });
+  const { record, secret } = await createPairFor(options.keys, caller, asked, nowMs);
+  const pair = keyView(record, nowMs);
+  writePage(res, 201, createdPage({ paths, signedIn, pair, secret }), requestId, {
+    pragma: 'no-cache',
+  });
+}
+
+/** The visitor's own pair `key` (404 otherwise, whoever's it is), as its holder sees it. */
+async function ownPair(options: PortalOptions, visit: Visit, key: string): Promise<KeyView> {
+  const record = await options.keys.store.getKey(key);
+  if (record === undefined || record.subject !== visit.caller.subject)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  return keyView(record, options.now());
+}
+
+/** `GET keys/{key}/revoke`: what the revocation ends, and the form that confirms it. */
+export async function showRevoke(
+  options: PortalOptions,
+  { res, requestId }: EndpointContext,
+  visit: Visit,
+  key: string,
+): Promise<void> {
+  await callerOf(options.keys, visit.caller);
+  const pair = await ownPair(options, visit, key);
+  const view = { paths: options.paths, signedIn: visit.signedIn, pair, lastActive: false };
+  writePage(res, 200, revokePage(view), requestId);
+}
+
+/**
+ * `POST keys/{key}/revoke`: the revocation of `DELETE /keys/{key}` (revoke-key.ts: the same
+ * store call, eviction and announcement), then back to the list. The last active pair is
+ * refused, as the API does without `?force=true`, until the form's box says so.
+ */
+export async function revokePair(
+  options: PortalOptions,
+  { req, res, requestId }: EndpointContext,
+  visit: Visit,
+  key: string,
+): Promise<void> {
+  const form = await readForm(req, res, options.maxBodyBytes);
+  checkCsrf(form, visit);
+  const caller = await callerOf(options.keys, visit.caller);
+  const force = oneField(form, 'force') === 'yes';
+  try {
+    await revokePairOf(options.keys, caller, key, force);
+  } catch (error) {
+    if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+    const pair = await ownPair(options, visit, key);
+    const view = {
+      paths: options.paths,
+      signedIn: visit.signedIn,
+      pair,
+      lastActive: true,
+      error: PORTAL_MESSAGES.lastActive,
+    };
+    throw new PageError('conflict', revokePage(view), { message: PORTAL_MESSAGES.lastActive });
+  }
+  redirect(res, `${options.paths.home}?notice=revoked`, requestId);
+}
