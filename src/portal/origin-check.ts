@@ -5,8 +5,9 @@ import type { IncomingHttpHeaders } from 'node:http';
  * Cheat Sheet, "Verifying Origin With Standard Headers"): its `Origin` (RFC 6454 §7), or
  * without one its `Referer`, names the host the request was sent to (`Host`). A request that
  * names neither is refused: every browser that runs the pages sends `Origin` on a POST
- * (the Fetch standard), and `Referrer-Policy: no-referrer` removes only `Referer`. `null` (a
- * sandboxed or privacy-stripped origin) is refused too. With `https` set, the origin must be
+ * (the Fetch standard) naming the page's origin, as long as the page's `Referrer-Policy`
+ * does not strip it (no-referrer would: respond.ts sends same-origin). `null` (a sandboxed or
+ * privacy-stripped origin) is refused too. With `https` set, the origin must be
  * an https one. Pure.
  */
 export function fromOwnOrigin(headers: IncomingHttpHeaders, https: boolean): boolean {

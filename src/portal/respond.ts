@@ -7,13 +7,16 @@ import type { Html } from './html.js';
  * the pages (`frame-ancestors`, with X-Frame-Options for older browsers), forms posting only
  * to the portal's origin and no `<base>` (CSP Level 3). no-store: a page may show a secret
  * (once) or a user's pairs, and must not be kept by the browser or a shared cache (RFC 9111
- * §5.2.2.5). no-referrer: a page's URL never leaves in a Referer.
+ * §5.2.2.5). same-origin: a page's URL never leaves in a Referer to another origin. Not
+ * no-referrer: under it a browser sends `Origin: null` with the pages' own form posts (the
+ * Fetch standard, "append a request Origin header"), which origin-check.ts must refuse
+ * (test/e2e/portal-browser.test.ts found it in Chromium: no sign-in went through).
  */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
   'cache-control': 'no-store',
