@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisLayout } from '../../src/backends/redis/layout.js';
 import { basicHeader } from '../support/basic-header.js';
 import { startEchoUpstream, type EchoUpstream } from '../support/echo-upstream.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { startTestRedis, type TestRedis } from '../support/redis-server.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 import { send } from '../support/send.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
@@ -11,15 +12,22 @@ import { untilSubscribers } from '../support/until-subscribers.js';
 // last_used_at through a gateway on Redis: kept without a Redis write per request, written
 // in one batch (the timer's, or the one at shutdown), and shown by GET /keys.
 
-const redisUrl = inject('redisUrl');
+// A Redis of this file's own: MONITOR (watchCommands) fails in ioredis when another client's
+// command reaches it between its MONITOR's OK and the switch to monitoring mode ("Command queue
+// state error"), as the suite's other files, sharing one Redis, can send at any time.
+let redis: TestRedis;
+let redisUrl: string;
 let upstream: EchoUpstream;
 
 beforeAll(async () => {
+  redis = await startTestRedis();
+  redisUrl = redis.url;
   upstream = await startEchoUpstream();
 });
 
 afterAll(async () => {
   await upstream?.close();
+  await redis?.stop();
 });
 
 /** Every command Redis runs that names a key under `prefix`, as MONITOR reports it. */
