@@ -1,4 +1,4 @@
-import { isUsable } from '../credentials/credential-store.js';
+import { isUsable, type RolledPair } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import {
   DEFAULT_ROLL_OVERLAP_SEC,
@@ -10,6 +10,7 @@ import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js'
 import { listEnvelope, writeJson } from '../http/json-response.js';
 import { readJsonBody } from '../http/read-json-body.js';
 import type { EndpointContext } from '../http/routes.js';
+import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import { rollKeySchema, type RolledKeyBody } from '../openapi/api-schemas.js';
 import { callerExpiry, callerOf } from './keys-caller.js';
@@ -25,11 +26,32 @@ export async function rollKey(
   options: KeysEndpointsOptions,
   { req, res, requestId, identity, param }: EndpointContext,
 ): Promise<void> {
-  const { store } = options;
   const caller = await callerOf(options, identity);
   const overlapSec = parseRollBody(await readJsonBody(req, res, options.maxBodyBytes));
   const nowMs = options.now();
-  const pair = param === undefined ? undefined : await store.getKey(param);
+  const { rolled, secret } = await rollPairOf(options, caller, param, overlapSec, nowMs);
+  const body = listEnvelope<RolledKeyBody>(
+    [{ ...keyView(rolled.successor, nowMs), secret, previous: keyView(rolled.rolled, nowMs) }],
+    201,
+  );
+  writeJson(res, 201, body, requestId, { pragma: 'no-cache' });
+}
+
+/**
+ * Rolls `key` when it is one of `caller`'s own pairs (404 `not_found` otherwise, whoever's it
+ * is): both pairs as the roll leaves them, and the successor's secret. What
+ * `POST /keys/{key}/roll` and the portal's roll form both do: 409 for an ended pair, 403 for a
+ * pair the caller may not roll, 422 at the cap, and this gateway's cache evicted at once.
+ */
+export async function rollPairOf(
+  options: KeysEndpointsOptions,
+  caller: Identity,
+  key: string | undefined,
+  overlapSec: number,
+  nowMs: number,
+): Promise<{ readonly rolled: RolledPair; readonly secret: string }> {
+  const { store } = options;
+  const pair = key === undefined ? undefined : await store.getKey(key);
   if (pair === undefined || pair.subject !== caller.subject)
     throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
   if (!isUsable(pair, nowMs)) throw new GatewayError('conflict', { message: ROLL_MESSAGES.ended });
@@ -44,11 +66,11 @@ export async function rollKey(
   // counted. store.rollKey still decides, atomically.
   if ((await store.countActiveKeys(caller.subject)) - 1 >= options.maxActivePerSubject)
     throw new GatewayError('limit_exceeded');
-  const { key, secret } = generateKeyPair(caller.subject);
+  const successor = generateKeyPair(caller.subject);
   const rolled = await store.rollKey(
     {
       key: pair.key,
-      successor: { key, secretHash: await options.verifier.hash(secret) },
+      successor: { key: successor.key, secretHash: await options.verifier.hash(successor.secret) },
       at: new Date(nowMs).toISOString(),
       overlapSec,
     },
@@ -58,11 +80,7 @@ export async function rollKey(
   // This gateway forgets the pair's cached check at once (its cache entry may end later than
   // the pair now does); the store's announcement reaches the other gateways.
   options.onRevoked(pair.key);
-  const body = listEnvelope<RolledKeyBody>(
-    [{ ...keyView(rolled.successor, nowMs), secret, previous: keyView(rolled.rolled, nowMs) }],
-    201,
-  );
-  writeJson(res, 201, body, requestId, { pragma: 'no-cache' });
+  return { rolled, secret: successor.secret };
 }
 
 /** The body: `{overlap_sec?}`, or none at all; absent, the default overlap. */

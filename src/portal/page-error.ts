@@ -25,7 +25,8 @@ export const PORTAL_MESSAGES = {
   csrf: 'The form was not sent from this portal’s own page, or the page is out of date: go back, reload it and try again.',
   notFound: 'There is no such page in the portal.',
   lastActive: 'This is your last active key pair: tick the box below to revoke it even so.',
-  alreadySent: 'This create form was already sent.',
+  alreadySent: 'This form was already sent.',
+  overlap: 'Choose one of the overlaps offered: none, 5 minutes, 1 hour or 24 hours.',
   tooManyAttempts:
     'Too many failed sign-ins from here or for this user: wait a while and try again.',
 } as const;

@@ -3,6 +3,8 @@ import { createPairFor, parseCreateBody } from '../endpoints/create-key.js';
 import { KEYS_PAGE_MESSAGES } from '../endpoints/key-page-query.js';
 import { callerOf } from '../endpoints/keys-caller.js';
 import { revokePairOf } from '../endpoints/revoke-key.js';
+import { rollPairOf } from '../endpoints/roll-key.js';
+import { DEFAULT_ROLL_OVERLAP_SEC, ROLL_MESSAGES } from '../credentials/key-roll.js';
 import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
 import type { EndpointContext } from '../http/routes.js';
 import { KEY_ID } from '../identity/identity-formats.js';
@@ -12,6 +14,7 @@ import { alreadySentPage, createdPage } from './pages/created-page.js';
 import { newPairPage } from './pages/new-pair-page.js';
 import { pairsPage } from './pages/pairs-page.js';
 import { revokePage } from './pages/revoke-page.js';
+import { ROLL_OVERLAPS, rollPage } from './pages/roll-page.js';
 import { PAIRS_PER_PAGE, type PortalOptions } from './portal-options.js';
 import { redirect, writePage } from './respond.js';
 import { newFormNonce, sameToken } from './session-id.js';
@@ -200,4 +203,91 @@ export async function revokePair(
     throw new PageError('conflict', revokePage(view), { message: PORTAL_MESSAGES.lastActive });
   }
   redirect(res, `${options.paths.home}?notice=revoked`, requestId);
+}
+
+/**
+ * `GET keys/{key}/roll`: the pair, what a roll does, and the form choosing the overlap, with a
+ * new one-use token kept in the session (as the create form's: its answer shows a secret).
+ * Only a usable pair can be rolled: an ended one answers 409 here already.
+ */
+export async function showRoll(
+  options: PortalOptions,
+  { res, requestId }: EndpointContext,
+  visit: Visit,
+  key: string,
+): Promise<void> {
+  await callerOf(options.keys, visit.caller);
+  const pair = await ownPair(options, visit, key);
+  if (pair.status !== 'active')
+    throw new GatewayError('conflict', { message: ROLL_MESSAGES.ended });
+  const nonce = newFormNonce();
+  const kept = await changeSession(options, visit, (session) => ({ ...session, formNonce: nonce }));
+  if (kept === undefined) return redirect(res, options.paths.signIn, requestId);
+  const view = {
+    paths: options.paths,
+    signedIn: visit.signedIn,
+    pair,
+    nonce,
+    overlapSec: DEFAULT_ROLL_OVERLAP_SEC,
+  };
+  writePage(res, 200, rollPage(view), requestId);
+}
+
+/** The overlap the roll form sent: one of those it offers (seconds), else undefined. */
+export function formOverlapSec(sent: string | undefined): number | undefined {
+  return ROLL_OVERLAPS.find(({ seconds }) => String(seconds) === sent)?.seconds;
+}
+
+/**
+ * `POST keys/{key}/roll`: the roll of `POST /keys/{key}/roll` (roll-key.ts rollPairOf: the
+ * same checks, store call, eviction and announcement), answered as the create form is: the
+ * new pair's secret this once, `no-store`, and the old pair's new end. The form's token is
+ * spent before the roll, atomically: a reload of the answer rolls nothing and shows no secret.
+ */
+export async function rollPair(
+  options: PortalOptions,
+  { req, res, requestId }: EndpointContext,
+  visit: Visit,
+  key: string,
+): Promise<void> {
+  const form = await readForm(req, res, options.maxBodyBytes);
+  checkCsrf(form, visit);
+  const { paths } = options;
+  const { signedIn } = visit;
+  const sent = oneField(form, 'nonce');
+  const fresh = (nonce: string | undefined): boolean =>
+    nonce !== undefined && sameToken(sent, nonce);
+  if (!fresh(visit.session.formNonce))
+    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
+      message: PORTAL_MESSAGES.alreadySent,
+    });
+  const caller = await callerOf(options.keys, visit.caller);
+  const overlapSec = formOverlapSec(oneField(form, 'overlap_sec'));
+  if (overlapSec === undefined) {
+    // The token is not spent: the form, shown again, may be sent again.
+    const pair = await ownPair(options, visit, key);
+    const page = rollPage({
+      paths,
+      signedIn,
+      pair,
+      nonce: visit.session.formNonce ?? '',
+      overlapSec: DEFAULT_ROLL_OVERLAP_SEC,
+      error: PORTAL_MESSAGES.overlap,
+    });
+    throw new PageError('bad_request', page, { message: PORTAL_MESSAGES.overlap });
+  }
+  const spent = await changeSession(options, visit, (session) =>
+    fresh(session.formNonce) ? { ...session, formNonce: undefined } : undefined,
+  );
+  if (spent === undefined)
+    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
+      message: PORTAL_MESSAGES.alreadySent,
+    });
+  const nowMs = options.now();
+  const { rolled, secret } = await rollPairOf(options.keys, caller, key, overlapSec, nowMs);
+  const pair = keyView(rolled.successor, nowMs);
+  const previous = keyView(rolled.rolled, nowMs);
+  writePage(res, 201, createdPage({ paths, signedIn, pair, secret, rolled: previous }), requestId, {
+    pragma: 'no-cache',
+  });
 }

@@ -5,7 +5,15 @@ import { PORTAL_CSS, PORTAL_JS } from './assets.js';
 import { clearedCookie, sessionCookieName } from './cookies.js';
 import { fromOwnOrigin } from './origin-check.js';
 import { PageError, PORTAL_MESSAGES } from './page-error.js';
-import { createPair, revokePair, showNewPair, showPairs, showRevoke } from './pair-actions.js';
+import {
+  createPair,
+  revokePair,
+  rollPair,
+  showNewPair,
+  showPairs,
+  showRevoke,
+  showRoll,
+} from './pair-actions.js';
 import { errorPage } from './pages/error-page.js';
 import { pageOf, type PortalPage } from './portal-paths.js';
 import type { PortalOptions } from './portal-options.js';
@@ -21,6 +29,7 @@ const METHODS: Readonly<Record<PortalPage['page'], readonly string[]>> = {
   'new-pair': ['GET', 'HEAD'],
   pairs: ['POST'],
   revoke: ['GET', 'HEAD', 'POST'],
+  roll: ['GET', 'HEAD', 'POST'],
   style: ['GET', 'HEAD'],
   script: ['GET', 'HEAD'],
 };
@@ -84,6 +93,10 @@ function serveSignedIn(
       return context.req.method === 'POST'
         ? revokePair(options, context, visit, target.key)
         : showRevoke(options, context, visit, target.key);
+    case 'roll':
+      return context.req.method === 'POST'
+        ? rollPair(options, context, visit, target.key)
+        : showRoll(options, context, visit, target.key);
     default:
       return showPairs(options, context, visit);
   }

@@ -13,6 +13,8 @@ export interface PortalPaths {
   /** Where the create form posts. */
   readonly pairs: string;
   readonly revoke: (key: string) => string;
+  /** The roll page (GET) and where its form posts (POST). */
+  readonly roll: (key: string) => string;
   readonly style: string;
   readonly script: string;
 }
@@ -25,6 +27,7 @@ export function portalPaths(base: string): PortalPaths {
     newPair: `${base}keys/new`,
     pairs: `${base}keys`,
     revoke: (key) => `${base}keys/${key}/revoke`,
+    roll: (key) => `${base}keys/${key}/roll`,
     style: `${base}portal.css`,
     script: `${base}portal.js`,
   };
@@ -33,9 +36,9 @@ export function portalPaths(base: string): PortalPaths {
 /** A page of the portal, as the rest of a path after the base names it. */
 export type PortalPage =
   | { readonly page: 'home' | 'sign-in' | 'sign-out' | 'new-pair' | 'pairs' | 'style' | 'script' }
-  | { readonly page: 'revoke'; readonly key: string };
+  | { readonly page: 'revoke' | 'roll'; readonly key: string };
 
-type FixedPage = Exclude<PortalPage['page'], 'revoke'>;
+type FixedPage = Exclude<PortalPage['page'], 'revoke' | 'roll'>;
 
 // A Map, not an object literal: `constructor` or `__proto__` must name no page.
 const FIXED: ReadonlyMap<string, FixedPage> = new Map([
@@ -52,8 +55,9 @@ const FIXED: ReadonlyMap<string, FixedPage> = new Map([
 export function pageOf(rest: string): PortalPage | undefined {
   const fixed = FIXED.get(rest);
   if (fixed !== undefined) return { page: fixed };
-  const revoke = /^keys\/([^/]+)\/revoke$/.exec(rest);
-  const key = revoke?.[1];
-  if (key !== undefined && KEY_ID.pattern.test(key)) return { page: 'revoke', key };
+  const action = /^keys\/([^/]+)\/(revoke|roll)$/.exec(rest);
+  const key = action?.[1];
+  const page = action?.[2] === 'roll' ? 'roll' : 'revoke';
+  if (key !== undefined && KEY_ID.pattern.test(key)) return { page, key };
   return undefined;
 }

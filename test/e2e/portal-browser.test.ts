@@ -14,6 +14,7 @@ import {
   newPairOf,
   PORTAL,
   revokePair,
+  rollPair,
   rowOf,
   sessionCookieOf,
   signIn,
@@ -134,11 +135,34 @@ describe.skipIf(!installed)("the portal in Chromium, on npm start's defaults", (
     });
   });
 
-  // Rolling (a successor pair, the old one ending after the overlap chosen) has no form in the
-  // portal yet: the roll branch adds POST /keys/{key}/roll, the portal's row a roll form later.
-  it.todo(
-    'rolls a pair from its row: both the old and the new one work during the overlap, the old one is refused after it',
-  );
+  it('rolls a pair from its row: both the old and the new one work during the overlap; with none, the old one is refused at once', async () => {
+    await inContext(async (_context, page) => {
+      const blocked = cspReports(page);
+      await signIn(page, baseUrl, demo.user);
+      const old = await createPair(page, label('to roll'));
+      await page.getByRole('link', { name: 'Back to your key pairs' }).click();
+      await untilHeading(page, 'Your key pairs');
+      const rolled = await rollPair(page, old.key, '1 hour');
+      expect(await page.getByRole('alert').innerText()).toMatch(/shown this once/i);
+      expect(await page.locator('#rolled-end').innerText()).toMatch(/^keeps working until /);
+      expect((await accountsWith(baseUrl, rolled)).status).toBe(200);
+      expect((await accountsWith(baseUrl, old)).status).toBe(200);
+      await page.goto(demo.portalUrl);
+      expect(await rowOf(page, rolled.key).innerText()).toContain('Active');
+      expect(await page.content()).not.toContain(rolled.secret);
+
+      const another = await createPair(page, label('to roll at once'));
+      await page.goto(demo.portalUrl);
+      const successor = await rollPair(page, another.key, 'None: the old pair ends at once');
+      expect(await page.locator('#rolled-end').innerText()).toMatch(/^has ended/);
+      expect((await accountsWith(baseUrl, another)).status).toBe(401);
+      expect((await accountsWith(baseUrl, successor)).status).toBe(200);
+      await page.goto(demo.portalUrl);
+      expect(await rowOf(page, another.key).innerText()).toContain('Revoked');
+      for (const pair of [old, rolled, successor]) await revokePair(page, pair.key);
+      expect(blocked).toEqual([]);
+    });
+  });
 
   it('refuses a form posted to the portal from a page of another origin (403), and nothing changes', async () => {
     await inContext(async (_context, page) => {
@@ -238,8 +262,8 @@ describe.skipIf(!installed)("the portal in Chromium, on npm start's defaults", (
 
   /**
    * Walks through every page of the portal in `page`, calling `visit` on each with its name:
-   * sign-in, the list, the create form, its answer, the revoke confirmation, the list after
-   * the revocation, an error page.
+   * sign-in, the list, the create form, its answer, the roll form, its answer, the revoke
+   * confirmation, the list after the revocation, an error page.
    */
   async function everyPage(page: Page, visit: (name: string) => Promise<void>): Promise<void> {
     await page.goto(`${baseUrl}${PORTAL}sign-in`);
@@ -253,8 +277,17 @@ describe.skipIf(!installed)("the portal in Chromium, on npm start's defaults", (
     await page.getByRole('button', { name: 'Make the key pair' }).click();
     await untilHeading(page, 'Your new key pair');
     await visit('created');
+    const made = await newPairOf(page);
+    await page.goto(demo.portalUrl);
+    await rowOf(page, made.key).getByRole('link', { name: /^Roll/ }).click();
+    await untilHeading(page, 'Roll a key pair');
+    await visit('roll');
+    await page.getByRole('button', { name: 'Roll this key pair' }).click();
+    await untilHeading(page, 'Your new key pair');
+    await visit('rolled');
     const pair = await newPairOf(page);
     await page.goto(demo.portalUrl);
+    await revokePair(page, made.key);
     await rowOf(page, pair.key)
       .getByRole('link', { name: /^Revoke/ })
       .click();
@@ -285,6 +318,8 @@ describe.skipIf(!installed)("the portal in Chromium, on npm start's defaults", (
       'pairs',
       'new-pair',
       'created',
+      'roll',
+      'rolled',
       'revoke',
       'revoked',
       'error',

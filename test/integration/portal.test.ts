@@ -284,6 +284,193 @@ describe('the portal, signed in', () => {
   });
 });
 
+describe('rolling a pair in the portal', () => {
+  const ROLF = { username: 'rolf', subject: 'rolf-subject', password: 'rolf-password-0123' };
+
+  beforeAll(async () => {
+    await putUser(redisUrl, prefix, { ...ROLF, scopes: ['accounts:read'] });
+  });
+
+  /** Makes a pair, opens its roll page and sends it with `overlap`: the answer and the form. */
+  async function roll(browser: PortalClient, overlap: string) {
+    const { answer: made } = await createPair(browser, { label: 'to <roll>' });
+    const old = {
+      key: textOf(made.body, 'new-key') ?? '',
+      secret: textOf(made.body, 'secret') ?? '',
+    };
+    const page = await browser.get(`/portal/keys/${old.key}/roll`);
+    expect(page.status).toBe(200);
+    const sent = {
+      csrf: fieldValue(page.body, 'csrf') ?? '',
+      nonce: fieldValue(page.body, 'nonce') ?? '',
+      overlap_sec: overlap,
+    };
+    const answer = await browser.post(`/portal/keys/${old.key}/roll`, sent);
+    return { old, page, sent, answer };
+  }
+
+  it('offers a roll from the row, and answers with the new secret once: both pairs work during the overlap', async () => {
+    const browser = await signedIn(ROLF);
+    const { old, page, sent, answer } = await roll(browser, '3600');
+    expect(page.body).toMatch(/<option value="3600" selected/);
+    expect((await browser.get('/portal/')).body).toContain(`href="/portal/keys/${old.key}/roll"`);
+    expect(answer.status).toBe(201);
+    expect(answer.headers['cache-control']).toBe('no-store');
+    const key = textOf(answer.body, 'new-key') ?? '';
+    const secret = textOf(answer.body, 'secret') ?? '';
+    expect(key).toMatch(/^ak_[0-9a-f]{5}_[0-9A-Za-z]{30}$/);
+    expect(key).not.toBe(old.key);
+    expect(textOf(answer.body, 'rolled-key')).toBe(old.key);
+    const end = /id="rolled-end">keeps working until <time datetime="([^"]+)"/.exec(
+      answer.body,
+    )?.[1];
+    expect(Date.parse(end ?? '') - Date.now()).toBeGreaterThan(3_500_000);
+    expect(Date.parse(end ?? '') - Date.now()).toBeLessThanOrEqual(3_600_000);
+    expect((await accounts(key, secret)).status).toBe(200);
+    expect((await accounts(old.key, old.secret)).status).toBe(200);
+
+    // A reload sends the same form again: no secret, no second roll.
+    const again = await browser.post(`/portal/keys/${old.key}/roll`, sent);
+    expect(again.status).toBe(409);
+    expect(again.body).toContain('id="already-sent"');
+    expect(again.body).not.toContain(secret);
+    const list = (await browser.get('/portal/')).body;
+    expect(list).toContain(`id="pair-${key}"`);
+    // The rolled pair and its successor: no second roll.
+    expect(list.match(/<tr id="pair-/g)).toHaveLength(2);
+    expect(list).not.toContain(secret);
+  });
+
+  it('with no overlap, ends the old pair at once: 401', async () => {
+    const browser = await signedIn(ROLF);
+    const { old, answer } = await roll(browser, '0');
+    expect(answer.status).toBe(201);
+    expect(textOf(answer.body, 'rolled-end')).toMatch(/^has ended/);
+    expect((await accounts(old.key, old.secret)).status).toBe(401);
+    const key = textOf(answer.body, 'new-key') ?? '';
+    expect((await accounts(key, textOf(answer.body, 'secret') ?? '')).status).toBe(200);
+    // An ended pair has no roll: its page and its form are 409 pages.
+    expect((await browser.get('/portal/')).body).not.toContain(
+      `href="/portal/keys/${old.key}/roll"`,
+    );
+    const ended = await browser.get(`/portal/keys/${old.key}/roll`);
+    expect(ended.status).toBe(409);
+    expect(ended.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(ended.body).toContain('Only a usable key pair can be rolled');
+    const form = await browser.get(`/portal/keys/${key}/roll`);
+    const posted = await browser.post(`/portal/keys/${old.key}/roll`, {
+      csrf: fieldValue(form.body, 'csrf') ?? '',
+      nonce: fieldValue(form.body, 'nonce') ?? '',
+      overlap_sec: '0',
+    });
+    expect(posted.status).toBe(409);
+    expect(posted.body).toContain('Only a usable key pair can be rolled');
+    await browser.post(`/portal/keys/${key}/revoke`, { csrf: await csrfOf(browser), force: 'yes' });
+  });
+
+  it('refuses an overlap it does not offer, keeping the form usable', async () => {
+    const browser = await signedIn(ROLF);
+    const { old, sent, answer } = await roll(browser, '86401');
+    expect(answer.status).toBe(400);
+    expect(textOf(answer.body, 'form-error')).toContain('Choose one of the overlaps');
+    expect((await accounts(old.key, old.secret)).status).toBe(200);
+    const fixed = await browser.post(`/portal/keys/${old.key}/roll`, {
+      ...sent,
+      overlap_sec: '300',
+    });
+    expect(fixed.status).toBe(201);
+  });
+
+  it('refuses a roll without the CSRF token or from another origin, and rolls nothing', async () => {
+    const browser = await signedIn(ROLF);
+    const { answer: made } = await createPair(browser);
+    const key = textOf(made.body, 'new-key') ?? '';
+    const secret = textOf(made.body, 'secret') ?? '';
+    const page = await browser.get(`/portal/keys/${key}/roll`);
+    const fields = {
+      csrf: fieldValue(page.body, 'csrf') ?? '',
+      nonce: fieldValue(page.body, 'nonce') ?? '',
+      overlap_sec: '0',
+    };
+    const path = `/portal/keys/${key}/roll`;
+    const refused = [
+      await browser.post(path, { ...fields, csrf: '' }),
+      await browser.post(path, { ...fields, csrf: 'x'.repeat(43) }),
+      await browser.post(path, fields, { origin: 'http://evil.example' }),
+      await browser.post(path, fields, { origin: null }),
+    ];
+    for (const answer of refused) {
+      expect(answer.status).toBe(403);
+      expect(answer.headers['content-type']).toBe('text/html; charset=utf-8');
+    }
+    expect((await accounts(key, secret)).status).toBe(200);
+    expect((await browser.post(path, fields)).status).toBe(201);
+    expect((await accounts(key, secret)).status).toBe(401);
+  });
+
+  it("rolls only the holder's own pairs: another subject's is not found", async () => {
+    await seedKey(redisUrl, prefix, {
+      key: 'ak_portal_roll_other',
+      secret: 'other-secret-0123456789',
+      subject: 'someone-else',
+    });
+    const browser = await signedIn(ROLF);
+    expect((await browser.get('/portal/keys/ak_portal_roll_other/roll')).status).toBe(404);
+    const form = (await browser.get('/portal/keys/new')).body;
+    const posted = await browser.post('/portal/keys/ak_portal_roll_other/roll', {
+      csrf: fieldValue(form, 'csrf') ?? '',
+      nonce: fieldValue(form, 'nonce') ?? '',
+      overlap_sec: '0',
+    });
+    expect(posted.status).toBe(404);
+    expect(posted.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect((await accounts('ak_portal_roll_other', 'other-secret-0123456789')).status).toBe(200);
+  });
+});
+
+describe('rolling a pair in the portal at the cap (keys.maxActivePerSubject)', () => {
+  it('refuses the roll with a 422 page, and both pairs stay as they were', async () => {
+    const capped = await startInProcessGateway({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      config: { keys: { maxActivePerSubject: 1 } },
+    });
+    try {
+      const user = { username: 'cappy', subject: 'cappy-subject', password: 'cappy-password-0123' };
+      await putUser(redisUrl, prefix, user);
+      // Two active pairs, put past the cap of 1 by the store's own hand.
+      for (const key of ['ak_portal_cap_a', 'ak_portal_cap_b'])
+        await seedKey(redisUrl, prefix, {
+          key,
+          secret: `${key}-secret-0123`,
+          subject: user.subject,
+        });
+      const browser = new PortalClient(capped.url);
+      expect((await browser.post('/portal/sign-in', user)).status).toBe(303);
+      const page = await browser.get('/portal/keys/ak_portal_cap_a/roll');
+      expect(page.status).toBe(200);
+      const answer = await browser.post('/portal/keys/ak_portal_cap_a/roll', {
+        csrf: fieldValue(page.body, 'csrf') ?? '',
+        nonce: fieldValue(page.body, 'nonce') ?? '',
+        overlap_sec: '0',
+      });
+      expect(answer.status).toBe(422);
+      expect(answer.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(answer.body).toContain('The maximum number of active key pairs is reached');
+      expect(answer.body).not.toContain('id="secret"');
+      const check = (key: string) =>
+        send(capped.url, '/accounts', {
+          headers: { authorization: basicHeader(key, `${key}-secret-0123`) },
+        });
+      expect((await check('ak_portal_cap_a')).status).toBe(200);
+      expect((await check('ak_portal_cap_b')).status).toBe(200);
+    } finally {
+      await capped.close();
+    }
+  });
+});
+
 describe('the end of a session', () => {
   it('comes with a sign-out: the cookie is cleared and the old one no longer signs in', async () => {
     const browser = await signedIn();

@@ -151,6 +151,19 @@ export async function revokePair(page: Page, key: string): Promise<void> {
   }
 }
 
+/**
+ * From the list: opens the pair's roll page, chooses the overlap by its text in the select
+ * (`None…`, `5 minutes`, `1 hour`, `24 hours`), rolls, and reads the successor off the answer.
+ */
+export async function rollPair(page: Page, key: string, overlap: string): Promise<NewPair> {
+  await rowOf(page, key).getByRole('link', { name: /^Roll/ }).click();
+  await untilHeading(page, 'Roll a key pair');
+  await page.getByLabel('How long the old pair keeps working').selectOption({ label: overlap });
+  await page.getByRole('button', { name: 'Roll this key pair' }).click();
+  await untilHeading(page, 'Your new key pair');
+  return newPairOf(page);
+}
+
 /** Signs out with the button every signed-in page has; waits for the sign-in form. */
 export async function signOut(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).click();

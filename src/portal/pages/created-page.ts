@@ -8,6 +8,20 @@ export interface CreatedView {
   readonly signedIn: SignedIn;
   readonly pair: KeyView;
   readonly secret: string;
+  /** A roll's answer: the rolled pair, as the roll left it (its new end, or revoked). */
+  readonly rolled?: KeyView | undefined;
+}
+
+/** What a roll's answer says of the rolled pair: when it ends, or that it has. */
+function rolledPart(rolled: KeyView | undefined): Html {
+  if (rolled === undefined) return html``;
+  const end =
+    rolled.status === 'active'
+      ? html`keeps working until ${when(rolled.expires_at, 'its expiry')}, then ends everywhere`
+      : html`has ended: it is refused from now on`;
+  return html`<p class="notice" id="rolled-pair">
+    The old pair <code id="rolled-key">${rolled.key}</code> <span id="rolled-end">${end}</span>.
+  </p>`;
 }
 
 /**
@@ -15,10 +29,11 @@ export interface CreatedView {
  * shown. Selectable text, and a copy button that the portal's script shows (without script
  * the button stays hidden and the text is copied by hand).
  */
-export function createdPage({ paths, signedIn, pair, secret }: CreatedView): Html {
+export function createdPage({ paths, signedIn, pair, secret, rolled }: CreatedView): Html {
   return page(
     { paths, title: 'Your new key pair', signedIn },
-    html`<p class="warning" role="alert" id="secret-warning">
+    html`${rolledPart(rolled)}
+      <p class="warning" role="alert" id="secret-warning">
         <strong>Copy the secret now.</strong> It is shown this once: it is not kept anywhere, and
         neither this page reloaded nor anyone else can show it again.
       </p>
@@ -49,13 +64,13 @@ export function createdPage({ paths, signedIn, pair, secret }: CreatedView): Htm
   );
 }
 
-/** A create form sent again (a reload of the answer, a second click): no second pair. */
+/** A create or roll form sent again (a reload of the answer, a second click): no second pair. */
 export function alreadySentPage(paths: PortalPaths, signedIn: SignedIn): Html {
   return page(
     { paths, title: 'This form was already sent', signedIn },
     html`<p id="already-sent">
-        A create form makes one key pair, once: this one was already sent (or has expired). A secret
-        is shown only on the page that answered the form, never again.
+        A create or roll form makes one key pair, once: this one was already sent (or has expired).
+        A secret is shown only on the page that answered the form, never again.
       </p>
       <p>
         <a class="button" href="${paths.home}" id="back-to-pairs">Back to your key pairs</a>

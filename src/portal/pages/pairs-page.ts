@@ -18,19 +18,18 @@ export interface PairsView {
 
 const STATUS_TEXT = { active: 'Active', revoked: 'Revoked', expired: 'Expired' } as const;
 
-/** One pair as a row; its actions are a link to the revoke confirmation. */
+/** One pair as a row; its actions are links to the roll page and the revoke confirmation. */
 function row(paths: PortalPaths, pair: KeyView): Html {
+  const name = pair.label === '' ? pair.key : pair.label;
   const actions =
     pair.status === 'active'
-      ? html`<a class="button secondary" id="revoke-${pair.key}" href="${paths.revoke(pair.key)}"
-          >Revoke<span class="visually-hidden">
-            ${pair.label === '' ? pair.key : pair.label}</span
-          ></a
-        >`
+      ? html`<a class="button secondary" id="roll-${pair.key}" href="${paths.roll(pair.key)}"
+            >Roll<span class="visually-hidden"> ${name}</span></a
+          >
+          <a class="button secondary" id="revoke-${pair.key}" href="${paths.revoke(pair.key)}"
+            >Revoke<span class="visually-hidden"> ${name}</span></a
+          >`
       : html``;
-  // ROLL (issue 27, point 3): a form `id="roll-<key>"` posting to `keys/<key>/roll`, with the
-  // session's CSRF token and the overlap to choose, goes here beside the revoke link, for an
-  // active pair; the roll of the store and the API come from their own branch.
   return html`<tr id="pair-${pair.key}">
     <td data-label="Label">
       ${pair.label === '' ? html`<span class="muted">(no label)</span>` : pair.label}

@@ -5,6 +5,9 @@ import { errorPage } from '../../../src/portal/pages/error-page.js';
 import { newPairPage } from '../../../src/portal/pages/new-pair-page.js';
 import { pairsPage } from '../../../src/portal/pages/pairs-page.js';
 import { revokePage } from '../../../src/portal/pages/revoke-page.js';
+import { ROLL_OVERLAPS, rollPage } from '../../../src/portal/pages/roll-page.js';
+import { formOverlapSec } from '../../../src/portal/pair-actions.js';
+import { MAX_ROLL_OVERLAP_SEC } from '../../../src/credentials/key-roll.js';
 import { signInPage } from '../../../src/portal/pages/sign-in-page.js';
 import { portalPaths } from '../../../src/portal/portal-paths.js';
 
@@ -41,6 +44,29 @@ const pages = {
   created: createdPage({ paths, signedIn, pair: pair(), secret: 'S3cr3tS3cr3t' }),
   alreadySent: alreadySentPage(paths, signedIn),
   revoke: revokePage({ paths, signedIn, pair: pair(), lastActive: true }),
+  roll: rollPage({ paths, signedIn, pair: pair(), nonce: 'nonce-2', overlapSec: 3600 }),
+  rollAgain: rollPage({
+    paths,
+    signedIn,
+    pair: pair({ scopes: [HOSTILE] }),
+    nonce: 'nonce-2',
+    overlapSec: 0,
+    error: HOSTILE,
+  }),
+  rolled: createdPage({
+    paths,
+    signedIn,
+    pair: pair({ key: 'ak_new' }),
+    secret: 'S3cr3tS3cr3t',
+    rolled: pair({ expires_at: '2026-11-27T20:40:12.345Z' }),
+  }),
+  rolledAtOnce: createdPage({
+    paths,
+    signedIn,
+    pair: pair({ key: 'ak_new' }),
+    secret: 'S3cr3tS3cr3t',
+    rolled: pair({ status: 'revoked' }),
+  }),
   error: errorPage({ paths, status: 404, message: 'There is no such page.', requestId: 'req-1' }),
 };
 
@@ -63,7 +89,7 @@ describe('the portal’s pages', () => {
   });
 
   it('put the session’s CSRF token in every form a signed-in page posts', () => {
-    for (const page of [pages.pairs, pages.newPair, pages.created, pages.revoke]) {
+    for (const page of [pages.pairs, pages.newPair, pages.created, pages.revoke, pages.roll]) {
       const forms = page.text.match(/<form\b[\s\S]*?<\/form>/g) ?? [];
       expect(forms.length).toBeGreaterThan(0);
       for (const form of forms)
@@ -92,7 +118,8 @@ describe('the portal’s pages', () => {
       'id="copy-secret" class="secondary" data-copy="secret" hidden',
     );
     for (const [name, page] of Object.entries(pages))
-      if (name !== 'created') expect(page.text).not.toContain('S3cr3tS3cr3t');
+      if (!['created', 'rolled', 'rolledAtOnce'].includes(name))
+        expect(page.text).not.toContain('S3cr3tS3cr3t');
   });
 
   it('list pairs with their status, times and a revoke link only for an active one', () => {
@@ -104,6 +131,53 @@ describe('the portal’s pages', () => {
     );
     expect(pages.pairs.text).not.toContain('href="/portal/keys/ak_old/revoke"');
     expect(pages.pairs.text).toContain('<a id="next-page" href="/portal/?after=ak_old">');
+  });
+
+  it('link an active pair to its roll page, beside the revoke link, and an ended one to neither', () => {
+    expect(pages.pairs.text).toContain(
+      'id="roll-ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX" href="/portal/keys/ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX/roll"',
+    );
+    expect(pages.pairs.text).not.toContain('/portal/keys/ak_old/roll');
+  });
+
+  it('offer the overlaps none, 5 minutes, 1 hour (the default) and 24 hours, in seconds, within the API’s bounds', () => {
+    const options = [...pages.roll.text.matchAll(/<option value="(\d+)"( selected)?/g)].map(
+      ([, value, selected]) => [value, selected !== undefined],
+    );
+    expect(options).toEqual([
+      ['0', false],
+      ['300', false],
+      ['3600', true],
+      ['86400', false],
+    ]);
+    expect(pages.rollAgain.text).toMatch(/<option value="0" selected/);
+    for (const { seconds } of ROLL_OVERLAPS) {
+      expect(seconds).toBeGreaterThanOrEqual(0);
+      expect(seconds).toBeLessThanOrEqual(MAX_ROLL_OVERLAP_SEC);
+    }
+    expect(pages.roll.text).toContain('<label for="overlap_sec"');
+    expect(pages.roll.text).toContain('<input type="hidden" name="nonce" value="nonce-2" />');
+    expect(pages.roll.text).toContain(
+      'action="/portal/keys/ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX/roll" id="roll-form"',
+    );
+    expect(pages.roll.text).toMatch(/keeps working until the end of the overlap/);
+    expect(pages.rollAgain.text).toContain('id="form-error"');
+  });
+
+  it('take from the roll form only an overlap it offers', () => {
+    expect(['0', '300', '3600', '86400'].map(formOverlapSec)).toEqual([0, 300, 3600, 86400]);
+    for (const sent of [undefined, '', '60', '86401', '-1', '3600.0', '1e3', ' 300', 'constructor'])
+      expect(formOverlapSec(sent), String(sent)).toBeUndefined();
+  });
+
+  it('answer a roll with the new secret once and the old pair’s end', () => {
+    expect(pages.rolled.text).toContain('<code id="secret" class="secret">S3cr3tS3cr3t</code>');
+    expect(pages.rolled.text).toContain('<code id="new-key">ak_new</code>');
+    expect(pages.rolled.text).toMatch(
+      /id="rolled-end">keeps working until <time datetime="2026-11-27T20:40:12.345Z">/,
+    );
+    expect(pages.rolledAtOnce.text).toMatch(/id="rolled-end">has ended/);
+    expect(pages.created.text).not.toContain('rolled-pair');
   });
 
   it('show an error with its request id and the way back', () => {

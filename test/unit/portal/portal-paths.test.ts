@@ -12,6 +12,7 @@ describe('the portal’s paths', () => {
       '/portal/portal.css',
     ]);
     expect(portalPaths('/self-service/').revoke('ak_x')).toBe('/self-service/keys/ak_x/revoke');
+    expect(portalPaths('/self-service/').roll('ak_x')).toBe('/self-service/keys/ak_x/roll');
   });
 
   it('name a page by the rest after the base, and none for anything else', () => {
@@ -22,7 +23,13 @@ describe('the portal’s paths', () => {
       page: 'revoke',
       key: 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX',
     });
+    expect(pageOf('keys/ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX/roll')).toEqual({
+      page: 'roll',
+      key: 'ak_2bd80_7FqR0cX1mZ9pLw2sTn4vYb8d1wgUYX',
+    });
     for (const rest of [
+      'keys/x/rolls',
+      'keys/a b/roll',
       'constructor',
       '__proto__',
       'keys/',
