@@ -1,9 +1,8 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { basicHeader } from './basic-header.js';
 import { startGateway, type GatewayProcess } from './gateway-process.js';
-import type { HttpAnswer } from './http-answer.js';
-import { send } from './send.js';
 import { within } from './within.js';
 
 // The key holder's pages (docs/portal.md) driven in a real browser. Elements are found by
@@ -70,11 +69,24 @@ export async function startPortalDemo(): Promise<PortalDemo> {
   return { gateway, portalUrl, user: { username, password } };
 }
 
-/** `GET /accounts` with the pair as Basic credentials, as any client of the API sends it. */
-export function accountsWith(baseUrl: string, pair: NewPair): Promise<HttpAnswer> {
-  return send(baseUrl, '/accounts', {
-    headers: { authorization: basicHeader(pair.key, pair.secret) },
-  });
+const run = promisify(execFile);
+
+/**
+ * `GET /accounts` with the pair as Basic credentials, sent by curl as the README's line sends
+ * it (`curl -u key:secret`): the status it got.
+ */
+export async function accountsWith(baseUrl: string, pair: NewPair): Promise<{ status: number }> {
+  const { stdout } = await run('curl', [
+    '--silent',
+    '--output',
+    '/dev/null',
+    '--write-out',
+    '%{http_code}',
+    '--user',
+    `${pair.key}:${pair.secret}`,
+    new URL('/accounts', baseUrl).href,
+  ]);
+  return { status: Number(stdout) };
 }
 
 /** The page's `<h1>` named `name` (exactly), once it is there (after a navigation, say). */
