@@ -84,27 +84,52 @@ export async function showNewPair(
 }
 
 /**
+ * The form of a page whose sending makes a pair (create, roll): read, its CSRF token checked,
+ * and its one-use token still the session's, else the "already sent" page. `spend` uses the
+ * token up, atomically in the store, just before the pair is made: a second sending (a reload,
+ * a double click, a second tab) finds it gone. Until then a form shown again with what was
+ * wrong may be sent again.
+ */
+async function oneUseForm(
+  options: PortalOptions,
+  req: EndpointContext['req'],
+  res: EndpointContext['res'],
+  visit: Visit,
+): Promise<{ form: URLSearchParams; spend: () => Promise<void> }> {
+  const form = await readForm(req, res, options.maxBodyBytes);
+  checkCsrf(form, visit);
+  const sent = oneField(form, 'nonce');
+  const fresh = (nonce: string | undefined): boolean =>
+    nonce !== undefined && sameToken(sent, nonce);
+  const alreadySent = (): PageError =>
+    new PageError('conflict', alreadySentPage(options.paths, visit.signedIn), {
+      message: PORTAL_MESSAGES.alreadySent,
+    });
+  if (!fresh(visit.session.formNonce)) throw alreadySent();
+  return {
+    form,
+    async spend() {
+      const spent = await changeSession(options, visit, (session) =>
+        fresh(session.formNonce) ? { ...session, formNonce: undefined } : undefined,
+      );
+      if (spent === undefined) throw alreadySent();
+    },
+  };
+}
+
+/**
  * `POST keys`: makes the pair by the rules of `POST /keys` (create-key.ts: the same body
  * checks, scopes within the holder's own, the cap), and answers with its secret, this once,
- * `no-store`. The form's token is spent before the pair is made, atomically in the store: a
- * second sending (a reload, a double click, a second tab) gets the "already sent" page.
+ * `no-store`, its form used up (oneUseForm).
  */
 export async function createPair(
   options: PortalOptions,
   { req, res, requestId }: EndpointContext,
   visit: Visit,
 ): Promise<void> {
-  const form = await readForm(req, res, options.maxBodyBytes);
-  checkCsrf(form, visit);
+  const { form, spend } = await oneUseForm(options, req, res, visit);
   const { paths } = options;
   const { signedIn } = visit;
-  const sent = oneField(form, 'nonce');
-  const fresh = (nonce: string | undefined): boolean =>
-    nonce !== undefined && sameToken(sent, nonce);
-  if (!fresh(visit.session.formNonce))
-    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
-      message: PORTAL_MESSAGES.alreadySent,
-    });
   const caller = await callerOf(options.keys, visit.caller);
   const label = oneField(form, 'label') ?? '';
   const expiresIn = oneField(form, 'expires_in') ?? '';
@@ -138,13 +163,7 @@ export async function createPair(
       throw new PageError('bad_request', page, { message: error.message });
     }
   })();
-  const spent = await changeSession(options, visit, (session) =>
-    fresh(session.formNonce) ? { ...session, formNonce: undefined } : undefined,
-  );
-  if (spent === undefined)
-    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
-      message: PORTAL_MESSAGES.alreadySent,
-    });
+  await spend();
   const { record, secret } = await createPairFor(options.keys, caller, asked, nowMs);
   const pair = keyView(record, nowMs);
   writePage(res, 201, createdPage({ paths, signedIn, pair, secret }), requestId, {
@@ -250,17 +269,9 @@ export async function rollPair(
   visit: Visit,
   key: string,
 ): Promise<void> {
-  const form = await readForm(req, res, options.maxBodyBytes);
-  checkCsrf(form, visit);
+  const { form, spend } = await oneUseForm(options, req, res, visit);
   const { paths } = options;
   const { signedIn } = visit;
-  const sent = oneField(form, 'nonce');
-  const fresh = (nonce: string | undefined): boolean =>
-    nonce !== undefined && sameToken(sent, nonce);
-  if (!fresh(visit.session.formNonce))
-    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
-      message: PORTAL_MESSAGES.alreadySent,
-    });
   const caller = await callerOf(options.keys, visit.caller);
   const overlapSec = formOverlapSec(oneField(form, 'overlap_sec'));
   if (overlapSec === undefined) {
@@ -276,13 +287,7 @@ export async function rollPair(
     });
     throw new PageError('bad_request', page, { message: PORTAL_MESSAGES.overlap });
   }
-  const spent = await changeSession(options, visit, (session) =>
-    fresh(session.formNonce) ? { ...session, formNonce: undefined } : undefined,
-  );
-  if (spent === undefined)
-    throw new PageError('conflict', alreadySentPage(paths, signedIn), {
-      message: PORTAL_MESSAGES.alreadySent,
-    });
+  await spend();
   const nowMs = options.now();
   const { rolled, secret } = await rollPairOf(options.keys, caller, key, overlapSec, nowMs);
   const pair = keyView(rolled.successor, nowMs);
