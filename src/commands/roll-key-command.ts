@@ -1,10 +1,10 @@
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore, RolledPair } from '../credentials/credential-store.js';
-import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import {
   DEFAULT_ROLL_OVERLAP_SEC,
   parseOverlapOption,
   ROLL_MESSAGES,
+  newRoll,
 } from '../credentials/key-roll.js';
 import { keyView } from '../credentials/key-view.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
@@ -53,16 +53,12 @@ export async function rollKeyCommand(
   const pair = await store.getKey(key);
   if (pair === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
   const { subject } = pair;
-  const made = generateKeyPair(subject);
-  const secretHash = await createSecretHasher(config.credentials.bcryptCost).hash(made.secret);
   const nowMs = Date.now();
+  const hasher = createSecretHasher(config.credentials.bcryptCost);
+  const { roll, secret } = await newRoll(key, subject, overlapSec, nowMs, (text) =>
+    hasher.hash(text),
+  );
   const cap = config.keys.maxActivePerSubject;
-  const roll = {
-    key,
-    successor: { key: made.key, secretHash },
-    at: new Date(nowMs).toISOString(),
-    overlapSec,
-  };
   const rolled = await asCliRefusal(
     () => store.rollKey(roll, cap),
     `subject ${subject} already has ${cap} active pairs besides ${key} (keys.maxActivePerSubject; an earlier roll is in its overlap)`,
@@ -72,14 +68,14 @@ export async function rollKeyCommand(
   const view = {
     ...keyView(successor, nowMs),
     subject,
-    secret: made.secret,
+    secret,
     previous: keyView(old, nowMs),
   };
   const ends = old.status === 'revoked' ? 'revoked now' : `ends ${old.expiresAt ?? 'never'}`;
   print(
     output,
     view,
-    `key:    ${successor.key}\nsecret: ${made.secret}\n${successor.expiresAt === undefined ? '' : `expires: ${successor.expiresAt}\n`}rolled: ${key} (${ends})\n(the secret is shown this once)`,
+    `key:    ${successor.key}\nsecret: ${secret}\n${successor.expiresAt === undefined ? '' : `expires: ${successor.expiresAt}\n`}rolled: ${key} (${ends})\n(the secret is shown this once)`,
   );
 }
 

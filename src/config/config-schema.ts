@@ -9,7 +9,6 @@ import {
   type Format,
 } from '../identity/identity-formats.js';
 import { checkRequestTarget } from '../routing/check-request-target.js';
-import { OWN_PATHS } from '../routing/own-paths.js';
 import { decodeFleetKey } from '../identity/fleet-key-text.js';
 
 /**
@@ -705,13 +704,16 @@ export const configSchema = z.strictObject({
   portal: z
     .strictObject({
       enabled: bool().default(true),
-      /** Every page is under this path; no route may use it or a path under it. */
+      /**
+       * Every page (the key holder's, docs/portal.md) is under this path; no route may use it
+       * or a path under it (load-config.ts). Configured, so not in routing/own-paths.ts.
+       */
       basePath: plainPath
         .refine((path) => path.length > 1 && path.endsWith('/'), {
           ...onPlainPath,
           message: 'must end with / (and not be / alone)',
         })
-        .default(OWN_PATHS.portal.path),
+        .default('/portal/'),
       /** A session not seen for this long ends (OWASP: 15-30 minutes for most applications). */
       idleTimeoutSec: int(z.number().int().min(60).max(86_400)).default(1800),
       /** A session ends this long after its sign-in, however active. */
@@ -783,5 +785,4 @@ export type TokensConfig = GatewayConfig['tokens'];
 export type RateLimitsConfig = GatewayConfig['rateLimits'];
 export type RatePolicyConfig = z.output<typeof ratePolicySchema>;
 export type LockoutConfig = GatewayConfig['lockout'];
-export type PortalConfig = GatewayConfig['portal'];
 export type LockoutLimitConfig = LockoutConfig['basic']['address'];

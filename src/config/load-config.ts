@@ -20,7 +20,7 @@ import {
 } from './section-checks.js';
 import { substituteEnv, type Environment } from './substitute-env.js';
 import { findSlashTwins } from '../routing/find-slash-twins.js';
-import { ownExactPaths } from '../routing/own-paths.js';
+import { ownExactPaths, ownParamPrefixes } from '../routing/own-paths.js';
 
 /** Raised for a configuration that cannot be used; lists every problem found at once. */
 export class ConfigError extends Error {
@@ -246,8 +246,8 @@ export const SLASH_TWIN_HINT = 'an upstream may serve both alike, so list both o
 /** Paths of the gateway's own endpoints, which a configured route may not shadow. */
 export const RESERVED_PATHS: ReadonlySet<string> = new Set(ownExactPaths('public'));
 
-/** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`). */
-const RESERVED_PREFIXES: readonly string[] = ['/keys/'];
+/** Prefixes under which the gateway serves its own endpoints (`/keys/{keyId}`, its roll). */
+const RESERVED_PREFIXES: readonly string[] = ownParamPrefixes('public');
 
 /**
  * Whether a route prefix would take a path of the gateway's own: exact paths and `/keys/`

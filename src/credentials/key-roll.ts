@@ -1,4 +1,5 @@
 import type { KeyRecord, KeyRoll, KeySummary, RolledPair } from './credential-store.js';
+import { generateKeyPair } from './generate-key-pair.js';
 import { parseDurationSec } from './key-expiry.js';
 
 /**
@@ -34,6 +35,8 @@ export const ROLL_MESSAGES = {
   /** 409 conflict: a pair `migrate` reports as left in the single-slot layout. */
   unmoved:
     'This key pair is still in the single-slot layout and cannot move from it: revoke it and make another.',
+  /** A bug, never an answer: the successor's new id already names a pair (stores throw it). */
+  idTaken: "a roll's new key id names another pair already",
 } as const;
 
 /**
@@ -61,7 +64,7 @@ export function endedByRoll(pair: KeyRecord, roll: KeyRoll): KeyRecord {
 }
 
 /** The successor of `pair`: its subject, label, scopes and expiry; a new id, secret and age. */
-export function successorOf(pair: KeySummary, roll: KeyRoll): KeyRecord {
+function successorOf(pair: KeySummary, roll: KeyRoll): KeyRecord {
   return {
     key: roll.successor.key,
     subject: pair.subject,
@@ -101,4 +104,23 @@ export function outlivesCaller(
 export function parseOverlapOption(text: string): number | undefined {
   const seconds = text === '0' ? 0 : parseDurationSec(text);
   return seconds !== undefined && seconds <= MAX_ROLL_OVERLAP_SEC ? seconds : undefined;
+}
+
+/**
+ * A roll of `key` into a new pair of `subject` made now, its secret hashed by `hash`: what the
+ * store is asked (rollKey), and the secret to show this once. The API and the CLI both make it.
+ */
+export async function newRoll(
+  key: string,
+  subject: string,
+  overlapSec: number,
+  nowMs: number,
+  hash: (secret: string) => Promise<string>,
+): Promise<{ readonly roll: KeyRoll; readonly secret: string }> {
+  const made = generateKeyPair(subject);
+  const successor = { key: made.key, secretHash: await hash(made.secret) };
+  return {
+    roll: { key, successor, at: new Date(nowMs).toISOString(), overlapSec },
+    secret: made.secret,
+  };
 }

@@ -30,7 +30,7 @@ export async function createKey(
 }
 
 /** A new pair and its secret, the one time the secret exists outside its holder's hands. */
-export interface CreatedPair {
+interface CreatedPair {
   readonly record: KeyRecord;
   readonly secret: string;
 }

@@ -1,5 +1,6 @@
 import { DENIED } from '../auth/denial.js';
-import { isUsable } from '../credentials/credential-store.js';
+import { isUsable, type KeyRecord } from '../credentials/credential-store.js';
+import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
@@ -44,4 +45,19 @@ export async function callerExpiry(
   if (own === undefined || !isUsable(own, nowMs))
     throw options.refuse(DENIED.invalid_credentials, options.schemes);
   return own.expiresAt;
+}
+
+/**
+ * The pair `key` when it is one of `caller`'s own; 404 `not_found` otherwise, whoever's it is:
+ * another subject's pair answers exactly like one that does not exist.
+ */
+export async function ownPairOf(
+  options: Pick<KeysEndpointsOptions, 'store'>,
+  caller: Pick<Identity, 'subject'>,
+  key: string | undefined,
+): Promise<KeyRecord> {
+  const pair = key === undefined ? undefined : await options.store.getKey(key);
+  if (pair === undefined || pair.subject !== caller.subject)
+    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  return pair;
 }

@@ -5,7 +5,7 @@ import { listEnvelope, writeJson } from '../http/json-response.js';
 import type { EndpointContext } from '../http/routes.js';
 import type { Identity } from '../identity/identity.js';
 import type { KeyViewBody } from '../openapi/api-schemas.js';
-import { callerOf } from './keys-caller.js';
+import { callerOf, ownPairOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 
 /**
@@ -37,9 +37,7 @@ export async function revokePairOf(
   force: boolean,
 ): Promise<KeyRecord> {
   const { store } = options;
-  const record = key === undefined ? undefined : await store.getKey(key);
-  if (record === undefined || record.subject !== caller.subject)
-    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  const record = await ownPairOf(options, caller, key);
   const revoked = await store.revokeKey(record.key, new Date(options.now()).toISOString(), {
     keepLastActive: !force,
   });

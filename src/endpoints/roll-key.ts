@@ -1,7 +1,7 @@
 import { isUsable, type RolledPair } from '../credentials/credential-store.js';
-import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import {
   DEFAULT_ROLL_OVERLAP_SEC,
+  newRoll,
   outlivesCaller,
   ROLL_MESSAGES,
 } from '../credentials/key-roll.js';
@@ -13,7 +13,7 @@ import type { EndpointContext } from '../http/routes.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import { rollKeySchema, type RolledKeyBody } from '../openapi/api-schemas.js';
-import { callerExpiry, callerOf } from './keys-caller.js';
+import { callerExpiry, callerOf, ownPairOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 
 /**
@@ -51,9 +51,7 @@ export async function rollPairOf(
   nowMs: number,
 ): Promise<{ readonly rolled: RolledPair; readonly secret: string }> {
   const { store } = options;
-  const pair = key === undefined ? undefined : await store.getKey(key);
-  if (pair === undefined || pair.subject !== caller.subject)
-    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
+  const pair = await ownPairOf(options, caller, key);
   if (!isUsable(pair, nowMs)) throw new GatewayError('conflict', { message: ROLL_MESSAGES.ended });
   // The successor's secret is a new credential with the pair's scopes and life: the caller
   // gets it only where making such a pair would be allowed (create-key.ts), or a leaked
@@ -66,21 +64,15 @@ export async function rollPairOf(
   // counted. store.rollKey still decides, atomically.
   if ((await store.countActiveKeys(caller.subject)) - 1 >= options.maxActivePerSubject)
     throw new GatewayError('limit_exceeded');
-  const successor = generateKeyPair(caller.subject);
-  const rolled = await store.rollKey(
-    {
-      key: pair.key,
-      successor: { key: successor.key, secretHash: await options.verifier.hash(successor.secret) },
-      at: new Date(nowMs).toISOString(),
-      overlapSec,
-    },
-    options.maxActivePerSubject,
+  const { roll, secret } = await newRoll(pair.key, caller.subject, overlapSec, nowMs, (text) =>
+    options.verifier.hash(text),
   );
+  const rolled = await store.rollKey(roll, options.maxActivePerSubject);
   if (rolled === undefined) throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
   // This gateway forgets the pair's cached check at once (its cache entry may end later than
   // the pair now does); the store's announcement reaches the other gateways.
   options.onRevoked(pair.key);
-  return { rolled, secret: successor.secret };
+  return { rolled, secret };
 }
 
 /** The body: `{overlap_sec?}`, or none at all; absent, the default overlap. */

@@ -31,39 +31,56 @@ export function errorBody(
 }
 
 /**
- * The one place an error becomes a response. It never throws: when the response has
- * already started (an upstream reset mid-body), the socket is destroyed so the client sees
- * the truncation instead of a response that looks complete. A response already sent whole
- * (the request was answered before this error came) is left as it is: one per request.
+ * Writes an error's response by `write`, never throwing: when the response has already
+ * started (an upstream reset mid-body), the socket is destroyed so the client sees the
+ * truncation instead of a response that looks complete. A response already sent whole (the
+ * request was answered before this error came) is left as it is: one per request.
  */
-export function writeError(res: ServerResponse, error: GatewayError, requestId: string): void {
+export function writeErrorWith(res: ServerResponse, write: () => void): void {
   if (res.writableEnded) return;
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
-  const body = errorBody(error.code, requestId, error.message);
-  const headers: Record<string, string | string[]> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(Buffer.byteLength(body)),
-    'cache-control': 'no-store',
-    'x-request-id': requestId,
-  };
-  if (error.challenges !== undefined && error.challenges.length > 0) {
-    headers['www-authenticate'] = [...error.challenges];
+  try {
+    write();
+  } catch {
+    res.destroy();
   }
+}
+
+/**
+ * The headers an error's answer carries whatever its body (the JSON envelope, a portal page):
+ * Allow, Retry-After, and Connection: close where the connection must not be reused. Not the
+ * challenges: only the API's 401 asks for credentials.
+ */
+export function errorHeaders(error: GatewayError): Record<string, string> {
+  const headers: Record<string, string> = {};
   if (error.allow !== undefined) headers.allow = error.allow.join(', ');
   if (error.retryAfterSec !== undefined) headers['retry-after'] = String(error.retryAfterSec);
   // After a 400 the framing itself may be off, after a 408 or a 413 a body is left unread:
   // the connection is not reused (RFC 9110 §15.5.9: a 408 closes it).
   if (error.status === 400 || error.status === 408 || error.status === 413)
     headers.connection = 'close';
-  try {
+  return headers;
+}
+
+/** The one place an error of the API becomes a response: the JSON envelope (writeErrorWith). */
+export function writeError(res: ServerResponse, error: GatewayError, requestId: string): void {
+  writeErrorWith(res, () => {
+    const body = errorBody(error.code, requestId, error.message);
+    const headers: Record<string, string | string[]> = {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(body)),
+      'cache-control': 'no-store',
+      'x-request-id': requestId,
+      ...errorHeaders(error),
+    };
+    if (error.challenges !== undefined && error.challenges.length > 0)
+      headers['www-authenticate'] = [...error.challenges];
     res.writeHead(error.status, headers);
     res.end(res.req.method === 'HEAD' ? undefined : body);
-  } catch {
-    res.destroy();
-  }
+  });
 }
 
 /**

@@ -23,7 +23,7 @@ export async function readForm(
 }
 
 /** 415 on a portal page: its forms post url-encoded, not JSON. */
-export const FORM_TYPE_MESSAGE = 'The form must be sent as application/x-www-form-urlencoded.';
+const FORM_TYPE_MESSAGE = 'The form must be sent as application/x-www-form-urlencoded.';
 
 /** The one value of `name`; undefined when absent or given more than once. */
 export function oneField(form: URLSearchParams, name: string): string | undefined {

@@ -15,14 +15,15 @@ export function fromOwnOrigin(headers: IncomingHttpHeaders, https: boolean): boo
   if (host === undefined || host === '') return false;
   const origin = headers.origin ?? refererOrigin(headers.referer);
   if (origin === undefined || origin === 'null') return false;
-  let url: URL;
   try {
-    url = new URL(origin);
+    const url = new URL(origin);
+    if (url.protocol !== 'https:' && (https || url.protocol !== 'http:')) return false;
+    // Host read as a URL of the origin's scheme reads it: `example.com:443` is the host of
+    // `https://example.com`, as a client that names the default port sends it.
+    return url.host === new URL(`${url.protocol}//${host}`).host;
   } catch {
     return false;
   }
-  if (url.protocol !== 'https:' && (https || url.protocol !== 'http:')) return false;
-  return url.host === host.toLowerCase();
 }
 
 function refererOrigin(referer: string | undefined): string | undefined {

@@ -1,11 +1,11 @@
 import { keyView, type KeyView } from '../credentials/key-view.js';
 import { createPairFor, parseCreateBody } from '../endpoints/create-key.js';
 import { KEYS_PAGE_MESSAGES } from '../endpoints/key-page-query.js';
-import { callerOf } from '../endpoints/keys-caller.js';
+import { callerOf, ownPairOf } from '../endpoints/keys-caller.js';
 import { revokePairOf } from '../endpoints/revoke-key.js';
 import { rollPairOf } from '../endpoints/roll-key.js';
 import { DEFAULT_ROLL_OVERLAP_SEC, ROLL_MESSAGES } from '../credentials/key-roll.js';
-import { GatewayError, KEY_NOT_FOUND_MESSAGE } from '../errors/gateway-error.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import type { EndpointContext } from '../http/routes.js';
 import { KEY_ID } from '../identity/identity-formats.js';
 import { oneField, readForm } from './form-body.js';
@@ -72,15 +72,30 @@ export async function showPairs(
  */
 export async function showNewPair(
   options: PortalOptions,
-  { res, requestId }: EndpointContext,
+  { req, res, requestId }: EndpointContext,
   visit: Visit,
 ): Promise<void> {
   const caller = await callerOf(options.keys, visit.caller);
-  const nonce = newFormNonce();
-  const kept = await changeSession(options, visit, (session) => ({ ...session, formNonce: nonce }));
-  if (kept === undefined) return redirect(res, options.paths.signIn, requestId);
+  const nonce = await openForm(options, req, visit);
+  if (nonce === undefined) return redirect(res, options.paths.signIn, requestId);
   const view = { paths: options.paths, signedIn: visit.signedIn, nonce, scopes: caller.scopes };
   writePage(res, 200, newPairPage(view), requestId);
+}
+
+/**
+ * A new one-use token for a form whose sending makes a pair (create, roll), kept in the
+ * session: the form opened before it goes stale. Undefined when the session has ended. A HEAD
+ * shows no form, so it keeps the open one's token rather than spoiling it.
+ */
+async function openForm(
+  options: PortalOptions,
+  req: EndpointContext['req'],
+  visit: Visit,
+): Promise<string | undefined> {
+  if (req.method === 'HEAD') return visit.session.formNonce ?? '';
+  const nonce = newFormNonce();
+  const kept = await changeSession(options, visit, (session) => ({ ...session, formNonce: nonce }));
+  return kept === undefined ? undefined : nonce;
 }
 
 /**
@@ -173,10 +188,7 @@ export async function createPair(
 
 /** The visitor's own pair `key` (404 otherwise, whoever's it is), as its holder sees it. */
 async function ownPair(options: PortalOptions, visit: Visit, key: string): Promise<KeyView> {
-  const record = await options.keys.store.getKey(key);
-  if (record === undefined || record.subject !== visit.caller.subject)
-    throw new GatewayError('not_found', { message: KEY_NOT_FOUND_MESSAGE });
-  return keyView(record, options.now());
+  return keyView(await ownPairOf(options.keys, visit.caller, key), options.now());
 }
 
 /** `GET keys/{key}/revoke`: what the revocation ends, and the form that confirms it. */
@@ -231,7 +243,7 @@ export async function revokePair(
  */
 export async function showRoll(
   options: PortalOptions,
-  { res, requestId }: EndpointContext,
+  { req, res, requestId }: EndpointContext,
   visit: Visit,
   key: string,
 ): Promise<void> {
@@ -239,9 +251,8 @@ export async function showRoll(
   const pair = await ownPair(options, visit, key);
   if (pair.status !== 'active')
     throw new GatewayError('conflict', { message: ROLL_MESSAGES.ended });
-  const nonce = newFormNonce();
-  const kept = await changeSession(options, visit, (session) => ({ ...session, formNonce: nonce }));
-  if (kept === undefined) return redirect(res, options.paths.signIn, requestId);
+  const nonce = await openForm(options, req, visit);
+  if (nonce === undefined) return redirect(res, options.paths.signIn, requestId);
   const view = {
     paths: options.paths,
     signedIn: visit.signedIn,

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { errorHeaders, writeErrorWith } from '../errors/error-envelope.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { EndpointContext, EndpointRoute } from '../http/routes.js';
 import { PORTAL_CSS, PORTAL_JS } from './assets.js';
@@ -118,8 +119,8 @@ function toSignIn(options: PortalOptions, { req, res, requestId }: EndpointConte
 /**
  * Every error of a portal request as a page: a refusal the portal wrote its own page for
  * (PageError), else the error's fixed sentence, with the request id; never a stack trace, never
- * the JSON envelope. Like errors/error-envelope's writeError it never throws, and cuts a
- * response that has already started.
+ * the JSON envelope, and no challenge (a browser would open its own sign-in box). Written as
+ * the envelope is (writeErrorWith, errorHeaders): never throwing, cutting a started response.
  */
 function writeErrorPage(
   options: PortalOptions,
@@ -127,18 +128,7 @@ function writeErrorPage(
   error: GatewayError,
   requestId: string,
 ): void {
-  if (res.writableEnded) return;
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  const extra: Record<string, string> = {};
-  if (error.allow !== undefined) extra.allow = error.allow.join(', ');
-  if (error.retryAfterSec !== undefined) extra['retry-after'] = String(error.retryAfterSec);
-  // As the envelope's writer: after these the framing may be off or a body left unread.
-  if (error.status === 400 || error.status === 408 || error.status === 413)
-    extra.connection = 'close';
-  try {
+  writeErrorWith(res, () => {
     const page =
       error instanceof PageError
         ? error.page
@@ -148,8 +138,6 @@ function writeErrorPage(
             message: error.message,
             requestId,
           });
-    writePage(res, error.status, page, requestId, extra);
-  } catch {
-    res.destroy();
-  }
+    writePage(res, error.status, page, requestId, errorHeaders(error));
+  });
 }

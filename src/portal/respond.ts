@@ -12,7 +12,7 @@ import type { Html } from './html.js';
  * Fetch standard, "append a request Origin header"), which origin-check.ts must refuse
  * (test/e2e/portal-browser.test.ts found it in Chromium: no sign-in went through).
  */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',

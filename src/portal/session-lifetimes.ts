@@ -15,7 +15,7 @@ export interface SessionLifetimes {
 export const SEEN_WRITE_INTERVAL_MS = 60_000;
 
 /** When a session made at `createdAtMs` and seen at `lastSeenMs` ends: the earlier end. */
-export function endOfSession(
+function endOfSession(
   createdAtMs: number,
   lastSeenMs: number,
   lifetimes: SessionLifetimes,

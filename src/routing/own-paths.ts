@@ -9,11 +9,6 @@ export interface OwnPath {
   readonly path: string;
   /** The name of that segment (`/keys/{key}`), on a parameterized path only. */
   readonly param?: string;
-  /**
-   * The setting that moves it (`portal.basePath`), where it is a default only: then the path
-   * and every path under it are the entry's, and the configuration checks them itself.
-   */
-  readonly configuredBy?: string;
   /** What follows the segment, fixed (`/roll` of `/keys/{key}/roll`); none: it is the last. */
   readonly suffix?: string;
   /** The methods it takes; any other is answered 405 with these in `Allow`. */
@@ -33,14 +28,6 @@ export const OWN_PATHS = {
   token: { path: '/auth/token', methods: ['POST'], port: 'public' },
   jwks: { path: '/.well-known/jwks.json', methods: ['GET', 'HEAD'], port: 'public' },
   openapi: { path: '/openapi.json', methods: ['GET', 'HEAD'], port: 'public' },
-  // The key holder's pages (docs/portal.md): HTML, not the JSON API, so not in the OpenAPI
-  // document; served under the configured base path, of which this is the default.
-  portal: {
-    path: '/portal/',
-    configuredBy: 'portal.basePath',
-    methods: ['GET', 'HEAD', 'POST'],
-    port: 'public',
-  },
   health: { path: '/healthz', methods: ['GET', 'HEAD'], port: 'admin' },
   readiness: { path: '/readyz', methods: ['GET', 'HEAD'], port: 'admin' },
   metrics: { path: '/metrics', methods: ['GET', 'HEAD'], port: 'admin' },
@@ -48,14 +35,19 @@ export const OWN_PATHS = {
 
 const entries: readonly OwnPath[] = Object.values(OWN_PATHS);
 
-/** The exact paths `port` serves itself, in the table's order (not those a setting moves). */
+/** The exact paths `port` serves itself, in the table's order. */
 export function ownExactPaths(port: OwnPathPort): string[] {
   return entries
-    .filter(
-      (entry) =>
-        entry.port === port && entry.param === undefined && entry.configuredBy === undefined,
-    )
+    .filter((entry) => entry.port === port && entry.param === undefined)
     .map((entry) => entry.path);
+}
+
+/** The prefixes of the parameterized paths `port` serves (`/keys/`), each once. */
+export function ownParamPrefixes(port: OwnPathPort): string[] {
+  const prefixes = entries
+    .filter((entry) => entry.port === port && entry.param !== undefined)
+    .map((entry) => entry.path);
+  return [...new Set(prefixes)];
 }
 
 /** A path as OpenAPI writes it: `/keys/{key}/roll` for a parameterized one. */

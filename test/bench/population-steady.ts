@@ -163,7 +163,7 @@ export function steadySummary(figures: SteadyFigures) {
   };
 }
 
-export type SteadySummary = ReturnType<typeof steadySummary>;
+type SteadySummary = ReturnType<typeof steadySummary>;
 
 export interface SteadyVerdict {
   readonly rps: boolean;
@@ -192,10 +192,10 @@ export function steadyNotes(
   if (first === undefined) return [];
   const base = pairsText(first.baseSize);
   const large = pairsText(first.largeSize);
-  const rows = all.map((f) => {
-    const s = steadySummary(f);
+  const summaries = all.map((f) => ({ engine: f.engine, s: steadySummary(f) }));
+  const rows = summaries.map(({ engine, s }) => {
     return [
-      f.engine,
+      engine,
       formatNumber(s.baseRps, 'int'),
       formatNumber(s.largeRps, 'int'),
       times(s.rpsRatio),
@@ -209,10 +209,9 @@ export function steadyNotes(
       `${s.validRuns}/${s.runs}`,
     ];
   });
-  const verdicts = all.map((f) => {
-    const s = steadySummary(f);
+  const verdicts = summaries.map(({ engine, s }) => {
     const pass = steadyVerdict(s, targets);
-    return `target, ${large} with records, ${f.engine}, steady state: req/s × ${times(s.rpsRatio)} of the ${base} row (≥ ${targets.rpsAtLeast}) ${verdictText(pass.rps)}; p99 × ${times(s.p99Ratio)} (≤ ${targets.p99AtMost}) ${verdictText(pass.p99)}; bcrypt runs per request ${perRequestText(s.bcryptPerRequest)} (≤ ${targets.bcryptPerRequestAtMost}) ${verdictText(pass.bcrypt)}`;
+    return `target, ${large} with records, ${engine}, steady state: req/s × ${times(s.rpsRatio)} of the ${base} row (≥ ${targets.rpsAtLeast}) ${verdictText(pass.rps)}; p99 × ${times(s.p99Ratio)} (≤ ${targets.p99AtMost}) ${verdictText(pass.p99)}; bcrypt runs per request ${perRequestText(s.bcryptPerRequest)} (≤ ${targets.bcryptPerRequestAtMost}) ${verdictText(pass.bcrypt)}`;
   });
   return [
     `steady state, records on: the ${base} and ${large} gateways of each engine loaded at once (${load.connections} connections each, a wrk each), ${STEADY_WARMUP_SEC} s (the cache's TTL) before ${first.runs.length} measured runs of ${load.seconds} s:`,

@@ -273,6 +273,33 @@ describe('a roll on Redis, seen by other gateways', () => {
     control.disconnect();
   });
 
+  it('gives the successor the rate_limit override a writer set on the rolled pair: a roll does not lift it', async () => {
+    clock.ms = START_MS;
+    const prefix = uniquePrefix('rollrate');
+    const layout = redisLayout(prefix);
+    const held = await newPair('limited');
+    const backend = createRedisBackend(redisConfig(redisUrl, prefix), { now });
+    try {
+      await backend.credentials.createKey(held.record, 10);
+      const override = JSON.stringify({ requests: 5, periodSec: 60 });
+      await control.hset(layout.key(held.record.key, 'limited'), 'rate_limit', override);
+      const next = generateKeyPair('limited');
+      const rolled = await backend.credentials.rollKey(
+        {
+          key: held.record.key,
+          successor: { key: next.key, secretHash: held.record.secretHash },
+          at: iso(START_MS),
+          overlapSec: 60,
+        },
+        10,
+      );
+      expect(rolled?.successor.key).toBe(next.key);
+      expect(await control.hget(layout.key(next.key, 'limited'), 'rate_limit')).toBe(override);
+    } finally {
+      await backend.credentials.close();
+    }
+  });
+
   it('ends the old pair on a gateway that cached it before the roll, and on one its verified record convinces', async () => {
     clock.ms = START_MS;
     const prefix = uniquePrefix('rollfleet');

@@ -208,7 +208,7 @@ describe('the portal, signed in', () => {
     expect(list.body).not.toContain(secret);
   });
 
-  it('refuses scopes beyond the holder’s own and a bad label, keeping the form usable', async () => {
+  it('refuses scopes beyond the holder’s own (a tampered form: 403), and a bad label keeping the form usable', async () => {
     const browser = await signedIn();
     const { answer: beyond } = await createPair(browser, { scopes: ['admin'] });
     expect(beyond.status).toBe(403);
@@ -484,6 +484,18 @@ describe('the end of a session', () => {
     expect(replayed.headers.location).toBe('/portal/sign-in');
   });
 
+  it('comes with a new sign-in from the same browser: the session it carried ends', async () => {
+    const browser = await signedIn();
+    const cookie = browser.cookieHeader();
+    const again = await browser.post('/portal/sign-in', HOLLY);
+    expect(again.status).toBe(303);
+    expect(browser.cookieHeader()).not.toBe(cookie);
+    const replayed = await send(gateway.url, '/portal/', { headers: { cookie } });
+    expect(replayed.status).toBe(303);
+    expect(replayed.headers.location).toBe('/portal/sign-in');
+    expect((await browser.get('/portal/')).status).toBe(200);
+  });
+
   it('comes with a new password of the user', async () => {
     await putUser(redisUrl, prefix, {
       username: 'pat',
@@ -518,6 +530,45 @@ describe('the end of a session', () => {
     const after = await browser.get('/portal/');
     expect(after.status).toBe(303);
     expect(after.headers.location).toBe('/portal/sign-in');
+  });
+});
+
+describe('the lifetimes of a session (portal.idleTimeoutSec 1800 and absoluteTimeoutSec 43200, the defaults)', () => {
+  it('ends a session not seen for the idle time, moves its end on at each visit, and ends any at the absolute one', async () => {
+    let clock = Date.now();
+    const timed = await startInProcessGateway({
+      redisUrl,
+      keyPrefix: prefix,
+      upstreamUrl: upstream.url,
+      now: () => clock,
+    });
+    const minutes = (n: number): void => {
+      clock += n * 60_000;
+    };
+    try {
+      const browser = new PortalClient(timed.url);
+      expect((await browser.post('/portal/sign-in', HOLLY)).status).toBe(303);
+      // Seen at 20 and 40 minutes: each visit moves the idle end 30 minutes on.
+      minutes(20);
+      expect((await browser.get('/portal/')).status).toBe(200);
+      minutes(20);
+      expect((await browser.get('/portal/')).status).toBe(200);
+      minutes(31);
+      const idle = await browser.get('/portal/');
+      expect(idle.status).toBe(303);
+      expect(idle.headers.location).toBe('/portal/sign-in');
+
+      // Seen every 25 minutes, a session still ends 12 hours after its sign-in.
+      expect((await browser.post('/portal/sign-in', HOLLY)).status).toBe(303);
+      for (let seen = 25; seen < 12 * 60; seen += 25) {
+        minutes(25);
+        expect((await browser.get('/portal/')).status).toBe(200);
+      }
+      minutes(25);
+      expect((await browser.get('/portal/')).status).toBe(303);
+    } finally {
+      await timed.close();
+    }
   });
 });
 

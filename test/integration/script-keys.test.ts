@@ -94,6 +94,10 @@ async function runCredentialScripts(): Promise<void> {
   const [first, second] = [newRef('ann'), newRef('ann')];
   expect(await store.createSession(first, { ...session, endsAtMs: START_MS + 1 })).toBe(true);
   expect(await store.createSession(second, { ...session, lastSeenMs: START_MS + 2 })).toBe(true);
+  // The ended one is gone from the hash, which lives while its sessions may.
+  const sessions = layout.sessionsAt(second.tag);
+  expect(await admin.hlen(sessions)).toBe(1);
+  expect(await admin.pttl(sessions)).toBeGreaterThan(0);
   expect(await store.createSession(newRef('nobody'), { ...session, username: 'nobody' })).toBe(
     false,
   );

@@ -190,7 +190,9 @@ export function keyRollContract(name: string, makeStore: () => Promise<StoreUnde
       await store.createKey(old, 10);
       await store.createKey(keyRecord('ak_taken', 'alice'), 10);
 
-      await expect(store.rollKey(roll('ak_old', 60, 'ak_taken'), 10)).rejects.toThrow();
+      await expect(store.rollKey(roll('ak_old', 60, 'ak_taken'), 10)).rejects.toThrow(
+        ROLL_MESSAGES.idTaken,
+      );
       await expect(store.getKey('ak_old')).resolves.toEqual(old);
       await expect(store.getKey('ak_taken')).resolves.toEqual(keyRecord('ak_taken', 'alice'));
       await expect(store.listKeys('alice')).resolves.toHaveLength(2);

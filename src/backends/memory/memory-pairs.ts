@@ -75,8 +75,7 @@ export function memoryPairWrites(
       // The rolled pair is among the usable ones counted, and is ending: not counted.
       if (activeCount(found.subject) - 1 >= maxActive)
         return Promise.reject(new GatewayError('limit_exceeded'));
-      if (keys.has(roll.successor.key))
-        return Promise.reject(new Error("a roll's new key id names a pair already"));
+      if (keys.has(roll.successor.key)) return Promise.reject(new Error(ROLL_MESSAGES.idTaken));
       const rolled = rollOf(found, roll);
       keys.set(rolled.successor.key, rolled.successor);
       keys.set(found.key, rolled.rolled);

@@ -23,7 +23,7 @@ export function redisPairRoll(deps: PairWritesDeps): CredentialStore['rollKey'] 
     if (found.inSingleSlot) throw new GatewayError('conflict', { message: ROLL_MESSAGES.unmoved });
     const { subject } = found.record;
     const claim = await claimNewId(deps, roll.successor.key, subject);
-    if (!claim.free) throw new Error("a roll's new key id names another pair already");
+    if (!claim.free) throw new Error(ROLL_MESSAGES.idTaken);
     const atMs = Date.parse(roll.at);
     const endsMs = atMs + roll.overlapSec * 1000;
     const outcome = await pairs.run(
@@ -55,7 +55,7 @@ export function redisPairRoll(deps: PairWritesDeps): CredentialStore['rollKey'] 
       case 'at-cap':
         throw new GatewayError('limit_exceeded');
       case 'taken':
-        throw new Error("a roll's new key id names another pair already");
+        throw new Error(ROLL_MESSAGES.idTaken);
     }
   };
 }

@@ -49,7 +49,7 @@ export function redisPairWrites(deps: PairWritesDeps): PairWrites {
 }
 
 /** A new pair's id as claimed for its subject; `release` undoes the claim, when it made one. */
-export interface IdClaim {
+interface IdClaim {
   readonly free: boolean;
   release(): Promise<void>;
 }

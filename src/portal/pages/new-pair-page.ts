@@ -3,7 +3,7 @@ import type { PortalPaths } from '../portal-paths.js';
 import { csrfField, formError, page, type SignedIn } from './layout.js';
 
 /** The lifetimes the form offers, in seconds (`expires_in` of POST /keys); '' for none. */
-export const EXPIRY_CHOICES: readonly { readonly value: string; readonly text: string }[] = [
+const EXPIRY_CHOICES: readonly { readonly value: string; readonly text: string }[] = [
   { value: '', text: 'Never' },
   { value: String(86_400), text: 'In 1 day' },
   { value: String(7 * 86_400), text: 'In 7 days' },

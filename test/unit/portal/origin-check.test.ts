@@ -11,6 +11,18 @@ describe('the Origin check of a form', () => {
     );
   });
 
+  it('reads a Host that names the default port as the origin without one', () => {
+    expect(
+      fromOwnOrigin({ host: 'portal.example:443', origin: 'https://portal.example' }, true),
+    ).toBe(true);
+    expect(
+      fromOwnOrigin({ host: 'portal.example:80', origin: 'http://portal.example' }, false),
+    ).toBe(true);
+    expect(
+      fromOwnOrigin({ host: 'portal.example:8443', origin: 'https://portal.example' }, true),
+    ).toBe(false);
+  });
+
   it('reads the Referer when there is no Origin', () => {
     expect(fromOwnOrigin({ host, referer: 'http://127.0.0.1:8080/portal/keys/new' }, false)).toBe(
       true,
