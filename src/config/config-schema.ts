@@ -181,6 +181,13 @@ export const ratePolicySchema = z.strictObject({
   requests: int(z.number().int().min(1).max(1_000_000_000)),
   periodSec: int(z.number().int().min(1).max(31_536_000)),
   burst: int(z.number().int().min(1).max(1_000_000_000)).optional(),
+  /**
+   * On Redis: `lease` spends a share each process takes of the bucket (within the bound of
+   * docs/security.md); `exact` asks Redis for every request. In process both are exact.
+   */
+  mode: z.enum(['lease', 'exact']).default('lease'),
+  /** Decide and count (metric, access log), never refuse: for rolling a limit out. */
+  shadow: bool().default(false),
 });
 
 export const routeSchema = z.strictObject({
@@ -674,8 +681,20 @@ export const configSchema = z.strictObject({
       onStoreError: z.enum(['open', 'closed']).default('open'),
       /** At most one warning per this many seconds while the store fails. */
       storeErrorLogIntervalSec: int(z.number().int().positive()).default(60),
-      /** Memory store only: buckets kept in process (least recently used dropped first). */
+      /** Buckets (memory store) or leases (Redis) kept in process; least recently used go first. */
       maxTrackedBuckets: int(z.number().int().positive()).default(100_000),
+      /** Lease-mode limits on Redis (docs/security.md#rate-limits). */
+      lease: z
+        .strictObject({
+          /**
+           * A lease holds at most this long of its bucket's rate: over any interval a fleet of
+           * P processes admits at most P × spanMs of the rate beyond the policy.
+           */
+          spanMs: int(z.number().int().min(1).max(1000)).default(25),
+          /** Unspent requests of a lease lapse this long after it was taken. */
+          lifeMs: int(z.number().int().min(10).max(60_000)).default(1000),
+        })
+        .prefault({}),
     })
     .prefault({}),
   /**

@@ -51,6 +51,7 @@ export function createRejectedRequestLog(options: RejectedRequestOptions): Rejec
       key: undefined,
       authFailure: undefined,
       errorCode: code,
+      rateLimitShadow: undefined,
       traceId: undefined,
       aborted: false,
     });

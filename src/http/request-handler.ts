@@ -109,6 +109,8 @@ class RequestContext implements Exchange, ExchangeBytes {
   upstreamStatus: number | undefined = undefined;
   upstreamMs: number | undefined = undefined;
   upstreamError: UpstreamErrorKind | undefined = undefined;
+  /** A shadow rate limit that would have refused this request, for the access line. */
+  private rateLimitShadow: string | undefined = undefined;
   /** Why the credentials were refused, for the access line. */
   private authFailure: DenialReason | undefined = undefined;
   private client: ClientAddress | undefined = undefined;
@@ -317,8 +319,14 @@ class RequestContext implements Exchange, ExchangeBytes {
   private applyLimit(verdict: RateVerdict | undefined): boolean {
     if (verdict === undefined) return false;
     const { res } = this;
-    res.setHeader('ratelimit-policy', verdict.policyHeader);
-    res.setHeader('ratelimit', verdict.limitHeader);
+    if (verdict.shadowRefusedBy !== undefined) {
+      this.rateLimitShadow = verdict.shadowRefusedBy;
+      this.shared.options.metrics.countRateLimitShadowed(verdict.shadowRefusedBy);
+    }
+    if (verdict.policyHeader !== '') {
+      res.setHeader('ratelimit-policy', verdict.policyHeader);
+      res.setHeader('ratelimit', verdict.limitHeader);
+    }
     if (verdict.allowed) return false;
     this.shared.options.metrics.countRateLimited(verdict.refusedBy ?? 'credential');
     this.onError(new GatewayError('rate_limited', { retryAfterSec: verdict.retryAfterSec }));
@@ -439,6 +447,7 @@ class RequestContext implements Exchange, ExchangeBytes {
       key: this.identity?.key,
       authFailure: this.authFailure,
       errorCode: error?.code,
+      rateLimitShadow: this.rateLimitShadow,
       traceId: this.trace.traceId,
       aborted: !res.writableFinished,
     };

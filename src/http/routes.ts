@@ -3,7 +3,7 @@ import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import type { ClientAddressSource } from '../identity/client-address.js';
-import type { RatePolicy } from '../protection/rate-policy.js';
+import type { RateLimit } from '../protection/rate-policy.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 
 interface RouteBase {
@@ -28,7 +28,7 @@ export interface ProxyRoute extends RouteBase {
   /** Under a prefix, what comes before the matched rest: `pathPrefix` ending in one `/`. */
   readonly restBase: string;
   /** The route's own rate limit, counted per credential (`routes[].rateLimit`). */
-  readonly rateLimit?: RatePolicy | undefined;
+  readonly rateLimit?: RateLimit | undefined;
 }
 
 export interface EndpointContext {

@@ -29,6 +29,8 @@ export interface AccessEntry {
   /** Why the credentials presented were refused (the denial's reason). */
   readonly authFailure: string | undefined;
   readonly errorCode: ErrorCode | undefined;
+  /** The shadow rate limit (its policy name) that would have refused this request. */
+  readonly rateLimitShadow: string | undefined;
   /** The W3C trace id (32 lowercase hex digits: written as it is). */
   readonly traceId: string | undefined;
   readonly aborted: boolean;
@@ -136,6 +138,8 @@ export function createAccessLog(
     if (entry.key !== undefined) line += `,"key":${JSON.stringify(entry.key)}`;
     if (entry.authFailure !== undefined) line += `,"auth_failure":"${entry.authFailure}"`;
     if (entry.errorCode !== undefined) line += `,"error_code":"${entry.errorCode}"`;
+    if (entry.rateLimitShadow !== undefined)
+      line += `,"rate_limit_shadow":"${entry.rateLimitShadow}"`;
     if (entry.traceId !== undefined) line += `,"trace_id":"${entry.traceId}"`;
     if (entry.aborted) line += ',"aborted":true';
     if (cause !== undefined) line += `,"cause":${jsonString(cause, MAX_CAUSE_CHARS)}`;
@@ -170,6 +174,7 @@ export function toLogFields(
     key: entry.key,
     auth_failure: entry.authFailure,
     error_code: entry.errorCode,
+    rate_limit_shadow: entry.rateLimitShadow,
     trace_id: entry.traceId,
     aborted: entry.aborted ? true : undefined,
   };

@@ -85,6 +85,8 @@ export interface GatewayMetrics extends MetricsSource {
   upstream(name: string): UpstreamMetrics;
   /** A request refused with 429 by a rate-limit policy (credential, subject, route, address). */
   countRateLimited(policy: string): void;
+  /** A request a shadow limit would have refused (it went on). */
+  countRateLimitShadowed(policy: string): void;
   /** A rate-limit check the store did not answer (then failed open or closed). */
   countRateLimitStoreError(): void;
   snapshot(): Promise<MetricsSnapshot>;
@@ -263,6 +265,12 @@ export function createMetrics(
     labelNames: ['policy'],
     registers: [registry],
   });
+  const rateLimitShadowed = new Counter({
+    name: 'gateway_rate_limit_shadow_refusals_total',
+    help: 'Requests a shadow rate limit would have refused (they went on), by policy.',
+    labelNames: ['policy'],
+    registers: [registry],
+  });
   const rateLimitStoreErrors = new Counter({
     name: 'gateway_rate_limit_store_errors_total',
     help: 'Rate-limit checks the store did not answer (failed open or closed per rateLimits.onStoreError).',
@@ -429,6 +437,9 @@ export function createMetrics(
     },
     countRateLimited(policy) {
       rateLimited.inc({ policy });
+    },
+    countRateLimitShadowed(policy) {
+      rateLimitShadowed.inc({ policy });
     },
     countRateLimitStoreError() {
       rateLimitStoreErrors.inc();

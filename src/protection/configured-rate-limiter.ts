@@ -1,17 +1,20 @@
 import type { GatewayConfig, RatePolicyConfig } from '../config/config-schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { MalformedOverride, RateBucketStore } from './rate-bucket-store.js';
-import type { RatePolicy } from './rate-policy.js';
+import { createLocalBucketStore } from './local-buckets.js';
+import type { RateLimit } from './rate-policy.js';
 import { createRateLimiter, rateLimitsEnabled, type RateLimiter } from './rate-limiter.js';
 
-/** A configured policy with its burst resolved (by default, a whole period's requests). */
-export function toRatePolicy(config: RatePolicyConfig | undefined): RatePolicy | undefined {
+/** A configured limit with its burst resolved (by default, a whole period's requests). */
+export function toRatePolicy(config: RatePolicyConfig | undefined): RateLimit | undefined {
   return config === undefined
     ? undefined
     : {
         requests: config.requests,
         periodSec: config.periodSec,
         burst: config.burst ?? config.requests,
+        mode: config.mode,
+        shadow: config.shadow,
       };
 }
 
@@ -41,10 +44,20 @@ export function createConfiguredRateLimiter(
   };
   const routes = config.routes.map((r) => toRatePolicy(r.rateLimit));
   if (!rateLimitsEnabled(settings, routes)) return undefined;
+  const { maxTrackedBuckets, lease } = config.rateLimits;
+  const store = deps.buckets({ maxTrackedBuckets });
   return createRateLimiter(settings, {
-    store: deps.buckets({ maxTrackedBuckets: config.rateLimits.maxTrackedBuckets }),
+    store,
     countStoreError: deps.countStoreError,
     warnStoreError: deps.warnStoreError,
     warnMalformedOverride: deps.warnMalformedOverride,
+    leases:
+      store.shared === true
+        ? {
+            settings: lease,
+            fallback: createLocalBucketStore({ maxBuckets: maxTrackedBuckets }),
+            maxLeases: maxTrackedBuckets,
+          }
+        : undefined,
   });
 }

@@ -1,4 +1,4 @@
-import type { RatePolicy } from './rate-policy.js';
+import type { RateLimitMode, RatePolicy } from './rate-policy.js';
 
 /**
  * Whose credential a bucket counts, and whose settings may override its policy: a key pair
@@ -31,6 +31,12 @@ export interface BucketRequest {
    * (Redis) holds such settings; the in-process one ignores this.
    */
   readonly override?: BucketOwner | undefined;
+  /** Undefined: `lease`. */
+  readonly mode?: RateLimitMode | undefined;
+  /** False: a shadow limit, which never refuses: charged when it admits, reported when not. */
+  readonly enforce?: boolean | undefined;
+  /** Requests to charge at once when the bucket holds them (a lease), the first this one's. */
+  readonly count?: number | undefined;
 }
 
 /**
@@ -43,7 +49,13 @@ export interface TakeRequest {
 }
 
 export interface BucketState {
+  /** The bucket's position in the take's `buckets`. */
+  readonly index: number;
   readonly name: PolicyName;
+  /** False: a shadow limit's bucket (see BucketRequest.enforce). */
+  readonly enforced: boolean;
+  /** Requests charged (0: refused, or not charged because another bucket refused). */
+  readonly granted: number;
   readonly policy: RatePolicy;
   readonly remaining: number;
   /** Allowed: µs until the bucket is full again. Refused (this or another bucket): see gcra. */
@@ -59,7 +71,10 @@ export interface MalformedOverride {
 }
 
 export interface TakeResult {
-  /** Every bucket admitted the request; then each was charged, otherwise none was. */
+  /**
+   * Every enforced bucket admitted the request; then each bucket that could was charged (a
+   * shadow one that could not is reported), otherwise none was.
+   */
   readonly allowed: boolean;
   /** When refused: µs until every refusing bucket would admit one request. */
   readonly retryAfterUs: number;
@@ -76,4 +91,6 @@ export interface TakeResult {
  */
 export interface RateBucketStore {
   take(request: TakeRequest): TakeResult | Promise<TakeResult>;
+  /** Other processes share these buckets (Redis): lease-mode buckets are spent from leases. */
+  readonly shared?: boolean;
 }

@@ -1,7 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
-import type { RatePolicy } from './rate-policy.js';
+import { createLeasedBuckets, type LeaseSettings } from './leased-buckets.js';
+import type { RateLimit } from './rate-policy.js';
 import type {
   BucketOwner,
   BucketRequest,
@@ -15,11 +16,11 @@ import type {
 
 export interface RateLimitSettings {
   /** Per credential (the key for Basic, the subject for Bearer), on every authenticated route. */
-  readonly credential: RatePolicy | undefined;
+  readonly credential: RateLimit | undefined;
   /** Per subject, across all its pairs and tokens, on every authenticated route. */
-  readonly subject: RatePolicy | undefined;
+  readonly subject: RateLimit | undefined;
   /** Per client address, on the routes that take no credentials. */
-  readonly address: RatePolicy | undefined;
+  readonly address: RateLimit | undefined;
   readonly onStoreError: 'open' | 'closed';
   readonly storeErrorLogIntervalSec: number;
 }
@@ -31,7 +32,12 @@ export interface RateVerdict {
   readonly retryAfterSec: number;
   /** The policy that refused (the first one when several did). */
   readonly refusedBy: PolicyName | undefined;
-  /** `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11). */
+  /** A shadow limit that would have refused this request (which went on). */
+  readonly shadowRefusedBy: PolicyName | undefined;
+  /**
+   * `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11) of the
+   * enforced limits; empty when only shadow limits were checked.
+   */
   readonly policyHeader: string;
   readonly limitHeader: string;
 }
@@ -41,11 +47,7 @@ export type RateCheck = RateVerdict | undefined | Promise<RateVerdict | undefine
 
 export interface RateLimiter {
   /** An authenticated request on `route`, with the route's own policy if it has one. */
-  checkCredential(
-    route: string,
-    routePolicy: RatePolicy | undefined,
-    identity: Identity,
-  ): RateCheck;
+  checkCredential(route: string, routePolicy: RateLimit | undefined, identity: Identity): RateCheck;
   /** A request on a route that takes no credentials, by its client network. */
   checkAddress(network: string): RateCheck;
 }
@@ -58,7 +60,17 @@ export interface RateLimiterDeps {
   readonly warnStoreError: (failures: number, error: GatewayError) => void;
   /** Once per hash and value: a `rate_limit` override in no form the gateway reads. */
   readonly warnMalformedOverride: (override: MalformedOverride) => void;
+  /** The store is shared by other processes (Redis): lease-mode buckets are spent from leases. */
+  readonly leases?: LeaseDeps | undefined;
   readonly now?: () => number;
+}
+
+export interface LeaseDeps {
+  readonly settings: LeaseSettings;
+  /** Decides lease buckets in process while the store fails. */
+  readonly fallback: RateBucketStore;
+  readonly maxLeases: number;
+  readonly nowUs?: () => number;
 }
 
 /** How long a fail-closed 503 asks the client to wait when the store's error names no wait. */
@@ -70,7 +82,7 @@ const MAX_REPORTED_OVERRIDES = 10_000;
 /** True when the settings or any route ask for a limit: otherwise the gateway checks nothing. */
 export function rateLimitsEnabled(
   settings: RateLimitSettings,
-  routePolicies: readonly (RatePolicy | undefined)[],
+  routePolicies: readonly (RateLimit | undefined)[],
 ): boolean {
   return (
     settings.credential !== undefined ||
@@ -81,12 +93,33 @@ export function rateLimitsEnabled(
 }
 
 export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiterDeps): RateLimiter {
-  const failed = storeFailureHandler(settings, deps);
+  const report = storeFailureReporter(settings, deps);
+  const failed = (error: unknown): undefined => {
+    const failure = report(error);
+    if (settings.onStoreError === 'closed') {
+      // The store's own wait when it gave one (a breaker's, until its next probe).
+      throw new GatewayError('credential_store_unavailable', {
+        cause: failure,
+        retryAfterSec: failure.retryAfterSec ?? STORE_ERROR_RETRY_AFTER_SEC,
+      });
+    }
+    return undefined;
+  };
   const decide = overrideReporter(deps);
+  const store =
+    deps.leases === undefined
+      ? deps.store
+      : createLeasedBuckets(deps.leases.settings, {
+          shared: deps.store,
+          fallback: deps.leases.fallback,
+          onFallback: report,
+          maxLeases: deps.leases.maxLeases,
+          ...(deps.leases.nowUs === undefined ? {} : { nowUs: deps.leases.nowUs }),
+        });
   const take = (request: TakeRequest): RateCheck => {
     let result: TakeResult | Promise<TakeResult>;
     try {
-      result = deps.store.take(request);
+      result = store.take(request);
     } catch (error) {
       return failed(error);
     }
@@ -106,20 +139,20 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     checkAddress(network) {
       if (settings.address === undefined) return undefined;
       return take({
-        buckets: [{ bucket: { kind: 'address', network }, policy: settings.address }],
+        buckets: [{ bucket: { kind: 'address', network }, ...limitOf(settings.address) }],
       });
     },
   };
 }
 
 /**
- * A store failure: counted, warned of at most once per interval, then the request goes on
- * unchecked (`open`) or is refused with a 503 (`closed`).
+ * A store failure, counted and warned of at most once per interval (with how many there were
+ * since the last warning), as a GatewayError.
  */
-function storeFailureHandler(
+function storeFailureReporter(
   settings: RateLimitSettings,
   deps: RateLimiterDeps,
-): (error: unknown) => undefined {
+): (error: unknown) => GatewayError {
   const now = deps.now ?? Date.now;
   const logIntervalMs = settings.storeErrorLogIntervalSec * 1000;
   let lastWarnAt = -Infinity;
@@ -136,15 +169,15 @@ function storeFailureHandler(
       deps.warnStoreError(unreported, failure);
       unreported = 0;
     }
-    if (settings.onStoreError === 'closed') {
-      // The store's own wait when it gave one (a breaker's, until its next probe).
-      throw new GatewayError('credential_store_unavailable', {
-        cause: failure,
-        retryAfterSec: failure.retryAfterSec ?? STORE_ERROR_RETRY_AFTER_SEC,
-      });
-    }
-    return undefined;
+    return failure;
   };
+}
+
+/** A configured limit as a bucket's policy, mode and enforcement (a shadow limit's: none). */
+function limitOf(limit: RateLimit | undefined): Pick<BucketRequest, 'policy' | 'mode' | 'enforce'> {
+  if (limit === undefined) return { policy: undefined };
+  const { requests, periodSec, burst, mode, shadow } = limit;
+  return { policy: { requests, periodSec, burst }, mode, enforce: !shadow };
 }
 
 /** The store's result as a verdict, its malformed overrides warned of once each. */
@@ -166,7 +199,7 @@ function overrideReporter(deps: RateLimiterDeps): (result: TakeResult) => RateVe
 function credentialBuckets(
   settings: RateLimitSettings,
   route: string,
-  routePolicy: RatePolicy | undefined,
+  routePolicy: RateLimit | undefined,
   identity: Identity,
 ): BucketRequest[] {
   const subject = { kind: 'subject', subject: identity.subject } as const;
@@ -178,28 +211,32 @@ function credentialBuckets(
   // bucket, and the credential bucket of its tokens (for Bearer the subject is the
   // credential), never each pair's: that would multiply the subject's budget by its pairs.
   const buckets: BucketRequest[] = [
-    { bucket: { kind: 'credential', owner: own }, policy: settings.credential, override: own },
+    { bucket: { kind: 'credential', owner: own }, ...limitOf(settings.credential), override: own },
     {
       bucket: { kind: 'subject', subject: identity.subject },
-      policy: settings.subject,
+      ...limitOf(settings.subject),
       override: subject,
     },
   ];
   if (routePolicy !== undefined)
-    buckets.push({ bucket: { kind: 'route', route, owner: own }, policy: routePolicy });
+    buckets.push({ bucket: { kind: 'route', route, owner: own }, ...limitOf(routePolicy) });
   return buckets;
 }
 
 function toVerdict(result: TakeResult): RateVerdict | undefined {
-  if (result.states.length === 0) return undefined;
   // A bucket that refused has nothing left; one that would have admitted has at least one.
-  const refused = result.allowed ? undefined : result.states.find((s) => s.remaining === 0);
+  const refusing = (s: BucketState): boolean => s.granted === 0 && s.remaining === 0;
+  const enforced = result.states.filter((s) => s.enforced);
+  const shadowRefused = result.states.find((s) => !s.enforced && refusing(s));
+  if (enforced.length === 0 && shadowRefused === undefined) return undefined;
+  const refused = result.allowed ? undefined : enforced.find(refusing);
   return {
     allowed: result.allowed,
     retryAfterSec: Math.max(1, Math.ceil(result.retryAfterUs / 1_000_000)),
     refusedBy: refused?.name,
-    policyHeader: formatPolicyHeader(result.states),
-    limitHeader: formatLimitHeader(result.states),
+    shadowRefusedBy: shadowRefused?.name,
+    policyHeader: formatPolicyHeader(enforced),
+    limitHeader: formatLimitHeader(enforced),
   };
 }
 

@@ -10,6 +10,19 @@ export interface RatePolicy {
 }
 
 /**
+ * How a shared store's bucket is counted: `lease` (the default) spends a share this process
+ * took of it (leased-buckets.ts); `exact` asks the store for every request.
+ */
+export type RateLimitMode = 'lease' | 'exact';
+
+/** A configured limit: its policy, how a shared store counts it, and whether it refuses. */
+export interface RateLimit extends RatePolicy {
+  readonly mode: RateLimitMode;
+  /** Decided and counted, never refused: for rolling a limit out. */
+  readonly shadow: boolean;
+}
+
+/**
  * GCRA (the generic cell rate algorithm, ITU-T I.371) on whole microseconds. The state of a
  * bucket is one number, its theoretical arrival time (TAT): the time at which the bucket
  * would be full again. The Lua script of the Redis limiter does this same integer math, so
@@ -19,6 +32,8 @@ export interface GcraStep {
   readonly allowed: boolean;
   /** The new TAT when allowed; the unchanged one when refused. */
   readonly tatUs: number;
+  /** Requests charged: 1 up to the count asked for when allowed, 0 when refused. */
+  readonly granted: number;
   /** Requests that could still pass at once after this one. */
   readonly remaining: number;
   /** Allowed: µs until the bucket is full again. Refused: µs until a request can pass. */
@@ -30,21 +45,33 @@ export function emissionIntervalUs(policy: RatePolicy): number {
   return Math.max(1, Math.round((policy.periodSec * 1_000_000) / policy.requests));
 }
 
-/** Decides one request at `nowUs` against a bucket whose TAT is `tatUs` (undefined: full). */
-export function gcra(tatUs: number | undefined, nowUs: number, policy: RatePolicy): GcraStep {
+/**
+ * Decides one request at `nowUs` against a bucket whose TAT is `tatUs` (undefined: full).
+ * With `count` above 1 it charges as many requests as the bucket holds, up to `count` (a
+ * lease: the first is this request's); it refuses only when the bucket holds none.
+ */
+export function gcra(
+  tatUs: number | undefined,
+  nowUs: number,
+  policy: RatePolicy,
+  count = 1,
+): GcraStep {
   const interval = emissionIntervalUs(policy);
   const tolerance = (policy.burst - 1) * interval;
   const start = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
   if (start - nowUs > tolerance) {
-    return { allowed: false, tatUs: start, remaining: 0, waitUs: start - nowUs - tolerance };
+    return {
+      allowed: false,
+      tatUs: start,
+      granted: 0,
+      remaining: 0,
+      waitUs: start - nowUs - tolerance,
+    };
   }
-  const next = start + interval;
-  return {
-    allowed: true,
-    tatUs: next,
-    remaining: Math.max(0, Math.floor((tolerance - (next - nowUs)) / interval) + 1),
-    waitUs: next - nowUs,
-  };
+  const held = Math.floor((tolerance - (start - nowUs)) / interval) + 1;
+  const granted = Math.min(Math.max(1, count), held);
+  const next = start + granted * interval;
+  return { allowed: true, tatUs: next, granted, remaining: held - granted, waitUs: next - nowUs };
 }
 
 /** What a bucket that was not charged (another bucket refused the request) looks like now. */
@@ -55,6 +82,7 @@ export function peek(tatUs: number | undefined, nowUs: number, policy: RatePolic
   return {
     allowed: start - nowUs <= tolerance,
     tatUs: start,
+    granted: 0,
     remaining: Math.max(0, Math.floor((tolerance - (start - nowUs)) / interval) + 1),
     waitUs: start - nowUs,
   };

@@ -127,8 +127,14 @@ describe('a gateway whose Redis goes away', () => {
         upstreamUrl: upstream.url,
         cacheTtlSec: 300,
         // One request per half hour, a burst of two: the two requests below use the burst
-        // however far apart they come (with 1,000 a minute, 60 ms apart gave one back).
-        config: { rateLimits: { credential: { requests: 2, periodSec: 3600 }, onStoreError } },
+        // however far apart they come (with 1,000 a minute, 60 ms apart gave one back). Exact
+        // mode: onStoreError is its fallback (lease mode's is redis-breaker.test.ts's).
+        config: {
+          rateLimits: {
+            credential: { requests: 2, periodSec: 3600, mode: 'exact' },
+            onStoreError,
+          },
+        },
       });
     open = await start('open');
     closed = await start('closed');

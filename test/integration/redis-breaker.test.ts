@@ -300,11 +300,14 @@ describe('the Redis breaker', () => {
 
 describe('a gateway whose Redis breaker is open', () => {
   const cold = { key: 'ak_breaker_cold', secret: 'breaker-cold-0123456789', subject: 'frank' };
+  // Its own pair: the five-an-hour limit spends its bucket for the hour.
+  const leased = { key: 'ak_breaker_lease', secret: 'breaker-lease-0123456789', subject: 'gina' };
   let upstream: EchoUpstream;
 
   beforeAll(async () => {
     upstream = await startEchoUpstream();
     await seedKey(redis.url, prefix, cold);
+    await seedKey(redis.url, prefix, leased);
   });
 
   afterAll(async () => {
@@ -312,11 +315,25 @@ describe('a gateway whose Redis breaker is open', () => {
   });
 
   /**
-   * A gateway on a fresh backend with a credential rate limit (every request, cached or not,
-   * runs a script in Redis) failing `onStoreError`; no last-use writes on a timer. Resolves
-   * once the cached pair answered 200 and Redis, paused, has failed three of its checks.
+   * A gateway on a fresh backend with an exact-mode credential rate limit (every request,
+   * cached or not, runs a script in Redis) failing `onStoreError`; no last-use writes on a
+   * timer. Resolves once the cached pair answered 200 and Redis, paused, has failed three of
+   * its checks.
    */
   async function gatewayWithOpenBreaker(onStoreError: 'open' | 'closed') {
+    const { h, accounts } = await gatewayOnPausingRedis({
+      credential: { requests: 1_000_000, periodSec: 1, mode: 'exact' },
+      onStoreError,
+    });
+    redis.pause();
+    const whileFailing = onStoreError === 'open' ? 200 : 503;
+    for (let i = 0; i < 3; i += 1) expect((await accounts(pair)).status).toBe(whileFailing);
+    h.counting.reset();
+    return { h, accounts };
+  }
+
+  /** A gateway with these rate limits whose `cached` pair answered 200 (Redis answers). */
+  async function gatewayOnPausingRedis(rateLimits: Record<string, unknown>, cached = pair) {
     const h = openBackend();
     const running = await startInProcessGateway({
       redisUrl: redis.url,
@@ -324,10 +341,7 @@ describe('a gateway whose Redis breaker is open', () => {
       upstreamUrl: upstream.url,
       cacheTtlSec: 300,
       backend: h.backend,
-      config: {
-        rateLimits: { credential: { requests: 1_000_000, periodSec: 1 }, onStoreError },
-        keys: { lastUsedIntervalSec: 0 },
-      },
+      config: { rateLimits, keys: { lastUsedIntervalSec: 0 } },
     });
     closing.push(running);
     // The store drops every cached pair once its revocation subscription stands: prime after.
@@ -338,11 +352,7 @@ describe('a gateway whose Redis breaker is open', () => {
           headers: { authorization: basicHeader(p.key, p.secret) },
         }),
       );
-    expect((await accounts(pair)).status).toBe(200);
-    redis.pause();
-    const whileFailing = onStoreError === 'open' ? 200 : 503;
-    for (let i = 0; i < 3; i += 1) expect((await accounts(pair)).status).toBe(whileFailing);
-    h.counting.reset();
+    expect((await accounts(cached)).status).toBe(200);
     return { h, accounts };
   }
 
@@ -367,6 +377,19 @@ describe('a gateway whose Redis breaker is open', () => {
     expect(cached.json).toEqual(ECHO_BODY);
     expectRefused(await accounts(cold));
     expect(h.counting.sent()).toEqual([]);
+  });
+
+  it('keeps a lease-mode limit deciding in process, failing closed or not: 200 within the policy, then 429, never 503', async () => {
+    // Five an hour: each request asks Redis for a lease of one, so each one meets the pause.
+    const { accounts } = await gatewayOnPausingRedis(
+      { credential: { requests: 5, periodSec: 3600 }, onStoreError: 'closed' },
+      leased,
+    );
+    redis.pause();
+    const statuses = [];
+    for (let i = 0; i < 6; i += 1) statuses.push((await accounts(leased)).status);
+    // The in-process fallback starts full: the policy's burst, then refusals.
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
   });
 
   it('answers even a cached pair 503 with Retry-After through a rate limit failing closed, sending nothing', async () => {

@@ -80,6 +80,56 @@ export function bucketStoreContract(name: string, make: () => RateBucketStore): 
       expect([alone.allowed, alone.states[0]?.remaining]).toEqual([true, 3]);
     });
 
+    it('charge a lease of up to `count` requests, as many as the bucket holds, and refuse when it holds none', async () => {
+      const store = make();
+      const bucket = fresh('credential', 'lease');
+      const leased = { bucket, policy: { ...HOUR, burst: 5 }, count: 3 };
+      const results = [];
+      for (let i = 0; i < 3; i += 1) results.push(await store.take({ buckets: [leased] }));
+      expect(results.map((r) => [r.allowed, r.states[0]?.granted, r.states[0]?.remaining])).toEqual(
+        [
+          [true, 3, 2],
+          [true, 2, 0],
+          [false, 0, 0],
+        ],
+      );
+    });
+
+    it('never refuse for a shadow bucket: charged when it admits, reported when it would not', async () => {
+      const store = make();
+      const subject = unique('shadow');
+      const shadow = {
+        bucket: fresh('subject', 'shadow', subject),
+        policy: { ...HOUR, burst: 1 },
+        enforce: false,
+      };
+      const enforced = {
+        bucket: fresh('route', 'enforced', subject),
+        policy: { ...HOUR, burst: 5 },
+      };
+      const seen = [];
+      for (let i = 0; i < 2; i += 1) {
+        const r = await store.take({ buckets: [shadow, enforced] });
+        seen.push([r.allowed, r.states.map((s) => [s.name, s.enforced, s.granted, s.remaining])]);
+      }
+      expect(seen).toEqual([
+        [
+          true,
+          [
+            ['subject', false, 1, 0],
+            ['route', true, 1, 4],
+          ],
+        ],
+        [
+          true,
+          [
+            ['subject', false, 0, 0],
+            ['route', true, 1, 3],
+          ],
+        ],
+      ]);
+    });
+
     it('keep one budget per bucket id', async () => {
       const store = make();
       const policy = { ...HOUR, burst: 1 };

@@ -82,9 +82,9 @@ export interface TopologyGatewayOptions {
 }
 
 /**
- * Starts both gateways. A credential rate limit far above what any test sends, failing
- * closed: every authenticated request runs a script in Redis and answers 503 when Redis does
- * not answer, instead of passing, so each answer says whether the gateway could use Redis
+ * Starts both gateways. An exact-mode credential rate limit far above what any test sends,
+ * failing closed: every authenticated request runs a script in Redis and answers 503 when
+ * Redis does not answer, instead of passing, so each answer says whether the gateway could use Redis
  * at that moment (cached pairs need no Redis otherwise).
  */
 export async function startTopologyGateways(
@@ -100,7 +100,7 @@ export async function startTopologyGateways(
       credentials: { store: 'redis', redis: { ...redis, nodes: [...redis.nodes], keyPrefix } },
       auth: { basic: { cache: { ttlSec: CACHE_TTL_SEC } } },
       rateLimits: {
-        credential: { requests: 1_000_000, periodSec: 1, burst: 1_000_000 },
+        credential: { requests: 1_000_000, periodSec: 1, burst: 1_000_000, mode: 'exact' },
         onStoreError: 'closed',
       },
       logging: { level: 'info', requests: workers > 1 },

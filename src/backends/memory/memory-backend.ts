@@ -4,7 +4,7 @@ import type {
   UserRecord,
 } from '../../credentials/credential-store.js';
 import type { Backend } from '../backend.js';
-import { createMemoryBucketStore } from './bucket-store.js';
+import { createLocalBucketStore } from '../../protection/local-buckets.js';
 import { createMemoryStore } from './credential-store.js';
 import { createMemoryLockout } from './lockout-store.js';
 
@@ -24,6 +24,6 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
   return {
     credentials: createMemoryStore(options.seed, now, options.retention),
     lockout: (config) => createMemoryLockout(config, now),
-    buckets: ({ maxTrackedBuckets }) => createMemoryBucketStore({ maxBuckets: maxTrackedBuckets }),
+    buckets: ({ maxTrackedBuckets }) => createLocalBucketStore({ maxBuckets: maxTrackedBuckets }),
   };
 }

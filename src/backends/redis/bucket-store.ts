@@ -15,6 +15,7 @@ import { TAKE_BUCKETS } from './scripts.js';
  */
 export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout): RateBucketStore {
   return {
+    shared: true,
     async take({ buckets }): Promise<TakeResult> {
       const hashes: string[] = [];
       const policies: number[] = [];
@@ -31,6 +32,8 @@ export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout
           b.policy?.periodSec ?? 0,
           b.policy?.burst ?? 0,
           override,
+          b.count ?? 1,
+          b.enforce === false ? 0 : 1,
         );
       }
       const names = buckets.map((b) => layout.bucket(b.bucket));
@@ -44,8 +47,8 @@ export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout
         { policies },
       );
       const states: BucketState[] = [];
-      buckets.forEach((request, i) => {
-        const bucket = reply.buckets[i];
+      buckets.forEach((request, index) => {
+        const bucket = reply.buckets[index];
         if (bucket === undefined || bucket.requests === 0) return;
         const policy: RatePolicy = {
           requests: bucket.requests,
@@ -53,7 +56,10 @@ export function createRedisBucketStore(runner: ScriptRunner, layout: RedisLayout
           burst: bucket.burst,
         };
         states.push({
+          index,
           name: request.bucket.kind,
+          enforced: request.enforce !== false,
+          granted: bucket.granted,
           policy,
           remaining: bucket.remaining,
           waitUs: bucket.waitUs,

@@ -258,6 +258,7 @@ export interface BucketReply {
   readonly burst: number;
   readonly remaining: number;
   readonly waitUs: number;
+  readonly granted: number;
 }
 
 /** take-buckets.lua: the verdict, each bucket in the order sent, and the overrides it refused. */
@@ -271,7 +272,7 @@ export interface TakeBucketsReply {
 
 /**
  * take-buckets.lua answers { allowed, retryAfterUs, then per bucket requests, periodSec,
- * burst, remaining, waitUs, then per malformed override its number and value }: how many
+ * burst, remaining, waitUs, granted, then per malformed override its number and value }: how many
  * buckets come first is how many were sent.
  */
 export function decodeTakeBuckets(
@@ -280,22 +281,23 @@ export function decodeTakeBuckets(
 ): TakeBucketsReply {
   const values = list(reply);
   const count = sent.keys.buckets.length;
-  const tail = values.length - 2 - count * 5;
+  const tail = values.length - 2 - count * 6;
   if (tail < 0 || tail % 2 !== 0)
-    throw malformed('the reply', `2 values, 5 per each of ${count} buckets, then pairs`, reply);
+    throw malformed('the reply', `2 values, 6 per each of ${count} buckets, then pairs`, reply);
   const buckets: BucketReply[] = [];
   for (let i = 0; i < count; i += 1) {
-    const at = 2 + i * 5;
+    const at = 2 + i * 6;
     buckets.push({
       requests: integer(values[at], `[${at}]`),
       periodSec: integer(values[at + 1], `[${at + 1}]`),
       burst: integer(values[at + 2], `[${at + 2}]`),
       remaining: integer(values[at + 3], `[${at + 3}]`),
       waitUs: decimal(values[at + 4], `[${at + 4}]`),
+      granted: integer(values[at + 5], `[${at + 5}]`),
     });
   }
   const malformedOverrides: { override: number; value: string }[] = [];
-  for (let at = 2 + count * 5; at < values.length; at += 2)
+  for (let at = 2 + count * 6; at < values.length; at += 2)
     malformedOverrides.push({
       override: integer(values[at], `[${at}]`),
       value: text(values[at + 1], `[${at + 1}]`),

@@ -28,6 +28,7 @@ describe('rateLimits config', () => {
       onStoreError: 'open',
       storeErrorLogIntervalSec: 60,
       maxTrackedBuckets: 100_000,
+      lease: { spanMs: 25, lifeMs: 1000 },
     });
     expect(config.routes[0]?.rateLimit).toBeUndefined();
     expect(createConfiguredRateLimiter(config, deps)).toBeUndefined();
@@ -49,9 +50,16 @@ routes:
 `,
       'test.yaml',
     );
-    expect(config.rateLimits.credential).toEqual({ requests: 600, periodSec: 60, burst: 100 });
-    expect(config.rateLimits.address).toEqual({ requests: 30, periodSec: 60 });
-    expect(config.routes[0]?.rateLimit).toEqual({ requests: 10, periodSec: 1 });
+    // Lease mode and enforced unless said otherwise.
+    const defaults = { mode: 'lease', shadow: false };
+    expect(config.rateLimits.credential).toEqual({
+      requests: 600,
+      periodSec: 60,
+      burst: 100,
+      ...defaults,
+    });
+    expect(config.rateLimits.address).toEqual({ requests: 30, periodSec: 60, ...defaults });
+    expect(config.routes[0]?.rateLimit).toEqual({ requests: 10, periodSec: 1, ...defaults });
     const limiter = createConfiguredRateLimiter(config, deps);
     expect(limiter?.checkAddress('192.0.2.1')).toMatchObject({
       allowed: true,
@@ -60,12 +68,31 @@ routes:
     });
   });
 
+  it('reads a mode and shadow per limit, and refuses an unknown mode', () => {
+    const config = parseConfig(
+      'rateLimits:\n  credential: { requests: 5, periodSec: 1, mode: exact, shadow: true }\n',
+      'test.yaml',
+    );
+    expect(config.rateLimits.credential).toMatchObject({ mode: 'exact', shadow: true });
+    expect(() =>
+      parseConfig(
+        'rateLimits:\n  credential: { requests: 5, periodSec: 1, mode: fast }\n',
+        't.yaml',
+      ),
+    ).toThrow(/rateLimits\.credential\.mode/);
+  });
+
   it('turns a subject policy alone into a limiter that counts every pair of a subject together', () => {
     const config = parseConfig(
       'rateLimits:\n  subject: { requests: 2, periodSec: 3600 }\n',
       'test.yaml',
     );
-    expect(config.rateLimits.subject).toEqual({ requests: 2, periodSec: 3600 });
+    expect(config.rateLimits.subject).toEqual({
+      requests: 2,
+      periodSec: 3600,
+      mode: 'lease',
+      shadow: false,
+    });
     const limiter = createConfiguredRateLimiter(config, deps);
     const pair = (key: string) => ({ subject: 'alice', method: 'basic', key, scopes: [] }) as const;
     const verdicts = ['ak_one', 'ak_two', 'ak_three'].map((key) =>

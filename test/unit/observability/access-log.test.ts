@@ -47,6 +47,7 @@ const entry: AccessEntry = {
   key: 'ak_x',
   authFailure: undefined,
   errorCode: undefined,
+  rateLimitShadow: undefined,
   traceId: undefined,
   aborted: false,
 };
@@ -123,6 +124,11 @@ describe('createAccessLog', () => {
       expect(parsed, absent).not.toHaveProperty(absent);
     expect(lineFor(entry)).not.toHaveProperty('auth_failure');
     expect(lineFor(entry)).not.toHaveProperty('aborted');
+    expect(lineFor(entry)).not.toHaveProperty('rate_limit_shadow');
+  });
+
+  it('names the shadow rate limit that would have refused the request', () => {
+    expect(lineFor({ ...entry, rateLimitShadow: 'subject' }).rate_limit_shadow).toBe('subject');
   });
 
   it('writes the upstream error kind of a failed exchange', () => {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../src/errors/gateway-error.js';
 import type { Identity } from '../../../src/identity/identity.js';
-import { createMemoryBucketStore } from '../../../src/backends/memory/bucket-store.js';
+import { createLocalBucketStore } from '../../../src/protection/local-buckets.js';
 import type { RateBucketStore, TakeRequest } from '../../../src/protection/rate-bucket-store.js';
+import type { RateLimit } from '../../../src/protection/rate-policy.js';
 import {
   createRateLimiter,
   formatLimitHeader,
@@ -14,17 +15,25 @@ import {
 
 const basic: Identity = { subject: 'alice', method: 'basic', key: 'ak_alice1', scopes: [] };
 const bearer: Identity = { subject: 'alice', method: 'bearer', source: 'gateway', scopes: [] };
+/** An enforced lease-mode limit (in process, as exact as any). */
+const limit = (requests: number, periodSec: number, burst: number): RateLimit => ({
+  requests,
+  periodSec,
+  burst,
+  mode: 'lease',
+  shadow: false,
+});
 const settings: RateLimitSettings = {
-  credential: { requests: 2, periodSec: 60, burst: 2 },
+  credential: limit(2, 60, 2),
   subject: undefined,
-  address: { requests: 1, periodSec: 10, burst: 1 },
+  address: limit(1, 10, 1),
   onStoreError: 'open',
   storeErrorLogIntervalSec: 60,
 };
 
 function recording(): { store: RateBucketStore; requests: TakeRequest[] } {
   const requests: TakeRequest[] = [];
-  const inner = createMemoryBucketStore({ maxBuckets: 100, nowUs: () => 0 });
+  const inner = createLocalBucketStore({ maxBuckets: 100, nowUs: () => 0 });
   return {
     requests,
     store: {
@@ -46,13 +55,19 @@ describe('the IETF headers (draft-ietf-httpapi-ratelimit-headers-11)', () => {
   it('list one item per policy: q and w in RateLimit-Policy, r and t in RateLimit', () => {
     const states = [
       {
+        index: 0,
         name: 'credential',
+        enforced: true,
+        granted: 1,
         policy: { requests: 600, periodSec: 60, burst: 100 },
         remaining: 99,
         waitUs: 100_001,
       },
       {
+        index: 1,
         name: 'route',
+        enforced: true,
+        granted: 0,
         policy: { requests: 10, periodSec: 1, burst: 10 },
         remaining: 0,
         waitUs: 2_000_000,
@@ -68,23 +83,25 @@ describe('the rate limiter', () => {
     const none = { ...settings, credential: undefined, address: undefined };
     expect(rateLimitsEnabled(none, [undefined])).toBe(false);
     expect(rateLimitsEnabled({ ...none, subject: settings.credential }, [])).toBe(true);
-    expect(rateLimitsEnabled(none, [{ requests: 1, periodSec: 1, burst: 1 }])).toBe(true);
+    expect(rateLimitsEnabled(none, [limit(1, 1, 1)])).toBe(true);
     expect(rateLimitsEnabled(settings, [])).toBe(true);
   });
 
   it('counts Basic per key and Bearer per subject, and every request in its subject’s bucket; a key’s override for its own bucket, a subject’s for the subject’s', () => {
     const { store, requests } = recording();
     const limiter = createRateLimiter(
-      { ...settings, subject: { requests: 9, periodSec: 60, burst: 9 } },
+      { ...settings, subject: limit(9, 60, 9) },
       { store, ...quiet },
     );
     void limiter.checkCredential('accounts', undefined, basic);
-    void limiter.checkCredential('accounts', { requests: 5, periodSec: 1, burst: 5 }, bearer);
+    void limiter.checkCredential('accounts', { ...limit(5, 1, 5), mode: 'exact' }, bearer);
     const key = { kind: 'key', key: 'ak_alice1', subject: 'alice' };
     const subject = { kind: 'subject', subject: 'alice' };
+    const lease = { mode: 'lease', enforce: true };
     const subjectBucket = {
       bucket: { kind: 'subject', subject: 'alice' },
       policy: { requests: 9, periodSec: 60, burst: 9 },
+      ...lease,
       override: subject,
     };
     expect(requests).toEqual([
@@ -92,7 +109,8 @@ describe('the rate limiter', () => {
         buckets: [
           {
             bucket: { kind: 'credential', owner: key },
-            policy: settings.credential,
+            policy: { requests: 2, periodSec: 60, burst: 2 },
+            ...lease,
             override: key,
           },
           subjectBucket,
@@ -102,13 +120,16 @@ describe('the rate limiter', () => {
         buckets: [
           {
             bucket: { kind: 'credential', owner: subject },
-            policy: settings.credential,
+            policy: { requests: 2, periodSec: 60, burst: 2 },
+            ...lease,
             override: subject,
           },
           subjectBucket,
           {
             bucket: { kind: 'route', route: 'accounts', owner: subject },
             policy: { requests: 5, periodSec: 1, burst: 5 },
+            mode: 'exact',
+            enforce: true,
           },
         ],
       },
@@ -118,7 +139,7 @@ describe('the rate limiter', () => {
   it('holds a subject to its own budget across every pair and token it has', () => {
     const { store } = recording();
     const limiter = createRateLimiter(
-      { ...settings, credential: undefined, subject: { requests: 3, periodSec: 60, burst: 3 } },
+      { ...settings, credential: undefined, subject: limit(3, 60, 3) },
       { store, ...quiet },
     );
     const pair = (key: string): Identity => ({ ...basic, key });
@@ -134,6 +155,32 @@ describe('the rate limiter', () => {
     ]);
     const other: Identity = { ...basic, subject: 'bob', key: 'ak_bob' };
     expect(limiter.checkCredential('accounts', undefined, other)).toMatchObject({ allowed: true });
+  });
+
+  it('lets a request a shadow limit would refuse go on, naming the limit, and leaves it out of the headers', () => {
+    const shadow = { ...limit(1, 60, 1), shadow: true };
+    const { store } = recording();
+    const limiter = createRateLimiter(
+      { ...settings, credential: limit(5, 60, 5), subject: shadow },
+      { store, ...quiet },
+    );
+    const check = (): RateVerdict =>
+      limiter.checkCredential('accounts', undefined, basic) as RateVerdict;
+    expect([check(), check()].map((v) => [v.allowed, v.shadowRefusedBy, v.policyHeader])).toEqual([
+      [true, undefined, '"credential";q=5;w=60'],
+      [true, 'subject', '"credential";q=5;w=60'],
+    ]);
+    // A shadow limit alone: no verdict until it would refuse, then one without headers.
+    const alone = createRateLimiter(
+      { ...settings, credential: undefined, subject: shadow },
+      { store: recording().store, ...quiet },
+    );
+    expect(alone.checkCredential('accounts', undefined, basic)).toBeUndefined();
+    expect(alone.checkCredential('accounts', undefined, basic)).toMatchObject({
+      allowed: true,
+      shadowRefusedBy: 'subject',
+      policyHeader: '',
+    });
   });
 
   it('reports a malformed override once per hash and value, however many requests read it', () => {

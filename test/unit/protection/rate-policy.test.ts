@@ -39,7 +39,13 @@ describe('gcra', () => {
     }
     expect(remaining).toEqual([2, 1, 0]);
     const refused = gcra(tat, now, policy);
-    expect(refused).toEqual({ allowed: false, tatUs: tat, remaining: 0, waitUs: 1 * SEC });
+    expect(refused).toEqual({
+      allowed: false,
+      tatUs: tat,
+      granted: 0,
+      remaining: 0,
+      waitUs: 1 * SEC,
+    });
     expect(gcra(tat, now + SEC, policy).allowed).toBe(true);
   });
 
@@ -49,9 +55,21 @@ describe('gcra', () => {
     expect(peek(step.tatUs, 0, policy)).toEqual({
       allowed: true,
       tatUs: SEC,
+      granted: 0,
       remaining: 2,
       waitUs: SEC,
     });
+  });
+
+  it('charges up to `count` requests at once, as many as the bucket holds, like that many takes', () => {
+    const lease = gcra(undefined, 0, policy, 2);
+    let tat: number | undefined;
+    for (let i = 0; i < 2; i += 1) tat = gcra(tat, 0, policy).tatUs;
+    expect(lease).toMatchObject({ allowed: true, granted: 2, remaining: 1, tatUs: tat });
+    // Only one is left: a lease of five gets it; then nothing is, and a lease is refused.
+    const rest = gcra(lease.tatUs, 0, policy, 5);
+    expect(rest).toMatchObject({ allowed: true, granted: 1, remaining: 0 });
+    expect(gcra(rest.tatUs, 0, policy, 5)).toMatchObject({ allowed: false, granted: 0 });
   });
 
   it('forgets a bucket whose TAT has passed: it is full again', () => {

@@ -3,10 +3,11 @@
 --
 -- KEY.buckets: the buckets; KEY.overrides: the hashes whose `rate_limit` field may replace a
 -- bucket's policy, each once. ARG.policies: per bucket its requests, periodSec, burst
--- (requests 0: no policy unless overridden) and its override (1-based in KEY.overrides, 0 for
--- none).
+-- (requests 0: no policy unless overridden), its override (1-based in KEY.overrides, 0 for
+-- none), its count (requests charged at once when the bucket holds them: a lease; the first
+-- is this request's) and enforce (0: a shadow limit, which never refuses).
 -- Returns { allowed, retryAfterUs, then per bucket requests, periodSec, burst, remaining,
--- waitUs } (requests 0 for a bucket without a policy), then per override in no form the
+-- waitUs, granted } (requests 0 for a bucket without a policy), then per override in no form the
 -- gateway reads: its number and the first 64 characters of its value. The math is
 -- protection/rate-policy.ts's gcra on whole µs, the override's form its
 -- parseRateLimitOverride; a bucket's key expires when its TAT passes (a full bucket needs no
@@ -42,12 +43,15 @@ local function override(o)
   return policy
 end
 local req, per, bur = {}, {}, {}
+local cnt, enf = {}, {}
 for i = 1, nb do
-  local base = (i - 1) * 4
+  local base = (i - 1) * 6
   req[i] = tonumber(ARG.policies[base + 1])
   per[i] = tonumber(ARG.policies[base + 2])
   bur[i] = tonumber(ARG.policies[base + 3])
   local o = tonumber(ARG.policies[base + 4])
+  cnt[i] = math.max(1, tonumber(ARG.policies[base + 5]))
+  enf[i] = ARG.policies[base + 6] == '1'
   if o > 0 then
     local policy = override(o)
     if policy == 'none' then
@@ -65,20 +69,23 @@ for i = 1, nb do
     tol[i] = (bur[i] - 1) * iv[i]
     local stored = tonumber(redis.call('GET', KEY.buckets[i]) or '0')
     tat[i] = math.max(stored, now)
-    if tat[i] - now > tol[i] then
+    if tat[i] - now > tol[i] and enf[i] then
       out[1] = 0
       out[2] = math.max(out[2], tat[i] - now - tol[i])
     end
   end
 end
 for i = 1, nb do
-  local base = 2 + (i - 1) * 5
+  local base = 2 + (i - 1) * 6
   if req[i] > 0 then
     local remaining, wait
-    if out[1] == 1 then
-      local n = tat[i] + iv[i]
+    local granted = 0
+    if out[1] == 1 and tat[i] - now <= tol[i] then
+      local held = math.floor((tol[i] - (tat[i] - now)) / iv[i]) + 1
+      granted = math.min(cnt[i], held)
+      local n = tat[i] + granted * iv[i]
       redis.call('SET', KEY.buckets[i], string.format('%.0f', n), 'PX', math.ceil((n - now) / 1000))
-      remaining = math.floor((tol[i] - (n - now)) / iv[i]) + 1
+      remaining = held - granted
       wait = n - now
     elseif tat[i] - now > tol[i] then
       remaining = 0
@@ -92,8 +99,10 @@ for i = 1, nb do
     out[base + 3] = bur[i]
     out[base + 4] = math.max(0, remaining)
     out[base + 5] = string.format('%.0f', wait)
+    out[base + 6] = granted
   else
     out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] = 0, 0, 0, 0, '0'
+    out[base + 6] = 0
   end
 end
 out[2] = string.format('%.0f', out[2])

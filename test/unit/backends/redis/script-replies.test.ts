@@ -147,15 +147,15 @@ describe('the decoders of the Redis scripts’ replies', () => {
   it("reads take-buckets.lua's verdict, each bucket sent and the overrides it refused", () => {
     expect(
       decodeTakeBuckets(
-        [0, '250000', 10, 60, 10, 0, '250000', 0, 0, 0, 0, '0', 1, 'lots/s'],
+        [0, '250000', 10, 60, 10, 0, '250000', 0, 0, 0, 0, 0, '0', 0, 1, 'lots/s'],
         buckets(2),
       ),
     ).toEqual({
       allowed: false,
       retryAfterUs: 250000,
       buckets: [
-        { requests: 10, periodSec: 60, burst: 10, remaining: 0, waitUs: 250000 },
-        { requests: 0, periodSec: 0, burst: 0, remaining: 0, waitUs: 0 },
+        { requests: 10, periodSec: 60, burst: 10, remaining: 0, waitUs: 250000, granted: 0 },
+        { requests: 0, periodSec: 0, burst: 0, remaining: 0, waitUs: 0, granted: 0 },
       ],
       malformed: [{ override: 1, value: 'lots/s' }],
     });
@@ -168,10 +168,14 @@ describe('the decoders of the Redis scripts’ replies', () => {
   });
 
   it('refuses a take of another shape than the buckets sent', () => {
-    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0'], buckets(2)));
-    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0', 1], buckets(1)));
-    malformed(() => decodeTakeBuckets([1, 0, 10, 60, 10, 9, '0'], buckets(1)));
-    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '1.5'], buckets(1)));
+    expect(decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0', 1], buckets(1)).buckets).toEqual([
+      { requests: 10, periodSec: 60, burst: 10, remaining: 9, waitUs: 0, granted: 1 },
+    ]);
+    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0', 1], buckets(2)));
+    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0', 1, 1], buckets(1)));
+    malformed(() => decodeTakeBuckets([1, 0, 10, 60, 10, 9, '0', 1], buckets(1)));
+    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '1.5', 1], buckets(1)));
+    malformed(() => decodeTakeBuckets([1, '0', 10, 60, 10, 9, '0', 'all'], buckets(1)));
     malformed(() => decodeTakeBuckets([2, '0'], buckets(0)));
   });
 
