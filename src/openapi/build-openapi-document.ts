@@ -264,7 +264,7 @@ const ADDRESS_LIMITED = {
   }),
   503: errorResponse(
     503,
-    'the rate limit store cannot be asked and rateLimits.onStoreError is closed',
+    'the rate limit store cannot be asked, the address limit is in exact mode and rateLimits.onStoreError is closed',
     { id: 'AddressLimitUnavailable', codes: ['credential_store_unavailable'] },
   ),
 };

@@ -173,9 +173,19 @@ function storeFailureReporter(
   };
 }
 
-/** A configured limit as a bucket's policy, mode and enforcement (a shadow limit's: none). */
-function limitOf(limit: RateLimit | undefined): Pick<BucketRequest, 'policy' | 'mode' | 'enforce'> {
-  if (limit === undefined) return { policy: undefined };
+/**
+ * A configured limit as a bucket's policy, mode and enforcement (a shadow limit's: none). A
+ * bucket no limit is configured for counts only when an override gives it a policy: in
+ * `modeWithout`.
+ */
+function limitOf(
+  limit: RateLimit | undefined,
+  modeWithout?: RateLimit['mode'],
+): Pick<BucketRequest, 'policy' | 'mode' | 'enforce'> {
+  if (limit === undefined)
+    return modeWithout === undefined
+      ? { policy: undefined }
+      : { policy: undefined, mode: modeWithout };
   const { requests, periodSec, burst, mode, shadow } = limit;
   return { policy: { requests, periodSec, burst }, mode, enforce: !shadow };
 }
@@ -210,11 +220,14 @@ function credentialBuckets(
   // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
   // bucket, and the credential bucket of its tokens (for Bearer the subject is the
   // credential), never each pair's: that would multiply the subject's budget by its pairs.
+  // A bucket only an override limits is read in the credential limit's mode: an exact
+  // credential limit keeps every request exact, a lease one asks Redis once per lease.
+  const overrideMode = settings.credential?.mode;
   const buckets: BucketRequest[] = [
     { bucket: { kind: 'credential', owner: own }, ...limitOf(settings.credential), override: own },
     {
       bucket: { kind: 'subject', subject: identity.subject },
-      ...limitOf(settings.subject),
+      ...limitOf(settings.subject, overrideMode),
       override: subject,
     },
   ];

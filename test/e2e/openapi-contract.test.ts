@@ -138,7 +138,11 @@ beforeAll(async () => {
       redis: { url: `redis://127.0.0.1:${await freePort()}`, keyPrefix },
       // The address limit's store is down too: closed, the routes without credentials 503.
       config: config({
-        rateLimits: { address: { requests: 40, periodSec: 3600 }, onStoreError: 'closed' },
+        // Exact mode: onStoreError is its answer (a lease-mode limit decides in process).
+        rateLimits: {
+          address: { requests: 40, periodSec: 3600, mode: 'exact' },
+          onStoreError: 'closed',
+        },
       }),
     }),
   );

@@ -172,6 +172,27 @@ describe('rate limits on two gateway processes sharing one Redis', () => {
     ]);
   });
 
+  it('refuses a revoked pair on the other gateway whatever lease of its bucket that gateway holds', async () => {
+    const { key, subject, header } = await newPair();
+    // A high limit of its own: each gateway takes a lease of many requests at once.
+    await redis.hset(keys.key(key, subject), 'rate_limit', '100000/1');
+    const get = () => send(gatewayB.url, '/accounts', { headers: { authorization: header } });
+    expect([(await get()).status, (await get()).status]).toEqual([200, 200]);
+    const revoked = await send(gatewayA.url, `/keys/${key}?force=true`, {
+      method: 'DELETE',
+      headers: { authorization: header },
+    });
+    expect(revoked.status).toBe(200);
+    // The credentials are checked before the limits: a lease never keeps a pair alive.
+    const { answer } = await pollStatus(
+      () => fetch(`${gatewayB.url}/accounts`, { headers: { authorization: header } }),
+      401,
+      { deadlineMs: 10_000 },
+    );
+    expectGatewayError(answer, 'invalid_credentials');
+    expect(answer.headers.ratelimit).toBeUndefined();
+  });
+
   it('counts Bearer tokens per subject, with the subject override for the tokens and the subject as a whole', async () => {
     const user = {
       username: 'rl-bearer',

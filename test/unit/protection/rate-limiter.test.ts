@@ -136,6 +136,20 @@ describe('the rate limiter', () => {
     ]);
   });
 
+  it('reads a bucket only an override limits in the credential limit’s mode', () => {
+    const { store, requests } = recording();
+    const exact = { ...limit(2, 60, 2), mode: 'exact' } as const;
+    createRateLimiter({ ...settings, credential: exact }, { store, ...quiet }).checkCredential(
+      'accounts',
+      undefined,
+      basic,
+    );
+    expect(requests[0]?.buckets.map((b) => [b.bucket.kind, b.policy, b.mode])).toEqual([
+      ['credential', { requests: 2, periodSec: 60, burst: 2 }, 'exact'],
+      ['subject', undefined, 'exact'],
+    ]);
+  });
+
   it('holds a subject to its own budget across every pair and token it has', () => {
     const { store } = recording();
     const limiter = createRateLimiter(
