@@ -139,7 +139,7 @@ describe('the rate limiter', () => {
   it('reads a bucket only an override limits in the credential limit’s mode', () => {
     const { store, requests } = recording();
     const exact = { ...limit(2, 60, 2), mode: 'exact' } as const;
-    createRateLimiter({ ...settings, credential: exact }, { store, ...quiet }).checkCredential(
+    void createRateLimiter({ ...settings, credential: exact }, { store, ...quiet }).checkCredential(
       'accounts',
       undefined,
       basic,
