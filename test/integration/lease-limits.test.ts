@@ -80,6 +80,13 @@ function processLimiter(
   return { limiter, calls: () => calls, later: (ms) => (aheadUs += ms * 1000) };
 }
 
+const limitOf = (
+  requests: number,
+  periodSec: number,
+  burst: number,
+  mode: RateLimit['mode'] = 'lease',
+): RateLimit => ({ requests, periodSec, burst, mode, shadow: false });
+
 const basicOf = (subject: string): Identity => ({
   subject,
   method: 'basic',
@@ -94,13 +101,7 @@ async function check(limiter: RateLimiter, identity: Identity): Promise<RateVerd
 describe('lease-mode limits on Redis', () => {
   it('cost two processes sending steadily a small fraction of a script run per request', async () => {
     const identity = basicOf(unique('steady'));
-    const limit: RateLimit = {
-      requests: 100_000,
-      periodSec: 1,
-      burst: 100_000,
-      mode: 'lease',
-      shadow: false,
-    };
+    const limit = limitOf(100_000, 1, 100_000);
     const fleet = [processLimiter(limit), processLimiter(limit)];
     let admitted = 0;
     // 64 requests at a time on each: the way 64 keep-alive connections arrive.
@@ -117,13 +118,7 @@ describe('lease-mode limits on Redis', () => {
 
   it('run one script per request in exact mode', async () => {
     const identity = basicOf(unique('exact'));
-    const p = processLimiter({
-      requests: 1000,
-      periodSec: 1,
-      burst: 1000,
-      mode: 'exact',
-      shadow: false,
-    });
+    const p = processLimiter(limitOf(1000, 1, 1000, 'exact'));
     for (let i = 0; i < 30; i += 1) await check(p.limiter, identity);
     expect(p.calls()).toBe(30);
   });
@@ -131,13 +126,7 @@ describe('lease-mode limits on Redis', () => {
   it('admit no more than the burst across processes at one moment: every lease is charged in Redis first', async () => {
     const identity = basicOf(unique('burst'));
     // An hour-long period: nothing refills during the test, so every count is exact.
-    const limit: RateLimit = {
-      requests: 3600,
-      periodSec: 3600,
-      burst: 50,
-      mode: 'lease',
-      shadow: false,
-    };
+    const limit = limitOf(3600, 3600, 50);
     const fleet = [processLimiter(limit), processLimiter(limit), processLimiter(limit)];
     const verdicts = await Promise.all(
       fleet.flatMap(({ limiter }) => Array.from({ length: 40 }, () => check(limiter, identity))),
@@ -150,10 +139,7 @@ describe('lease-mode limits on Redis', () => {
 
   it('read a key’s rate_limit override at each lease: a new value holds once the lease has lapsed', async () => {
     const identity = basicOf(unique('override'));
-    const p = processLimiter(
-      { requests: 100_000, periodSec: 1, burst: 100_000, mode: 'lease', shadow: false },
-      50,
-    );
+    const p = processLimiter(limitOf(100_000, 1, 100_000), 50);
     expect((await check(p.limiter, identity))?.policyHeader).toBe('"credential";q=100000;w=1');
     await admin.hset(layout.key(identity.key ?? '', identity.subject), 'rate_limit', '3/3600');
     // Spent from the lease the first request took: no script, the old policy.
@@ -175,7 +161,7 @@ describe('lease-mode limits on Redis', () => {
     const failures: unknown[] = [];
     const limiter = createRateLimiter(
       {
-        credential: { requests: 3600, periodSec: 3600, burst: 3, mode: 'lease', shadow: false },
+        credential: limitOf(3600, 3600, 3),
         subject: undefined,
         address: undefined,
         onStoreError: 'closed',
