@@ -170,9 +170,7 @@ export function createLeasedBuckets(
 
   const askShared = async (asked: readonly Plan[]): Promise<TakeResult> =>
     deps.shared.take({
-      buckets: asked.map((p) =>
-        p.kind === 'lease' ? { ...p.request, policy: p.request.policy, count: p.want } : p.request,
-      ),
+      buckets: asked.map((p) => (p.kind === 'lease' ? { ...p.request, count: p.want } : p.request)),
     });
 
   /** The shared store answered: leases refilled (or held), and the request decided. */
