@@ -3,22 +3,18 @@
 // load skewed 90/10 between the gateways that swaps sides in the middle of the run
 // (servers/skew-load.ts records every answer); admitted against allowed in consecutive 5 s
 // and 10 s windows, and the Redis script runs per request the limiter decided.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { median } from '../support/median.js';
 import type { RateLimitMode } from '../../src/protection/rate-policy.js';
+import { startSkewLoad } from './accuracy-load.js';
 import { firstRequests, type LimitsSetup } from './limits.js';
-import { stopProcess, type Started } from './processes.js';
 import {
   accuracyVerdict,
   admittedWindows,
   atMost,
-  loadBound,
   callsPerCheckedRequest,
   isChecked,
-  parseSkewAnswers,
+  loadBound,
   sideAShare,
   signedPct,
   verdict,
@@ -28,9 +24,6 @@ import {
 import { formatNumber, table } from './report.js';
 import type { BenchContext, SectionResult } from './scenarios.js';
 import type { Target } from './targets.js';
-
-const LOAD = fileURLToPath(new URL('./servers/skew-load.ts', import.meta.url));
-const HOOK = new URL('./resolve-hook.ts', import.meta.url).href;
 
 /**
  * 1,000 requests per second, up to 100 at once: a lease (25 ms of the rate by default) is 25
@@ -51,11 +44,11 @@ const SHARE_ON_A = 0.9;
 const TOLERANCE_PCT = 2;
 const MAX_CALLS_PER_REQUEST = 0.1;
 /**
- * A window under the policy counts only if the load asked for at least this many times what
- * it allows (rate-limit-figures.ts loadBound): below, a stall of the load shows, not the
- * limiter.
+ * A window under the policy is judged only if the load asked for at least the policy's rate
+ * in each of its slices this long: the burst's time, as long as a bucket nobody asks takes
+ * to fill (rate-limit-figures.ts loadBound).
  */
-const LOAD_FACTOR = 1.5;
+const SLICE_MS = (ACCURACY_POLICY.burst / RATE_PER_SEC) * 1000;
 /** Each round is RUN_MS per mode, whatever --duration says: at most this many. */
 const MAX_ROUNDS = 3;
 /** Requests (each on a new connection) that cache the pair in both workers before any load. */
@@ -63,12 +56,13 @@ const FIRST_REQUESTS = 4;
 const MODES = ['lease', 'exact'] as const satisfies readonly RateLimitMode[];
 
 /** The plan's line and estimate: its rounds of fixed runs, whatever --duration says. */
-export function accuracyPlan(rounds: number): { line: string; seconds: number } {
+export function accuracyPlan(rounds: number, warmupSec: number): { line: string; seconds: number } {
   const n = Math.min(rounds, MAX_ROUNDS);
   return {
     line: `accuracy: ${MODES.length} modes × ${n} rounds of ${RUN_MS / 1000} s`,
-    // A pause and the bucket's reset per run; four gateways of two workers to start.
-    seconds: 15 + n * MODES.length * (RUN_MS / 1000 + 3),
+    // Four gateways of two workers to start, a warm-up per mode, a pause and the bucket's
+    // reset per run.
+    seconds: 15 + MODES.length * (warmupSec + 2) + n * MODES.length * (RUN_MS / 1000 + 3),
   };
 }
 
@@ -89,80 +83,49 @@ interface AccuracyRun {
   readonly otherAnswers: Record<string, number>;
 }
 
-/** The load's `<word> <ms>` line (started, switched) once written; rejects if it exits first. */
-function lineOf(load: Started, word: 'started' | 'switched', out: () => string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const pattern = new RegExp(`${word} (\\d+(\\.\\d+)?)`);
-    const check = (): boolean => {
-      const match = pattern.exec(out());
-      if (match !== null) resolve(Number(match[1]));
-      return match !== null;
-    };
-    if (check()) return;
-    const onData = (): void => {
-      if (check()) load.child.stdout?.off('data', onData);
-    };
-    load.child.stdout?.on('data', onData);
-    void load.exited.then(() => {
-      if (!check()) reject(new Error(`skew load exited before "${word}": ${out()}`));
-    });
-  });
-}
-
 const epochMs = (): number => performance.timeOrigin + performance.now();
+
+/** The load's clients: few enough to keep latency (the windows' skew, below) low. */
+const connectionsOf = (options: BenchContext['options']): number =>
+  Math.max(10, Math.round(options.connections / 4));
 
 async function runOnce(
   ctx: BenchContext,
   setup: LimitsSetup,
   mode: RateLimitMode,
   round: number,
-  [a, b]: readonly [Target, Target],
+  gateways: readonly [Target, Target],
 ): Promise<AccuracyRun> {
-  const { group, options } = ctx;
   await setup.resetBucket();
-  const out = join(group.dir, `accuracy-${mode}-${round}.answers`);
-  const load = group.start(
-    `accuracy-load-${mode}-${round}`,
-    process.execPath,
-    [
-      '--import',
-      HOOK,
-      LOAD,
-      JSON.stringify({
-        origins: [`http://127.0.0.1:${a.port}`, `http://127.0.0.1:${b.port}`],
-        path: '/accounts',
-        out,
-        connections: options.connections,
-        share: SHARE_ON_A,
-        authorization: setup.basicHeader.replace(/^Authorization:\s*/i, ''),
-        switchAfterMs: SWITCH_AFTER_MS,
-        runMs: RUN_MS,
-      }),
-    ],
-    { output: 'pipe' },
-  );
-  let stdout = '';
-  load.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  load.child.stderr?.resume();
-  const startedMs = await lineOf(load, 'started', () => stdout);
-  const switched = lineOf(load, 'switched', () => stdout);
-  switched.catch(() => undefined);
-  const steadyFrom = startedMs + SKIP_MS;
+  const load = await startSkewLoad(ctx.group, {
+    name: `accuracy-load-${mode}-${round}`,
+    gateways,
+    authorization: authorizationOf(setup),
+    connections: connectionsOf(ctx.options),
+    share: SHARE_ON_A,
+    switchAfterMs: SWITCH_AFTER_MS,
+    runMs: RUN_MS,
+  });
+  const steadyFrom = load.startedMs + SKIP_MS;
   await sleep(Math.max(0, steadyFrom - epochMs()));
   const callsBefore = await setup.scriptCalls();
-  // Bounded: the client stops itself after RUN_MS; if it has not, it is told to (SIGTERM).
-  const exit = await Promise.race([load.exited, sleep(RUN_MS + 20_000).then(() => undefined)]);
-  if (exit === undefined) await stopProcess(load);
+  const answers = await load.answers;
   const scriptCalls = (await setup.scriptCalls()) - callsBefore;
-  const switchedMs = await switched;
+  const switchedMs = await load.switched;
 
-  const answers = parseSkewAnswers(readFileSync(out, 'utf8'));
   const windows: Record<number, AdmittedWindow[]> = {};
   for (const windowMs of WINDOWS_MS) {
     const count = Math.floor((RUN_MS - SKIP_MS) / windowMs);
-    windows[windowMs] = admittedWindows(answers, steadyFrom, windowMs, count, RATE_PER_SEC);
+    windows[windowMs] = admittedWindows(
+      answers,
+      steadyFrom,
+      windowMs,
+      count,
+      RATE_PER_SEC,
+      SLICE_MS,
+    );
   }
-  const steadyTo = startedMs + RUN_MS;
+  const steadyTo = load.startedMs + RUN_MS;
   const checked = answers.filter(
     (x) => isChecked(x) && x.answeredMs >= steadyFrom && x.answeredMs < steadyTo,
   ).length;
@@ -175,12 +138,43 @@ async function runOnce(
     checkedRps: (checked * 1000) / (steadyTo - steadyFrom),
     shareOnABefore: sideAShare(answers, steadyFrom, switchedMs),
     shareOnAAfter: sideAShare(answers, switchedMs, steadyTo),
-    switchedAfterMs: switchedMs - startedMs,
+    switchedAfterMs: switchedMs - load.startedMs,
     windows,
     scriptCalls,
     callsPerCheckedRequest: callsPerCheckedRequest(scriptCalls, answers, steadyFrom),
     otherAnswers,
   };
+}
+
+const authorizationOf = (setup: LimitsSetup): string =>
+  setup.basicHeader.replace(/^Authorization:\s*/i, '');
+
+/**
+ * Unmeasured load on each pair (`--warmup` seconds, sides swapping halfway): the workers'
+ * JIT warm, so the first window does not open on a cold gateway's latency.
+ */
+async function warmUp(
+  ctx: BenchContext,
+  setup: LimitsSetup,
+  gateways: ReadonlyMap<RateLimitMode, readonly [Target, Target]>,
+): Promise<void> {
+  const runMs = ctx.options.warmup * 1000;
+  if (runMs <= 0) return;
+  for (const [mode, pair] of gateways) {
+    ctx.onNote(`warm-up: accuracy, ${mode}`);
+    const load = await startSkewLoad(ctx.group, {
+      name: `accuracy-warmup-${mode}`,
+      gateways: pair,
+      authorization: authorizationOf(setup),
+      connections: connectionsOf(ctx.options),
+      share: SHARE_ON_A,
+      switchAfterMs: runMs / 2,
+      runMs,
+    });
+    await load.answers;
+  }
+  // Leases of the warm-up lapse (lifeMs, 1 s) before the first bucket reset.
+  await sleep(1_500);
 }
 
 export async function accuracySection(
@@ -207,6 +201,7 @@ export async function accuracySection(
     if (a === undefined || b === undefined) throw new Error('accuracy: two gateways expected');
     gateways.set(mode, [a, b]);
   }
+  await warmUp(ctx, setup, gateways);
   const runs: AccuracyRun[] = [];
   const rounds = Math.min(options.rounds, MAX_ROUNDS);
   for (let round = 1; round <= rounds; round += 1) {
@@ -226,15 +221,19 @@ export async function accuracySection(
       await sleep(1_500);
     }
   }
-  return accuracyResult(title, runs);
+  return accuracyResult(title, runs, connectionsOf(options));
 }
 
-function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionResult {
+function accuracyResult(
+  title: string,
+  runs: readonly AccuracyRun[],
+  connections: number,
+): SectionResult {
   const lines = runs.map((run) => {
-    // `*`: the load asked for less than LOAD_FACTOR × the policy (not judged).
+    // `*`: under the policy while the load was thin in a slice (not judged).
     const errors = (windowMs: number): string =>
       (run.windows[windowMs] ?? [])
-        .map((w) => `${signedPct(w.errorPct)}${loadBound(w, LOAD_FACTOR) ? '*' : ''}`)
+        .map((w) => `${signedPct(w.errorPct)}${loadBound(w) ? '*' : ''}`)
         .join(' ');
     const other = Object.entries(run.otherAnswers);
     return [
@@ -244,9 +243,7 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
       `${formatNumber(run.shareOnABefore, 'pct')} → ${formatNumber(run.shareOnAAfter, 'pct')}`,
       errors(5_000),
       errors(10_000),
-      signedPct(
-        accuracyVerdict(Object.values(run.windows).flat(), TOLERANCE_PCT, LOAD_FACTOR).worstPct,
-      ),
+      signedPct(accuracyVerdict(Object.values(run.windows).flat(), TOLERANCE_PCT).worstPct),
       run.callsPerCheckedRequest.toFixed(3),
       other.length === 0 ? '0' : `${other.map(([s, n]) => `${n}×${s}`).join(' ')} !`,
     ];
@@ -256,7 +253,7 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
   for (const mode of MODES) {
     const of = runs.filter((run) => run.mode === mode);
     const windows = of.flatMap((run) => Object.values(run.windows).flat());
-    const accuracy = accuracyVerdict(windows, TOLERANCE_PCT, LOAD_FACTOR);
+    const accuracy = accuracyVerdict(windows, TOLERANCE_PCT);
     const calls = median(of.map((run) => run.callsPerCheckedRequest));
     const cheap =
       accuracy.met === undefined ? undefined : accuracy.met && atMost(calls, MAX_CALLS_PER_REQUEST);
@@ -267,10 +264,7 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
       checkedRps: median(of.map((run) => run.checkedRps)),
       ...(mode === 'lease' ? { cheap } : {}),
     };
-    const unjudged =
-      accuracy.loadBound === 0
-        ? ''
-        : `, ${accuracy.loadBound} not judged (*: the load asked for less than ${LOAD_FACTOR}× the policy)`;
+    const unjudged = accuracy.loadBound === 0 ? '' : `, ${accuracy.loadBound} not judged (*)`;
     const accuracyLine = `${mode}: worst of ${accuracy.judged} windows judged ${signedPct(accuracy.worstPct)}${unjudged} (target ±${TOLERANCE_PCT}% in every 5 s and 10 s window): ${verdict(accuracy.met)}`;
     targetLines.push(
       mode === 'lease'
@@ -285,8 +279,8 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
         'round',
         'checked req/s',
         'on A before → after',
-        '5 s windows (admitted vs 5,000)',
-        '10 s windows (vs 10,000)',
+        `5 s windows (admitted vs ${formatNumber(RATE_PER_SEC * 5, 'int')})`,
+        `10 s windows (vs ${formatNumber(RATE_PER_SEC * 10, 'int')})`,
         'worst judged',
         'calls/checked req',
         'other answers',
@@ -294,7 +288,7 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
       lines,
     ),
     ...targetLines,
-    `windows: consecutive, from ${SKIP_MS / 1000} s after the load started (the burst of ${ACCURACY_POLICY.burst} is spent by then) to the end of the ${RUN_MS / 1000} s run, counting 200s by the time they were answered, against ${RATE_PER_SEC}/s × the window (*: fewer admitted while the load asked for less than ${LOAD_FACTOR}× that, 200s + 429s: the load's gaps, not judged; over the policy is always judged); the sides swapped ${SWITCH_AFTER_MS / 1000} s in (inside the second 5 s and the first 10 s window). checked: answered 200 or 429. calls: EVALSHA + EVAL on the Redis (INFO commandstats) from ${SKIP_MS / 1000} s to the end, over the checked requests answered then (a few last-use writes included). "on A": the share of the requests sent to gateway A; the clients are split ${SHARE_ON_A * 100}/${100 - SHARE_ON_A * 100}, each sending as soon as it is answered, so the split of requests follows the two gateways' speeds.`,
+    `windows: consecutive, from ${SKIP_MS / 1000} s after the load started (the burst of ${ACCURACY_POLICY.burst} is spent by then) to the end of the ${RUN_MS / 1000} s run, counting 200s by the time they were answered, against ${RATE_PER_SEC}/s × the window (*: under it, and in some ${SLICE_MS} ms of the window, the time the burst covers, the load asked for (200s + 429s answered) less than the policy's rate: a stall of the load or of the gateways on the shared cores, whose requests never come back; not judged. Over the policy is always judged, and a limiter that admits too little refuses in every slice); the sides swapped ${SWITCH_AFTER_MS / 1000} s in (inside the second 5 s and the first 10 s window). checked: answered 200 or 429. calls: EVALSHA + EVAL on the Redis (INFO commandstats) from ${SKIP_MS / 1000} s to the end, over the checked requests answered then (a few last-use writes included). Counting by answer time moves into a window the rate × how much longer requests took at its start than at its end (a change of 50 ms in latency is 1% of a 5 s window): hence few clients (${connections}, --connections / 4, at least 10) and a warm-up. "on A": the share of the requests sent to gateway A; the clients are split ${SHARE_ON_A * 100}/${100 - SHARE_ON_A * 100}, each sending as soon as it is answered, so the split of requests follows the two gateways' speeds.`,
   ];
   return {
     id: 'accuracy',
@@ -307,6 +301,7 @@ function accuracyResult(title: string, runs: readonly AccuracyRun[]): SectionRes
       skipMs: SKIP_MS,
       switchAfterMs: SWITCH_AFTER_MS,
       shareOnA: SHARE_ON_A,
+      connections,
       modes: byMode,
     },
   };

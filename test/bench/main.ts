@@ -110,7 +110,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
   }
   const want = (s: Section): boolean => options.sections.includes(s);
   const population = populationPlan(options, tools.caddy !== undefined, tools.workers);
-  const accuracy = accuracyPlan(options.rounds);
+  const accuracy = accuracyPlan(options.rounds, options.warmup);
   if (want('accuracy')) lines.push(`  ${accuracy.line}`);
   if (want('population')) {
     measurements += population.rows * population.rounds;

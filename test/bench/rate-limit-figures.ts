@@ -44,13 +44,19 @@ export interface AdmittedWindow {
   readonly allowed: number;
   /** (admitted − allowed) / allowed, in %. */
   readonly errorPct: number;
+  /**
+   * Slices of the window (`sliceMs` each) in which fewer requests were answered (200s +
+   * 429s) than the policy allows in a slice: the load, not the limiter, set the pace then.
+   */
+  readonly thinSlices: number;
 }
 
 /**
  * `count` consecutive windows of `windowMs` from `fromMs`, each counting the answers by the
  * time they were answered (a request admitted is one the client got a 200 for), against
  * `ratePerSec` × the window's seconds. The caller starts them after the initial burst has
- * been spent, so a window under steady over-demand should hold the rate alone.
+ * been spent, so a window under steady over-demand should hold the rate alone. Each window
+ * is cut in slices of `sliceMs` (a divisor of `windowMs`) to tell where the load was thin.
  */
 export function admittedWindows(
   answers: readonly SkewAnswer[],
@@ -58,35 +64,46 @@ export function admittedWindows(
   windowMs: number,
   count: number,
   ratePerSec: number,
+  sliceMs: number,
 ): AdmittedWindow[] {
-  const admitted = new Array<number>(count).fill(0);
-  const refused = new Array<number>(count).fill(0);
+  const perWindow = Math.max(1, Math.round(windowMs / sliceMs));
+  const admitted = new Array<number>(count * perWindow).fill(0);
+  const asked = new Array<number>(count * perWindow).fill(0);
   for (const a of answers) {
-    const index = Math.floor((a.answeredMs - fromMs) / windowMs);
-    if (index < 0 || index >= count) continue;
-    if (a.status === 200) admitted[index] = (admitted[index] ?? 0) + 1;
-    else if (a.status === 429) refused[index] = (refused[index] ?? 0) + 1;
+    if (!isChecked(a)) continue;
+    const slice = Math.floor(((a.answeredMs - fromMs) * perWindow) / windowMs);
+    if (slice < 0 || slice >= count * perWindow) continue;
+    asked[slice] = (asked[slice] ?? 0) + 1;
+    if (a.status === 200) admitted[slice] = (admitted[slice] ?? 0) + 1;
   }
   const allowed = (ratePerSec * windowMs) / 1000;
-  return admitted.map((n, i) => ({
-    fromMs: fromMs + i * windowMs,
-    toMs: fromMs + (i + 1) * windowMs,
-    admitted: n,
-    refused: refused[i] ?? 0,
-    allowed,
-    errorPct: ((n - allowed) / allowed) * 100,
-  }));
+  const sum = (values: readonly number[]): number => values.reduce((n, v) => n + v, 0);
+  return Array.from({ length: count }, (_, i) => {
+    const slices = (values: readonly number[]): number[] =>
+      values.slice(i * perWindow, (i + 1) * perWindow);
+    const n = sum(slices(admitted));
+    return {
+      fromMs: fromMs + i * windowMs,
+      toMs: fromMs + (i + 1) * windowMs,
+      admitted: n,
+      refused: sum(slices(asked)) - n,
+      allowed,
+      errorPct: ((n - allowed) / allowed) * 100,
+      thinSlices: slices(asked).filter((x) => x < allowed / perWindow).length,
+    };
+  });
 }
 
 /**
- * A window the load, not the limiter, kept under the policy: fewer admitted than allowed
- * while fewer than `factor` × allowed were asked for (200s + 429s). A closed-loop load
- * that asks little more than the policy leaves gaps (a stall of the client or of these
- * shared cores) longer than the burst covers, and what a gap did not ask for is not admitted
- * later. Over the policy is never the load's doing.
+ * A window the load, not the limiter, kept under the policy: fewer admitted than allowed,
+ * and a slice of it in which the load asked for less than the policy's rate (a stall of the
+ * client, or of the gateways on these shared cores). A bucket nobody asks fills up to its
+ * burst and no further: what a gap longer than the burst's time did not ask for is never
+ * admitted later, however hard the load asks on average. A limiter that admits too little
+ * refuses all along, every slice full, and is judged; over the policy is always judged.
  */
-export function loadBound(w: AdmittedWindow, factor: number): boolean {
-  return w.admitted < w.allowed && w.admitted + w.refused < factor * w.allowed;
+export function loadBound(w: AdmittedWindow): boolean {
+  return w.admitted < w.allowed && w.thinSlices > 0;
 }
 
 /** The error farthest from 0 (its sign kept); NaN for no window. */
@@ -147,9 +164,8 @@ export interface AccuracyVerdict {
 export function accuracyVerdict(
   windows: readonly AdmittedWindow[],
   tolerancePct: number,
-  loadFactor: number,
 ): AccuracyVerdict {
-  const judged = windows.filter((w) => !loadBound(w, loadFactor));
+  const judged = windows.filter((w) => !loadBound(w));
   return {
     judged: judged.length,
     loadBound: windows.length - judged.length,

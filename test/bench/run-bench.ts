@@ -6,6 +6,7 @@
 //   scenarios.ts  interleaved rounds, cold pair cycles, the bcrypt limit
 //   limits.ts     the limits section (off, exact, lease) and what it and accuracy need
 //   accuracy.ts   the accuracy section: 2 gateways × 2 workers, a skewed load that swaps sides
+//   accuracy-load.ts        its load client (servers/skew-load.ts), started and bounded
 //   rate-limit-figures.ts  their arithmetic (windows, calls per request, targets), pure
 //   targets.ts    upstream, bare engines, gateways, Caddy, nginx, Redis and its seeding
 //   measure.ts    wrk (Lua report), CPU and RSS of a process tree from /proc
