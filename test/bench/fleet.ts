@@ -382,12 +382,13 @@ function fleetResult(
     const masters = `${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each)`;
     const cores = `${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each)`;
     if (mode === 'exact') return `exact: ${masters} and ${cores}`;
-    // The lease rows' µs are mostly the nodes' idle work at this light load (as the off
-    // rows'); their script runs alone, at what the exact rows measured per script, are the
-    // part that grows with the traffic.
-    const scripted =
-      (s?.scriptCallsPerRequest ?? NaN) * scriptMicros(exactCluster, of('cluster', 'off'));
-    return `lease: ${masters}, or ${coresFor(EXAMPLE_RPS, scripted, EXAMPLE_UTILISATION)} by its script runs alone (${(s?.scriptCallsPerRequest ?? NaN).toFixed(3)} per request × the exact rows' ${formatNumber(scriptMicros(exactCluster, of('cluster', 'off')), 'ms')} µs per script = ${formatNumber(scripted, 'ms')} µs), and ${cores}`;
+    // A lease row's µs include the nodes' idle work (the off row's), which a light load
+    // makes large per request; its script runs, at what one cost in the exact row beyond
+    // the off row, are the part that grows with the traffic.
+    const calls = s?.scriptCallsPerRequest ?? NaN;
+    const perRun = scriptMicros(exactCluster, of('cluster', 'off'));
+    const scripted = calls * perRun;
+    return `lease: ${masters}, or ${coresFor(EXAMPLE_RPS, scripted, EXAMPLE_UTILISATION)} by its script runs alone (${calls.toFixed(3)} per request × the exact rows' ${formatNumber(perRun, 'ms')} µs per run = ${formatNumber(scripted, 'ms')} µs), and ${cores}`;
   };
   const changed = [...masters].filter(([id, seen]) => id.includes('cluster') && seen.size > 3);
   const notes = [
