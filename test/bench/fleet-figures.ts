@@ -172,3 +172,19 @@ export function medianFigures(runs: readonly FleetFigures[]): FleetFigures {
 export function coresFor(rps: number, micros: number, utilisation: number): number {
   return Math.ceil((rps * micros) / (1e6 * utilisation));
 }
+
+/**
+ * What one script run costs the masters: the µs per request a row with scripts spent beyond
+ * a row without (the nodes' idle work, the cached check), per script run of a request. NaN
+ * when either row is missing or the row ran no script.
+ */
+export function scriptMicros(
+  withScripts: Pick<FleetFigures, 'mastersMicrosPerRequest' | 'scriptCallsPerRequest'> | undefined,
+  without: Pick<FleetFigures, 'mastersMicrosPerRequest'> | undefined,
+): number {
+  if (withScripts === undefined || without === undefined) return NaN;
+  const calls = withScripts.scriptCallsPerRequest;
+  return calls > 0
+    ? (withScripts.mastersMicrosPerRequest - without.mastersMicrosPerRequest) / calls
+    : NaN;
+}

@@ -1,6 +1,7 @@
 // The fleet section (issue 14, point 6): what one request costs Redis, on one standalone
-// master and on a 3-master/3-replica Cluster, with rate limits off and on, and so how many
-// requests/s a master carries. The arithmetic is fleet-figures.ts's; docs/benchmark.md
+// master and on a 3-master/3-replica Cluster, with rate limits off, exact (a script per
+// request) and lease (a script per lease: issue 28), and so how many requests/s a master
+// carries. The arithmetic is fleet-figures.ts's; docs/benchmark.md
 // turns it into a capacity model.
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
@@ -12,6 +13,7 @@ import {
   fleetFigures,
   medianFigures,
   nodeDeltas,
+  scriptMicros,
   parseNodeInfo,
   type FleetFigures,
   type NodeSample,
@@ -42,6 +44,12 @@ const FLEET_PAIRS = 300;
 const FLEET_SET = { prefix: 'ak_fleet_', digits: 18 } as const;
 /** The pairs' bcrypt cost: each is verified once, before any measured load. */
 const FLEET_COST = 4;
+/**
+ * The rows of each topology: limits off, and a never-refusing credential limit in each mode
+ * (exact: a script run per request; lease: one per lease of a bucket, per process).
+ */
+const LIMIT_ROWS = ['off', 'exact', 'lease'] as const;
+type LimitRow = (typeof LIMIT_ROWS)[number];
 /** Requests at once while every gateway verifies (and caches) every pair once. */
 const PRIME_CONCURRENCY = 8;
 /** The capacity example under the table: this many requests/s, machines at this utilisation. */
@@ -240,7 +248,7 @@ export async function fleetSection(
 ): Promise<SectionResult> {
   const { group, options } = ctx;
   const n = FLEET_PAIRS.toLocaleString('en-US');
-  const title = `fleet: Redis CPU per request on 1 master (and its replica) and on a 3+3 Cluster, rate limits off and on (${n} cached pairs of ${n} subjects, engine ${options.engine})`;
+  const title = `fleet: Redis CPU per request on 1 master (and its replica) and on a 3+3 Cluster, rate limits off, exact and lease (${n} cached pairs of ${n} subjects, engine ${options.engine})`;
   const setups = await startSetups(ctx, fixture);
   const keysPerMaster = (await sample(setups[1]?.nodes ?? []))
     .filter((node) => node.role === 'master')
@@ -250,9 +258,9 @@ export async function fleetSection(
   const figures = new Map<string, FleetFigures[]>();
   const masters = new Map<string, Set<string>>();
   for (const setup of setups) {
-    for (const on of [false, true]) {
-      const id = `fleet-${setup.id}-limits-${on ? 'on' : 'off'}`;
-      ctx.onNote(`fleet: starting the gateway on ${setup.label}, rate limits ${on ? 'on' : 'off'}`);
+    for (const mode of LIMIT_ROWS) {
+      const id = `fleet-${setup.id}-limits-${mode}`;
+      ctx.onNote(`fleet: starting the gateway on ${setup.label}, rate limits ${mode}`);
       const base = fixture.gatewayConfig(setup.url);
       const gateway = await startGateway(group, `gateway-${id}`, {
         ...base,
@@ -264,7 +272,9 @@ export async function fleetSection(
         // Cached for the whole section: a pair that left the cache would cost a bcrypt check,
         // and 64 connections checking it at once would meet the lockout's one attempt.
         auth: { ...base.auth, basic: { ...base.auth?.basic, cache: { ttlSec: 86_400 } } },
-        ...(on ? { rateLimits: { credential: { requests: 1_000_000_000, periodSec: 1 } } } : {}),
+        ...(mode === 'off'
+          ? {}
+          : { rateLimits: { credential: { requests: 1_000_000_000, periodSec: 1, mode } } }),
       });
       ctx.onNote(`fleet: ${gateway.name} verifies each of the ${n} pairs once`);
       await prime(gateway, fixture.secret);
@@ -276,7 +286,7 @@ export async function fleetSection(
       rows.push(
         row({
           id,
-          label: `${setup.label}, rate limits ${on ? 'on (never refusing)' : 'off'}`,
+          label: `${setup.label}, rate limits ${mode === 'off' ? 'off' : `${mode} (never refusing)`}`,
           target: gateway,
           spec: () => ({
             url: gateway.url,
@@ -352,21 +362,34 @@ function fleetResult(
       formatNumber(s?.busiestMasterPct ?? NaN, 'pct'),
     ];
   });
-  const on = (setup: Setup['id']): SetupSummary | undefined => summary[`fleet-${setup}-limits-on`];
-  const off = (setup: Setup['id']): SetupSummary | undefined =>
-    summary[`fleet-${setup}-limits-off`];
-  const limitCost = (setup: Setup['id']): string =>
-    formatNumber(
-      (on(setup)?.mastersMicrosPerRequest ?? NaN) - (off(setup)?.mastersMicrosPerRequest ?? NaN),
-      'ms',
-    );
+  const of = (setup: Setup['id'], mode: LimitRow): SetupSummary | undefined =>
+    summary[`fleet-${setup}-limits-${mode}`];
+  const mastersMicros = (setup: Setup['id'], mode: LimitRow): number =>
+    of(setup, mode)?.mastersMicrosPerRequest ?? NaN;
+  const limitCost = (setup: Setup['id'], mode: 'exact' | 'lease'): string =>
+    formatNumber(mastersMicros(setup, mode) - mastersMicros(setup, 'off'), 'ms');
   const perScript = (setup: Setup['id']): string =>
     formatNumber(
-      (on(setup)?.mastersMicrosPerRequest ?? NaN) / (on(setup)?.scriptCallsPerRequest ?? NaN),
+      mastersMicros(setup, 'exact') / (of(setup, 'exact')?.scriptCallsPerRequest ?? NaN),
       'ms',
     );
-  const redisMicros = on('cluster')?.mastersMicrosPerRequest ?? NaN;
-  const gatewayMicros = on('cluster')?.gatewayMicrosPerRequest ?? NaN;
+  const exactOne = of('one', 'exact');
+  const exactCluster = of('cluster', 'exact');
+  const capacity = (mode: 'exact' | 'lease'): string => {
+    const s = of('cluster', mode);
+    const redisMicros = s?.mastersMicrosPerRequest ?? NaN;
+    const gatewayMicros = s?.gatewayMicrosPerRequest ?? NaN;
+    const masters = `${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each)`;
+    const cores = `${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each)`;
+    if (mode === 'exact') return `exact: ${masters} and ${cores}`;
+    // A lease row's µs include the nodes' idle work (the off row's), which a light load
+    // makes large per request; its script runs, at what one cost in the exact row beyond
+    // the off row, are the part that grows with the traffic.
+    const calls = s?.scriptCallsPerRequest ?? NaN;
+    const perRun = scriptMicros(exactCluster, of('cluster', 'off'));
+    const scripted = calls * perRun;
+    return `lease: ${masters}, or ${coresFor(EXAMPLE_RPS, scripted, EXAMPLE_UTILISATION)} by its script runs alone (${calls.toFixed(3)} per request × the exact rows' ${formatNumber(perRun, 'ms')} µs per run = ${formatNumber(scripted, 'ms')} µs), and ${cores}`;
+  };
   const changed = [...masters].filter(([id, seen]) => id.includes('cluster') && seen.size > 3);
   const notes = [
     table(
@@ -386,10 +409,10 @@ function fleetResult(
     ),
     "µs/req: CPU (user + system, /proc/<pid>/stat) of each redis-server over a run / the requests the gateway answered; masters summed, replicas apart. It includes a node's idle work (serverCron, the Cluster bus): most of what the limits-off rows show. scripts: EVALSHA + EVAL calls (INFO commandstats) per master; spread = most / fewest.",
     `1 master carries = 1e6 / masters µs per request: the requests/s one master serves at 100% of one core. These masters carry = 1e6 / the busiest master's µs per request. Both derived: on these shared cores one gateway cannot saturate a master (the busiest ran at the % of one core in the last column).`,
-    `with rate limits on, 3 masters carry ${formatNumber((on('cluster')?.theseMastersRps ?? NaN) / (on('one')?.oneMasterRps ?? NaN), 'ratio')}× what 1 master does: a script costs a Cluster master ${perScript('cluster')} µs against ${perScript('one')} µs on the lone master, which ran ${formatNumber((on('one')?.busiestMasterPct ?? NaN) / (on('cluster')?.busiestMasterPct ?? NaN), 'ratio')}× as busy (the saturation probe below tells the causes apart: at equal load a Cluster master and the lone master spend alike per command, and a master's CPU per command falls as its load rises, its event loop serving more commands per pass)`,
+    `with exact limits (a script per request), 3 masters carry ${formatNumber((exactCluster?.theseMastersRps ?? NaN) / (exactOne?.oneMasterRps ?? NaN), 'ratio')}× what 1 master does: a script costs a Cluster master ${perScript('cluster')} µs against ${perScript('one')} µs on the lone master, which ran ${formatNumber((exactOne?.busiestMasterPct ?? NaN) / (exactCluster?.busiestMasterPct ?? NaN), 'ratio')}× as busy (the saturation probe below tells the causes apart: at equal load a Cluster master and the lone master spend alike per command, and a master's CPU per command falls as its load rises, its event loop serving more commands per pass)`,
     `saturation probe (redis-benchmark, EVALSHA of a GET and a SET PX of one key, ${PROBE_COMMANDS.toLocaleString('en-US')} commands): ${probes.join('; ')}`,
-    `rate limits cost the masters ${limitCost('one')} µs per request on 1 master, ${limitCost('cluster')} µs summed on the Cluster (on − off); keys per Cluster master after seeding: ${keysPerMaster.join(' / ')}`,
-    `for ${EXAMPLE_RPS.toLocaleString('en-US')} rate-limited requests/s at ${EXAMPLE_UTILISATION * 100}% utilisation: ${coresFor(EXAMPLE_RPS, redisMicros, EXAMPLE_UTILISATION)} Redis masters (${formatNumber(redisMicros, 'ms')} µs each) and ${coresFor(EXAMPLE_RPS, gatewayMicros, EXAMPLE_UTILISATION)} gateway cores (${formatNumber(gatewayMicros, 'int')} µs each, this gateway's CPU per request)`,
+    `rate limits cost the masters (on − off): exact ${limitCost('one', 'exact')} µs per request on 1 master, ${limitCost('cluster', 'exact')} µs summed on the Cluster; lease ${limitCost('one', 'lease')} and ${limitCost('cluster', 'lease')} µs (script runs per request: exact ${(exactOne?.scriptCallsPerRequest ?? NaN).toFixed(3)} / ${(exactCluster?.scriptCallsPerRequest ?? NaN).toFixed(3)}, lease ${(of('one', 'lease')?.scriptCallsPerRequest ?? NaN).toFixed(3)} / ${(of('cluster', 'lease')?.scriptCallsPerRequest ?? NaN).toFixed(3)}); keys per Cluster master after seeding: ${keysPerMaster.join(' / ')}`,
+    `for ${EXAMPLE_RPS.toLocaleString('en-US')} rate-limited requests/s at ${EXAMPLE_UTILISATION * 100}% utilisation, from the Cluster rows: ${capacity('exact')}; ${capacity('lease')} (gateway µs: this gateway's CPU per request)`,
     ...(changed.length === 0
       ? []
       : [`(a Cluster master changed during ${changed.map(([id]) => id).join(', ')}: a failover)`]),

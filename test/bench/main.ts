@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants, cpus, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
+import { accuracyPlan } from './accuracy.js';
 import { FAILOVER_RUNS } from './failover.js';
 import { populationPlan } from './population.js';
 import { writeScripts } from './measure.js';
@@ -85,15 +86,15 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     trace: 0,
     workers: tools.workers ? 2 : 0,
     flood: 2,
-    limits: 2,
-    // Not rows measured by runRounds: two wrk at once per round, counted here as one.
-    accuracy: 1,
+    limits: 3,
+    // Not rows measured by runRounds: its own fixed-length runs, counted in setupSec.
+    accuracy: 0,
     // Sequential requests, not wrk rounds: its time is in setupSec.
     keys: 0,
     // Not wrk rounds either: its time is in setupSec.
     failover: 0,
     revocation: 0,
-    fleet: 4,
+    fleet: 6,
     // Its own rounds and warm-up (population.ts): counted below.
     population: 0,
   };
@@ -109,6 +110,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
   }
   const want = (s: Section): boolean => options.sections.includes(s);
   const population = populationPlan(options, tools.caddy !== undefined, tools.workers);
+  const accuracy = accuracyPlan(options.rounds, options.warmup);
+  if (want('accuracy')) lines.push(`  ${accuracy.line}`);
   if (want('population')) {
     measurements += population.rows * population.rounds;
     lines.push(`  population: ${population.rows} configurations × ${population.rounds} rounds`);
@@ -125,6 +128,7 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     // A Cluster, two gateways of two workers, a failover, and rounds × 20 revocations.
     (want('revocation') ? 40 + options.rounds * 4 : 0) +
     (want('fleet') ? 20 : 0) +
+    (want('accuracy') ? accuracy.seconds : 0) +
     (want('population') ? population.otherSec : 0);
   const estimateSec =
     measurements * (options.duration + OVERHEAD_SEC) +

@@ -18,7 +18,7 @@ import {
   type GatewayCounters,
   type MeteredGateway,
 } from './population-gateways.js';
-import type { Started } from './processes.js';
+import { stopProcess, type Started } from './processes.js';
 
 const LOAD = fileURLToPath(new URL('./servers/zipf-load.ts', import.meta.url));
 const HOOK = new URL('./resolve-hook.ts', import.meta.url).href;
@@ -138,13 +138,6 @@ export function backAfter(windows: readonly number[], limit: number): number {
   return NaN;
 }
 
-/** Sends SIGTERM to a started process by its PID and awaits its exit (at most `maxMs`). */
-async function stop(started: Started, maxMs = 15_000): Promise<string> {
-  started.child.kill('SIGTERM');
-  const exit = await Promise.race([started.exited, sleep(maxMs).then(() => 'still running')]);
-  return String(exit);
-}
-
 /** The `switched <ms>` line of the load client, once it is written. */
 function switchedAt(load: Started): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -205,19 +198,19 @@ export async function restartRun(
   load.child.stdin?.write(`http://127.0.0.1:${next.target.port}\n`);
   const switchMs = await switched;
   const drainFrom = epochMs();
-  const oldExit = await stop(old.target.started);
+  const oldExit = await stopProcess(old.target.started);
   const oldDrainMs = epochMs() - drainFrom;
   ctx.onNote(
     `${label}: switched; the old process exited (${oldExit}) after ${Math.round(oldDrainMs)} ms`,
   );
   await sleep(Math.max(0, switchMs + AFTER_SWITCH_SEC * 1000 - epochMs()));
   const endMs = epochMs();
-  await stop(load);
+  await stopProcess(load);
   const newProcess = countersBetween(
     { bcryptCompares: 0, recordChecks: { hit: 0, absent: 0, ended: 0, other_key: 0, refused: 0 } },
     await readCounters(next),
   );
-  await stop(next.target.started);
+  await stopProcess(next.target.started);
 
   const answers = parseAnswers(readFileSync(out, 'utf8'));
   const steady = answers.filter((a) => a.sentMs >= steadyFrom && a.sentMs < steadyTo);

@@ -148,6 +148,16 @@ export function createProcessGroup(): ProcessGroup {
   };
 }
 
+/**
+ * Sends SIGTERM to one started process by its PID and awaits its exit, at most `maxMs`
+ * (then `still running`: the group's close() kills it later). Its exit code or signal.
+ */
+export async function stopProcess(started: Started, maxMs = 15_000): Promise<string> {
+  kill(started.pid, 'SIGTERM');
+  const exit = await Promise.race([started.exited, sleep(maxMs).then(() => 'still running')]);
+  return String(exit);
+}
+
 function kill(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(pid, signal);

@@ -8,7 +8,10 @@ import { basicHeader, bearerHeader } from '../support/basic-header.js';
 import { generateSigningKey } from '../support/generate-signing-key.js';
 import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import { median } from '../support/median.js';
+import { accuracySection } from './accuracy.js';
 import { fleetSection } from './fleet.js';
+import { parseNodeInfo } from './fleet-figures.js';
+import { limitsSection, type LimitsSetup } from './limits.js';
 import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.js';
 import type { Engine, Section } from './options.js';
 import { httpRequest } from './processes.js';
@@ -24,19 +27,17 @@ import {
   COLD_SET,
   bcryptLimit,
   coldRow,
-  accuracySection,
-  limitsSection,
   row,
   runRounds,
   skippedSection,
   type BenchContext,
-  type LimitsSetup,
   type Row,
   type SectionResult,
 } from './scenarios.js';
 import {
   issueToken,
   pairCommands,
+  redisInfo,
   redisMemoryMiB,
   redisPipe,
   startBare,
@@ -249,11 +250,16 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
 function limitsSetup(ctx: BenchContext, fixture: Fixture, redis: RedisServer): LimitsSetup {
   const { key, secret } = fixture.cachedPair;
   return {
-    startGateway: (name, rateLimits) =>
-      startGateway(ctx.group, name, {
-        ...fixture.gatewayConfig(ctx.options.engine, redis),
-        ...(rateLimits === undefined ? {} : { rateLimits }),
-      }),
+    startGateway: (name, rateLimits, extraArgs) =>
+      startGateway(
+        ctx.group,
+        name,
+        {
+          ...fixture.gatewayConfig(ctx.options.engine, redis),
+          ...(rateLimits === undefined ? {} : { rateLimits }),
+        },
+        extraArgs,
+      ),
     basicHeader: `Authorization: ${basicHeader(key, secret)}`,
     // The bucket's key as the limiter names it (src/protection/rate-limiter.ts).
     resetBucket: async () => {
@@ -263,6 +269,8 @@ function limitsSetup(ctx: BenchContext, fixture: Fixture, redis: RedisServer): L
       });
       await redisPipe(ctx.group, redis, [['DEL', bucket]]);
     },
+    scriptCalls: async () =>
+      parseNodeInfo(await redisInfo(ctx.group, redis, 'commandstats')).scriptCalls,
   };
 }
 

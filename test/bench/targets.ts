@@ -228,17 +228,27 @@ export function userCommand(
   ];
 }
 
-/** Redis's used_memory, MiB. */
-export async function redisMemoryMiB(group: ProcessGroup, redis: RedisServer): Promise<number> {
+/** `INFO <sections>` of a Redis server, as redis-cli prints it. */
+export async function redisInfo(
+  group: ProcessGroup,
+  redis: RedisServer,
+  ...sections: readonly string[]
+): Promise<string> {
   const cli = group.start(
     'redis-cli-info',
     'redis-cli',
-    ['-h', '127.0.0.1', '-p', String(redis.port), 'info', 'memory'],
+    ['-h', '127.0.0.1', '-p', String(redis.port), 'info', ...sections],
     { output: 'pipe' },
   );
   let out = '';
   cli.child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   await cli.exited;
+  return out;
+}
+
+/** Redis's used_memory, MiB. */
+export async function redisMemoryMiB(group: ProcessGroup, redis: RedisServer): Promise<number> {
+  const out = await redisInfo(group, redis, 'memory');
   return Number(/used_memory:(\d+)/.exec(out)?.[1] ?? NaN) / 2 ** 20;
 }
 
