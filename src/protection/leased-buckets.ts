@@ -70,7 +70,8 @@ const isLeased = (b: BucketRequest): boolean => b.mode !== 'exact';
 /**
  * Local-first buckets (issue 28): a process takes a share of a shared bucket in one round
  * trip (a lease: up to `spanMs` of the bucket's rate, sized by this process's own demand)
- * and spends it here, asking again when it is spent or has lapsed. Every lease is charged in
+ * and spends it here, taking the next in the background while a quarter is left (or when it
+ * is spent or has lapsed). Every lease is charged in
  * the store before a request of it passes, so over any interval the fleet admits at most
  * what the policy admits plus the leases held at its start: with P processes at most P ×
  * `spanMs` of the rate (docs/security.md). Exact-mode buckets ask the store per request.
@@ -129,13 +130,70 @@ export function createLeasedBuckets(
   const plan = (request: BucketRequest, now: number): Plan | Promise<unknown> => {
     if (!isLeased(request)) return { kind: 'exact', request };
     const lease = leaseOf(request, now);
+    if (lease.endsAtUs > now && (lease.policy === undefined || lease.tokens >= 1)) {
+      lease.demand += 1;
+      refillAhead(request, lease, now);
+      return { kind: 'local', request, lease };
+    }
     if (lease.pending !== undefined) return lease.pending;
     // Counted again after waiting for a take: the take reset the count.
     lease.demand += 1;
-    if (lease.endsAtUs > now && (lease.policy === undefined || lease.tokens >= 1))
-      return { kind: 'local', request, lease };
     if (lease.holdUntilUs > now) return { kind: 'held', request, lease };
     return { kind: 'lease', request, lease, want: wantOf(lease, now) };
+  };
+
+  /**
+   * Takes the next lease while a quarter of this one is left, in the background: steady
+   * traffic never waits for the store. It asks only for what tops the lease up to the next
+   * one's size, so a process never holds more than one lease's worth (the bound).
+   */
+  const refillAhead = (request: BucketRequest, lease: Lease, now: number): void => {
+    if (lease.policy === undefined || lease.pending !== undefined) return;
+    if (lease.holdUntilUs > now || now < sharedDownUntilUs) return;
+    const left = lease.tokens - 1;
+    const want = wantOf(lease, now);
+    if (left > Math.floor(want / 4) || want - left < 1) return;
+    const count = want - left;
+    lease.pending = askShared([{ kind: 'lease', request, lease, want: count }])
+      .then(
+        (result) => {
+          absorb(lease, result.states[0], now, count, 0);
+        },
+        // The request that finds the lease spent asks again, or falls back.
+        () => undefined,
+      )
+      .finally(() => (lease.pending = undefined));
+  };
+
+  /**
+   * What the store answered for a lease of `want`, `spent` of it by the request that asked:
+   * the rest joins the lease; an emptied bucket is held until the next lease would be there
+   * (at most the lease's life, so an override is read again). The wait a refused request
+   * may pass after, or 0.
+   */
+  const absorb = (
+    lease: Lease,
+    state: BucketState | undefined,
+    now: number,
+    want: number,
+    spent: number,
+  ): number => {
+    lease.takenAtUs = now;
+    lease.endsAtUs = now + lifeUs;
+    lease.demand = 0;
+    lease.policy = state?.policy;
+    if (state === undefined) return 0;
+    lease.sharedRemaining = state.remaining;
+    lease.sharedWaitUs = state.waitUs;
+    if (state.granted > 0) lease.tokens += state.granted - spent;
+    if (state.remaining > 0) return 0;
+    const { policy } = state;
+    const interval = emissionIntervalUs(policy);
+    const untilOne =
+      state.granted > 0 ? Math.max(0, state.waitUs - (policy.burst - 1) * interval) : state.waitUs;
+    lease.retryAtUs = now + untilOne + (Math.min(want, policy.burst) - 1) * interval;
+    lease.holdUntilUs = Math.min(lease.retryAtUs, now + lifeUs);
+    return state.enforced && state.granted === 0 ? lease.retryAtUs - now : 0;
   };
 
   const take = (buckets: readonly BucketRequest[]): TakeResult | Promise<TakeResult> => {
@@ -188,30 +246,9 @@ export function createLeasedBuckets(
     let retryAfterUs = result.retryAfterUs;
     for (const p of asked) {
       if (p.kind !== 'lease') continue;
-      const { lease } = p;
-      const state = sharedStates.get(p);
-      lease.takenAtUs = now;
-      lease.endsAtUs = now + lifeUs;
-      lease.demand = 0;
-      lease.policy = state?.policy;
-      if (state === undefined) continue;
-      lease.sharedRemaining = state.remaining;
-      lease.sharedWaitUs = state.waitUs;
       // This request spends one of what was granted; the rest is the lease.
-      if (state.granted > 0) lease.tokens += state.granted - 1;
-      if (state.remaining > 0) continue;
-      // The bucket is empty (or refused this one): not asked again until the next lease
-      // would be there, so a fleet over its limit asks about once per lease.
-      const { policy } = state;
-      const interval = emissionIntervalUs(policy);
-      const untilOne =
-        state.granted > 0
-          ? Math.max(0, state.waitUs - (policy.burst - 1) * interval)
-          : state.waitUs;
-      lease.retryAtUs = now + untilOne + (Math.min(p.want, policy.burst) - 1) * interval;
-      lease.holdUntilUs = Math.min(lease.retryAtUs, now + lifeUs);
-      if (state.enforced && state.granted === 0)
-        retryAfterUs = Math.max(retryAfterUs, lease.retryAtUs - now);
+      const wait = absorb(p.lease, sharedStates.get(p), now, p.want, 1);
+      retryAfterUs = Math.max(retryAfterUs, wait);
     }
     const states = result.states.map((s) => ({ ...s, index: indexOf(plans, asked[s.index]) }));
     if (!result.allowed) {

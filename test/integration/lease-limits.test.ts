@@ -45,7 +45,7 @@ const quiet = {
 /** A limiter as one process has it, on the shared Redis buckets; `calls` counts its takes. */
 function processLimiter(
   credential: RateLimit,
-  lifeMs = 1000,
+  { lifeMs = 1000, spanMs = 25 }: { lifeMs?: number; spanMs?: number } = {},
 ): { limiter: RateLimiter; calls: () => number; later: (ms: number) => void } {
   let calls = 0;
   // The process's clock, which a test moves on instead of waiting (Redis keeps its own).
@@ -70,7 +70,7 @@ function processLimiter(
       ...quiet,
       store: counted,
       leases: {
-        settings: { spanMs: 25, lifeMs },
+        settings: { spanMs, lifeMs },
         fallback: createLocalBucketStore({ maxBuckets: 1000 }),
         maxLeases: 1000,
         nowUs: () => Date.now() * 1000 + aheadUs,
@@ -139,7 +139,9 @@ describe('lease-mode limits on Redis', () => {
 
   it('read a key’s rate_limit override at each lease: a new value holds once the lease has lapsed', async () => {
     const identity = basicOf(unique('override'));
-    const p = processLimiter(limitOf(100_000, 1, 100_000), 50);
+    // A lease of a whole second of the old rate: it leaves the bucket a second in debt, which
+    // the new policy's count below reads the same however slowly this test runs.
+    const p = processLimiter(limitOf(100_000, 1, 100_000), { lifeMs: 50, spanMs: 1000 });
     expect((await check(p.limiter, identity))?.policyHeader).toBe('"credential";q=100000;w=1');
     await admin.hset(layout.key(identity.key ?? '', identity.subject), 'rate_limit', '3/3600');
     // Spent from the lease the first request took: no script, the old policy.
@@ -149,8 +151,8 @@ describe('lease-mode limits on Redis', () => {
     p.later(50);
     const after = [];
     for (let i = 0; i < 3; i += 1) after.push((await check(p.limiter, identity))?.allowed);
-    // The first lease took 25 ms of the old rate from the bucket, nearly one request of the
-    // new one: two of the three are left.
+    // The first lease took a second of the old rate from the bucket, a part of one request
+    // of the new one: two of the three are left.
     expect(after).toEqual([true, true, false]);
   });
 
