@@ -171,7 +171,9 @@ describe('a layout that shards (issue 14, point 2)', () => {
       agent.destroy();
       await gateway.stop();
     }
-  }, 120_000);
+    // 3,000 POST /keys take 7-40 s on a quiet machine and 100-123 s beside two CPU-bound
+    // processes (the suite's check under load): what is measured is where the pairs land.
+  }, 300_000);
 });
 
 describe('what earlier versions wrote in their single slot ({ag}:), on a Cluster', () => {
