@@ -250,18 +250,7 @@ export function createLeasedBuckets(
       const wait = absorb(p.lease, sharedStates.get(p), now, p.want, 1);
       retryAfterUs = Math.max(retryAfterUs, wait);
     }
-    const states = result.states.map((s) => ({ ...s, index: indexOf(plans, asked[s.index]) }));
-    if (!result.allowed) {
-      return {
-        allowed: false,
-        retryAfterUs,
-        states: merge(states, localStates(plans, now, false)),
-        ...(result.malformedOverrides === undefined
-          ? {}
-          : { malformedOverrides: result.malformedOverrides }),
-      };
-    }
-    return spend(plans, { ...result, states }, now);
+    return decided(plans, asked, result, retryAfterUs, now);
   };
 
   /** The store cannot answer: this process decides its lease buckets alone, at the policy. */
@@ -270,6 +259,7 @@ export function createLeasedBuckets(
     asked: readonly Plan[],
     now: number,
   ): Promise<TakeResult> => {
+    // Only lease buckets come here: the last policy a lease read (an override's) applies.
     const result = await deps.fallback.take({
       buckets: asked.map((p) =>
         p.kind === 'lease'
@@ -277,10 +267,7 @@ export function createLeasedBuckets(
           : p.request,
       ),
     });
-    const states = result.states.map((s) => ({ ...s, index: indexOf(plans, asked[s.index]) }));
-    if (!result.allowed)
-      return { ...result, states: merge(states, localStates(plans, now, false)) };
-    return spend(plans, { ...result, states }, now);
+    return decided(plans, asked, result, result.retryAfterUs, now);
   };
 
   return {
@@ -290,6 +277,26 @@ export function createLeasedBuckets(
 
 const indexOf = (plans: readonly Plan[], p: Plan | undefined): number =>
   p === undefined ? -1 : plans.indexOf(p);
+
+/** The answer for the buckets `asked` (the store's or the fallback's), with those decided here. */
+function decided(
+  plans: readonly Plan[],
+  asked: readonly Plan[],
+  result: TakeResult,
+  retryAfterUs: number,
+  now: number,
+): TakeResult {
+  const states = result.states.map((s) => ({ ...s, index: indexOf(plans, asked[s.index]) }));
+  if (result.allowed) return spend(plans, { ...result, states }, now);
+  return {
+    allowed: false,
+    retryAfterUs,
+    states: merge(states, localStates(plans, now, false)),
+    ...(result.malformedOverrides === undefined
+      ? {}
+      : { malformedOverrides: result.malformedOverrides }),
+  };
+}
 
 /** The request passes: one request spent from each local lease. */
 function spend(plans: readonly Plan[], asked: TakeResult | undefined, now: number): TakeResult {
