@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { bucketKey } from './local-buckets.js';
 import { emissionIntervalUs, type RatePolicy } from './rate-policy.js';
 import type {
@@ -86,7 +85,10 @@ export function createLeasedBuckets(
   settings: LeaseSettings,
   deps: LeasedBucketsDeps,
 ): RateBucketStore {
-  const leases = new LRUCache<string, Lease>({ max: deps.maxLeases });
+  // Oldest first, dropped past maxLeases. Not an LRU: a lookup is on every request, and
+  // dropping a lease loses at most what it held, already charged in the store: the fleet then
+  // admits less, never more.
+  const leases = new Map<string, Lease>();
   const nowUs = deps.nowUs ?? (() => Date.now() * 1000);
   const spanUs = settings.spanMs * 1000;
   const lifeUs = settings.lifeMs * 1000;
@@ -108,6 +110,10 @@ export function createLeasedBuckets(
         retryAtUs: 0,
         pending: undefined,
       };
+      if (leases.size >= deps.maxLeases) {
+        const oldest = leases.keys().next();
+        if (oldest.done !== true) leases.delete(oldest.value);
+      }
       leases.set(id, lease);
     }
     if (lease.endsAtUs <= now) lease.tokens = 0;
@@ -305,7 +311,10 @@ function spend(plans: readonly Plan[], asked: TakeResult | undefined, now: numbe
   return {
     allowed: true,
     retryAfterUs: 0,
-    states: merge(asked?.states ?? [], localStates(plans, now, true)),
+    states:
+      asked === undefined
+        ? localStates(plans, now, true)
+        : merge(asked.states, localStates(plans, now, true)),
     ...(asked?.malformedOverrides === undefined
       ? {}
       : { malformedOverrides: asked.malformedOverrides }),

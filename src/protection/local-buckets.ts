@@ -59,20 +59,24 @@ export function createLocalBucketStore(options: LocalBucketStoreOptions): RateBu
 }
 
 /**
- * A bucket as one string, for a map: its kind and what it counts, as a JSON array (one
- * reading only, whatever a route is named).
+ * A bucket as one string, for a map: a letter for its kind, then what it counts, each part
+ * led by its length (one reading only, whatever a route or subject holds; cheaper than JSON
+ * on the per-request path).
  */
 export function bucketKey(bucket: BucketId): string {
-  const owner = (o: BucketOwner): string[] =>
-    o.kind === 'key' ? ['key', o.key] : ['subject', o.subject];
   switch (bucket.kind) {
     case 'credential':
-      return JSON.stringify([bucket.kind, ...owner(bucket.owner)]);
+      return `c${ownerKey(bucket.owner)}`;
     case 'subject':
-      return JSON.stringify([bucket.kind, bucket.subject]);
+      return `s${part(bucket.subject)}`;
     case 'route':
-      return JSON.stringify([bucket.kind, bucket.route, ...owner(bucket.owner)]);
+      return `r${part(bucket.route)}${ownerKey(bucket.owner)}`;
     case 'address':
-      return JSON.stringify([bucket.kind, bucket.network]);
+      return `a${part(bucket.network)}`;
   }
 }
+
+const part = (text: string): string => `${text.length}:${text}`;
+
+const ownerKey = (owner: BucketOwner): string =>
+  owner.kind === 'key' ? `k${part(owner.key)}` : `s${part(owner.subject)}`;

@@ -2,8 +2,9 @@ import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { Identity } from '../identity/identity.js';
 import { createLeasedBuckets, type LeaseSettings } from './leased-buckets.js';
-import type { RateLimit } from './rate-policy.js';
+import type { RateLimit, RateLimitMode, RatePolicy } from './rate-policy.js';
 import type {
+  BucketId,
   BucketOwner,
   BucketRequest,
   BucketState,
@@ -126,6 +127,7 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
     return result instanceof Promise ? result.then(decide, failed) : decide(result);
   };
 
+  const limits = limitsOf(settings);
   return {
     checkCredential(route, routePolicy, identity) {
       if (
@@ -134,13 +136,55 @@ export function createRateLimiter(settings: RateLimitSettings, deps: RateLimiter
         routePolicy === undefined
       )
         return undefined;
-      return take({ buckets: credentialBuckets(settings, route, routePolicy, identity) });
+      return take({ buckets: credentialBuckets(limits, route, routePolicy, identity) });
     },
     checkAddress(network) {
       if (settings.address === undefined) return undefined;
-      return take({
-        buckets: [{ bucket: { kind: 'address', network }, ...limitOf(settings.address) }],
-      });
+      return take({ buckets: [bucketRequest({ kind: 'address', network }, limits.address)] });
+    },
+  };
+}
+
+/** A bucket's policy, mode and enforcement (a shadow limit's: none); every field present. */
+interface Limit {
+  readonly policy: RatePolicy | undefined;
+  readonly mode: RateLimitMode | undefined;
+  readonly enforce: boolean;
+}
+
+/**
+ * A bucket's request, every field present in one order: the lease layer reads these on every
+ * request, and objects of one shape keep its property reads monomorphic.
+ */
+const bucketRequest = (bucket: BucketId, limit: Limit, override?: BucketOwner): BucketRequest => ({
+  bucket,
+  policy: limit.policy,
+  mode: limit.mode,
+  enforce: limit.enforce,
+  override,
+});
+
+/** Each bucket's policy, mode and enforcement, made once per limiter, not per request. */
+interface Limits {
+  readonly credential: Limit;
+  readonly subject: Limit;
+  readonly address: Limit;
+  /** A route's own limit, by the configured object. */
+  readonly route: (limit: RateLimit) => Limit;
+}
+
+function limitsOf(settings: RateLimitSettings): Limits {
+  const routes = new WeakMap<RateLimit, Limit>();
+  return {
+    credential: limitOf(settings.credential),
+    // A bucket only an override limits is read in the credential limit's mode: an exact
+    // credential limit keeps every request exact, a lease one asks Redis once per lease.
+    subject: limitOf(settings.subject, settings.credential?.mode),
+    address: limitOf(settings.address),
+    route: (limit) => {
+      let made = routes.get(limit);
+      if (made === undefined) routes.set(limit, (made = limitOf(limit)));
+      return made;
     },
   };
 }
@@ -178,14 +222,8 @@ function storeFailureReporter(
  * bucket no limit is configured for counts only when an override gives it a policy: in
  * `modeWithout`.
  */
-function limitOf(
-  limit: RateLimit | undefined,
-  modeWithout?: RateLimit['mode'],
-): Pick<BucketRequest, 'policy' | 'mode' | 'enforce'> {
-  if (limit === undefined)
-    return modeWithout === undefined
-      ? { policy: undefined }
-      : { policy: undefined, mode: modeWithout };
+function limitOf(limit: RateLimit | undefined, modeWithout?: RateLimitMode): Limit {
+  if (limit === undefined) return { policy: undefined, mode: modeWithout, enforce: true };
   const { requests, periodSec, burst, mode, shadow } = limit;
   return { policy: { requests, periodSec, burst }, mode, enforce: !shadow };
 }
@@ -207,7 +245,7 @@ function overrideReporter(deps: RateLimiterDeps): (result: TakeResult) => RateVe
 
 /** The buckets an authenticated request takes from: its credential's, its subject's, its route's. */
 function credentialBuckets(
-  settings: RateLimitSettings,
+  limits: Limits,
   route: string,
   routePolicy: RateLimit | undefined,
   identity: Identity,
@@ -220,45 +258,63 @@ function credentialBuckets(
   // A key's `rate_limit` overrides its own bucket; a subject's overrides the subject-wide
   // bucket, and the credential bucket of its tokens (for Bearer the subject is the
   // credential), never each pair's: that would multiply the subject's budget by its pairs.
-  // A bucket only an override limits is read in the credential limit's mode: an exact
-  // credential limit keeps every request exact, a lease one asks Redis once per lease.
-  const overrideMode = settings.credential?.mode;
   const buckets: BucketRequest[] = [
-    { bucket: { kind: 'credential', owner: own }, ...limitOf(settings.credential), override: own },
-    {
-      bucket: { kind: 'subject', subject: identity.subject },
-      ...limitOf(settings.subject, overrideMode),
-      override: subject,
-    },
+    bucketRequest({ kind: 'credential', owner: own }, limits.credential, own),
+    bucketRequest(subject, limits.subject, subject),
   ];
   if (routePolicy !== undefined)
-    buckets.push({ bucket: { kind: 'route', route, owner: own }, ...limitOf(routePolicy) });
+    buckets.push(bucketRequest({ kind: 'route', route, owner: own }, limits.route(routePolicy)));
   return buckets;
 }
 
 function toVerdict(result: TakeResult): RateVerdict | undefined {
-  // A bucket that refused has nothing left; one that would have admitted has at least one.
-  const refusing = (s: BucketState): boolean => s.granted === 0 && s.remaining === 0;
-  const enforced = result.states.filter((s) => s.enforced);
-  const shadowRefused = result.states.find((s) => !s.enforced && refusing(s));
-  if (enforced.length === 0 && shadowRefused === undefined) return undefined;
-  const refused = result.allowed ? undefined : enforced.find(refusing);
+  let enforced = 0;
+  let refusedBy: PolicyName | undefined;
+  let shadowRefusedBy: PolicyName | undefined;
+  for (const s of result.states) {
+    // A bucket that refused has nothing left; one that would have admitted has at least one.
+    const refusing = s.granted === 0 && s.remaining === 0;
+    if (s.enforced) {
+      enforced += 1;
+      if (refusing && !result.allowed) refusedBy ??= s.name;
+    } else if (refusing) shadowRefusedBy ??= s.name;
+  }
+  if (enforced === 0 && shadowRefusedBy === undefined) return undefined;
+  const states =
+    enforced === result.states.length ? result.states : result.states.filter((s) => s.enforced);
   return {
     allowed: result.allowed,
     retryAfterSec: Math.max(1, Math.ceil(result.retryAfterUs / 1_000_000)),
-    refusedBy: refused?.name,
-    shadowRefusedBy: shadowRefused?.name,
-    policyHeader: formatPolicyHeader(enforced),
-    limitHeader: formatLimitHeader(enforced),
+    refusedBy,
+    shadowRefusedBy,
+    policyHeader: formatPolicyHeader(states),
+    limitHeader: formatLimitHeader(states),
   };
 }
+
+/** Each policy's item of `RateLimit-Policy`, made once per policy object and name. */
+const policyItems = new WeakMap<RatePolicy, { readonly name: PolicyName; readonly item: string }>();
+
+function policyItem(state: BucketState): string {
+  const made = policyItems.get(state.policy);
+  if (made?.name === state.name) return made.item;
+  const item = `"${state.name}";q=${state.policy.requests};w=${state.policy.periodSec}`;
+  policyItems.set(state.policy, { name: state.name, item });
+  return item;
+}
+
+const limitItem = (s: BucketState): string =>
+  `"${s.name}";r=${s.remaining};t=${Math.ceil(s.waitUs / 1_000_000)}`;
 
 /**
  * `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-11 §3): a Structured Fields list
  * of one item per policy, its name a String, `q` the quota and `w` the window in seconds.
  */
 export function formatPolicyHeader(states: readonly BucketState[]): string {
-  return states.map((s) => `"${s.name}";q=${s.policy.requests};w=${s.policy.periodSec}`).join(', ');
+  const [only] = states;
+  return states.length === 1 && only !== undefined
+    ? policyItem(only)
+    : states.map(policyItem).join(', ');
 }
 
 /**
@@ -267,7 +323,8 @@ export function formatPolicyHeader(states: readonly BucketState[]): string {
  * Retry-After, which §6 says must not come before the end of that window).
  */
 export function formatLimitHeader(states: readonly BucketState[]): string {
-  return states
-    .map((s) => `"${s.name}";r=${s.remaining};t=${Math.ceil(s.waitUs / 1_000_000)}`)
-    .join(', ');
+  const [only] = states;
+  return states.length === 1 && only !== undefined
+    ? limitItem(only)
+    : states.map(limitItem).join(', ');
 }

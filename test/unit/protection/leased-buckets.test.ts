@@ -55,12 +55,13 @@ function processOn(
   f: Fleet,
   fallbacks: unknown[] = [],
   settings: LeaseSettings = SETTINGS,
+  maxLeases = 100,
 ): RateBucketStore {
   return createLeasedBuckets(settings, {
     shared: f.shared,
     fallback: createLocalBucketStore({ maxBuckets: 100, nowUs: () => f.clock }),
     onFallback: (error) => fallbacks.push(error),
-    maxLeases: 100,
+    maxLeases,
     nowUs: () => f.clock,
   });
 }
@@ -264,5 +265,23 @@ describe('lease-mode buckets', () => {
     f.clock += SETTINGS.lifeMs * 1000;
     await send(store);
     expect(f.calls).toBe(2);
+  });
+
+  it('drop the oldest lease past maxLeases: what it held is lost, never admitted twice', async () => {
+    const f = fleet();
+    const store = processOn(f, [], SETTINGS, 1);
+    const alice = { bucket: { kind: 'subject', subject: 'alice' } } as const;
+    const bob = { bucket: { kind: 'subject', subject: 'bob' } } as const;
+    let admitted = 0;
+    // Alternating, each take drops the other's lease: every request asks the store again,
+    // and the tokens a dropped lease held stay charged there.
+    for (let i = 0; i < 200; i += 1) {
+      const result = await send(store, i % 2 === 0 ? alice : bob);
+      if (result.allowed) admitted += 1;
+    }
+    expect(f.calls).toBe(200);
+    // Two bursts of 100 at one instant, less what the dropped leases held.
+    expect(admitted).toBeLessThan(200);
+    expect(admitted).toBeGreaterThan(0);
   });
 });
