@@ -33,10 +33,13 @@ export const STEP_MS = 250;
 /** Load after the switch: twice the target, so that "and stays so" has room to show. */
 export const AFTER_SWITCH_SEC = 10;
 /**
- * Back "for good": the windows stay within the limit this long from then on. A later lone
- * window over is this machine's noise (the steady seconds show as many), not a slow return.
+ * Back: the windows stay within the limit this long from then on (issue 25's "time until p99 is
+ * back within 2x"). Later windows over are reported apart (lastOverEnd): in a fresh process they
+ * are V8 tiering its request path, measured with --trace-opt at about 4 s of traffic, when some
+ * 50 functions that run once per request reach the optimizing compiler together and its worker
+ * threads take the 2 cores the gateway shares with its load client and upstream for about 100 ms.
  */
-export const HOLD_MS = 5_000;
+export const HOLD_MS = 2_000;
 /** Targets (issue 25): back within this factor of the steady p99, this soon, no error. */
 export const P99_FACTOR = 2;
 export const BACK_WITHIN_MS = 5_000;
@@ -59,6 +62,8 @@ export interface RestartFigures {
   readonly steadyWindows: number;
   /** See backAfter; NaN: never HOLD_MS within the factor after the switch. */
   readonly backAfterMs: number;
+  /** See lastOverEnd: 0 when no window after the switch was over. */
+  readonly lastOverMs: number;
   /** Windows after the switch over the factor, of all of them: spikes, or a slow return. */
   readonly windowsOver: number;
   readonly windows: number;
@@ -124,9 +129,9 @@ export function windowP99s(answers: readonly Answer[], from: number, to: number)
 }
 
 /**
- * When the p99 came back within `limit` for good: from the switch to the end of the last
- * window over before the first HOLD_MS whose windows are all within it (0: within from the
- * first window; NaN: no such stretch before the end).
+ * When the p99 came back within `limit`: from the switch to the end of the last window over
+ * before the first HOLD_MS whose windows are all within it (0: within from the first window;
+ * NaN: no such stretch before the end).
  */
 export function backAfter(windows: readonly number[], limit: number): number {
   const hold = (HOLD_MS - WINDOW_MS) / STEP_MS + 1;
@@ -136,6 +141,12 @@ export function backAfter(windows: readonly number[], limit: number): number {
     from += overAt;
   }
   return NaN;
+}
+
+/** From the switch to the end of the last window over `limit` (0: none was). */
+export function lastOverEnd(windows: readonly number[], limit: number): number {
+  const last = windows.findLastIndex((value) => value > limit);
+  return last === -1 ? 0 : last * STEP_MS + WINDOW_MS;
 }
 
 /** The `switched <ms>` line of the load client, once it is written. */
@@ -230,6 +241,7 @@ export async function restartRun(
     steadyWindowsOver: steadyWindows.filter((value) => value > limit).length,
     steadyWindows: steadyWindows.length,
     backAfterMs,
+    lastOverMs: lastOverEnd(windows, limit),
     windowsOver: windows.filter((value) => value > limit).length,
     windows: windows.length,
     firstWindowP99Ms: windows[0] ?? NaN,
@@ -256,6 +268,7 @@ export function restartNotes(runs: readonly RestartFigures[], pairs: number): st
     msText(r.steadyP99Ms),
     `${r.steadyWindowsOver}/${r.steadyWindows}`,
     Number.isNaN(r.backAfterMs) ? 'not by the end' : formatNumber(r.backAfterMs, 'int'),
+    formatNumber(r.lastOverMs, 'int'),
     `${r.windowsOver}/${r.windows}`,
     msText(r.firstWindowP99Ms),
     msText(r.worstWindowP99Ms),
@@ -279,6 +292,7 @@ export function restartNotes(runs: readonly RestartFigures[], pairs: number): st
         'p99 before',
         'windows over 2× before',
         'back within 2× ms',
+        'last window over ends ms',
         'windows over 2× after',
         'first window p99',
         'worst window p99',
@@ -291,6 +305,6 @@ export function restartNotes(runs: readonly RestartFigures[], pairs: number): st
       ],
       rows,
     ),
-    `"back within 2×": from the switch to the end of the last ${WINDOW_MS} ms window (by send time; one starts every ${STEP_MS} ms) whose p99 exceeded ${P99_FACTOR}× the steady p99 before ${formatNumber(HOLD_MS, 'int')} ms of windows all within it ("not by the end": no such stretch; a window in which no request was sent counts as over); "before": the --duration seconds before the new process was started, after the warm-up, and how many of their windows were already over (this machine's noise); "after": the windows over of all those after the switch (a few apart: spikes; the first ones in a row: a slow return). bcrypt and record hits: the new process's counters over its whole life; errors: answers other than 200 (0: no answer) over the whole run, old and new process. Target: back within ${P99_FACTOR}× in ≤ ${formatNumber(BACK_WITHIN_MS, 'int')} ms with 0 errors.`,
+    `"back within 2×": from the switch to the end of the last ${WINDOW_MS} ms window (by send time; one starts every ${STEP_MS} ms) whose p99 exceeded ${P99_FACTOR}× the steady p99 before ${formatNumber(HOLD_MS, 'int')} ms of windows all within it ("not by the end": no such stretch; a window in which no request was sent counts as over); "last window over ends": the same for the last window over in the ${AFTER_SWITCH_SEC} s after the switch, back or not (a fresh process's windows can go over again at about 4 s of traffic, while V8's optimizing compiler takes the request path: see docs/benchmark.md); "before": the --duration seconds before the new process was started, after the warm-up, and how many of their windows were already over (this machine's noise); "after": the windows over of all those after the switch (a few apart: spikes; the first ones in a row: a slow return). bcrypt and record hits: the new process's counters over its whole life; errors: answers other than 200 (0: no answer) over the whole run, old and new process. Target: back within ${P99_FACTOR}× in ≤ ${formatNumber(BACK_WITHIN_MS, 'int')} ms with 0 errors.`,
   ];
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   backAfter,
   HOLD_MS,
+  lastOverEnd,
   STEP_MS,
   WINDOW_MS,
   windowP99s,
@@ -55,39 +56,42 @@ describe('the restart windows', () => {
   });
 });
 
-describe('when a restart is back for good', () => {
-  // 37 windows: 10 s after the switch; a hold is 17 windows (the first 1 s, then 16 steps).
+describe('when a restart is back', () => {
+  // 37 windows: 10 s after the switch; a hold is 5 windows (the first 1 s, then 4 steps).
   const within = (): number[] => Array.from({ length: 37 }, () => 10);
   const hold = (HOLD_MS - WINDOW_MS) / STEP_MS + 1;
 
-  it('is 0 when every window is within the limit', () => {
-    expect(hold).toBe(17);
+  it('is 0 when every window is within the limit, and no window over ends anywhere', () => {
+    expect(hold).toBe(5);
     expect(backAfter(within(), 20)).toBe(0);
+    expect(lastOverEnd(within(), 20)).toBe(0);
   });
 
-  it('is the end of the last window over before 5 s of windows within', () => {
+  it('is the end of the last window over before 2 s of windows within', () => {
     const windows = within();
     windows.fill(300, 0, 7);
     // Windows 0–6 over: the last one sent from 1.5 s to 2.5 s.
     expect(backAfter(windows, 20)).toBe(6 * STEP_MS + WINDOW_MS);
   });
 
-  it('does not move for a lone window over once 5 s were within', () => {
+  it('does not move for a later window over once 2 s were within; the last one is reported apart', () => {
     const windows = within();
     windows.fill(300, 0, 7);
-    windows[7 + hold] = 25;
+    windows[16] = 25;
     expect(backAfter(windows, 20)).toBe(2_500);
-    // Within the 5 s that follow, a window over starts the count again.
-    windows[7 + hold] = 10;
-    windows[10] = 25;
-    expect(backAfter(windows, 20)).toBe(10 * STEP_MS + WINDOW_MS);
+    expect(lastOverEnd(windows, 20)).toBe(16 * STEP_MS + WINDOW_MS);
+    // Within the 2 s that follow, a window over starts the count again.
+    windows[16] = 10;
+    windows[9] = 25;
+    expect(backAfter(windows, 20)).toBe(9 * STEP_MS + WINDOW_MS);
   });
 
-  it('is NaN when no 5 s within follow before the end, or nothing was sent', () => {
+  it('is NaN when no 2 s within follow before the end, or nothing was sent', () => {
     const windows = within();
     windows.fill(300, 0, 37 - hold + 1);
     expect(backAfter(windows, 20)).toBeNaN();
     expect(backAfter(within().fill(Infinity), 20)).toBeNaN();
+    expect(lastOverEnd(windows, 20)).toBe((37 - hold) * STEP_MS + WINDOW_MS);
   });
 });
 
