@@ -19,13 +19,17 @@ export interface OwnRedis {
 
 /**
  * A redis-server of a test file's own, so pausing it never stalls other test files; with
- * `cluster`, a Cluster-enabled node holding no slot yet.
+ * `cluster`, a Cluster-enabled node holding no slot yet; with `password`, one that asks for it
+ * (`requirepass`; `url` holds it).
  */
-export async function startOwnRedis(options: { cluster?: boolean } = {}): Promise<OwnRedis> {
+export async function startOwnRedis(
+  options: { cluster?: boolean; password?: string } = {},
+): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
   let child: ChildProcess | undefined;
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  if (options.password !== undefined) args.push('--requirepass', options.password);
   if (options.cluster === true) {
     args.push(
       '--cluster-enabled',
@@ -48,7 +52,10 @@ export async function startOwnRedis(options: { cluster?: boolean } = {}): Promis
   await start();
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url:
+      options.password === undefined
+        ? `redis://127.0.0.1:${port}`
+        : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     pause: () => child?.kill('SIGSTOP'),
     resume: () => child?.kill('SIGCONT'),
     kill,
