@@ -16,6 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+export { findCommand } from '../support/find-command.js';
+
 export interface Started {
   readonly name: string;
   readonly pid: number;
@@ -206,16 +208,6 @@ export function processTree(pid: number): number[] {
     queue.push(...(children.get(next) ?? []));
   }
   return tree;
-}
-
-/** Whether `command` is on the PATH (or in /usr/sbin, where Debian puts nginx). */
-export function findCommand(command: string): string | undefined {
-  const found = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });
-  if (found.status === 0 && found.stdout.trim() !== '') return found.stdout.trim();
-  for (const dir of ['/usr/sbin', '/usr/local/sbin', '/sbin']) {
-    if (existsSync(join(dir, command))) return join(dir, command);
-  }
-  return undefined;
 }
 
 /** The first line a command prints for its version (stdout or stderr). */

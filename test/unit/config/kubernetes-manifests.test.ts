@@ -29,13 +29,14 @@ import {
 } from '../../support/kubernetes-manifests.js';
 import { kubernetesSchemaProblems } from '../../support/kubernetes-schemas.js';
 import { tempDir } from '../../support/temp-dirs.js';
+import { findCommand } from '../../support/find-command.js';
 
 // config/kubernetes/ as kubectl sends it, held against the Kubernetes API's schemas and
 // against the gateway itself: its configuration loader and key checks, its ports and probe
 // paths, its drain; no cluster runs the tests.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const KUBECTL = '/usr/bin/kubectl';
+const KUBECTL = findCommand('kubectl') ?? '';
 const objects = renderKustomization();
 const deployment = findManifest<IDeployment>(objects, 'Deployment');
 const pod = deployment.spec?.template.spec;
@@ -119,7 +120,7 @@ describe('config/kubernetes, rendered as kubectl apply -k sends it', () => {
     ]);
   });
 
-  it.runIf(existsSync(KUBECTL))('is what kubectl kustomize renders', async () => {
+  it.runIf(KUBECTL !== '')('is what kubectl kustomize renders', async () => {
     const byName = (a: Manifest, b: Manifest) =>
       `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`);
     const rendered = await kubectlKustomize(KUBECTL);

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -12,6 +12,7 @@ import { drainProblems, drainSec, EXIT_MARGIN_SEC } from '../../support/drain-bu
 import { generateSigningKey } from '../../support/generate-signing-key.js';
 import { readSystemdUnit, timeSpanSec, unitValue, unitValues } from '../../support/systemd-unit.js';
 import { tempDir } from '../../support/temp-dirs.js';
+import { findCommand } from '../../support/find-command.js';
 
 // config/systemd/: the unit, the configuration it names and its environment file, held against
 // the gateway (its CLI, its drain, its configuration loader) and, where the machine has it,
@@ -25,7 +26,7 @@ const ENV_FILE = join(DIR, 'environment.example');
 const unit = readSystemdUnit(UNIT_FILE);
 const service = (key: string) => unitValue(unit, 'Service', key);
 
-const SYSTEMD_ANALYZE = '/usr/bin/systemd-analyze';
+const SYSTEMD_ANALYZE = findCommand('systemd-analyze') ?? '';
 const run = promisify(execFile);
 
 /** The variables of `Environment=` lines (`NAME=value`, one per line here). */
@@ -156,7 +157,7 @@ describe('config/systemd/accounts-gateway.service', () => {
     expect(service('MemoryDenyWriteExecute')).toBeUndefined();
   });
 
-  describe.runIf(existsSync(SYSTEMD_ANALYZE))('read by systemd-analyze', () => {
+  describe.runIf(SYSTEMD_ANALYZE !== '')('read by systemd-analyze', () => {
     /** The unit with this machine's Node, where the file names one it may not have. */
     function unitHere(): string {
       const dir = tempDir('systemd-unit-');
