@@ -1,4 +1,5 @@
 import type { LockoutConfig } from '../config/config-schema.js';
+import type { AuditLog } from '../credentials/audit-log.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import type { Lockout } from '../protection/lockout.js';
 import type { RateBucketStore } from '../protection/rate-bucket-store.js';
@@ -10,9 +11,10 @@ export interface BucketOptions {
 }
 
 /**
- * Where the gateway keeps what it shares: credentials, lockout counters and rate-limit
- * buckets, behind the contracts of credentials/ and protection/. The composition root picks
- * one backend at start (`credentials.store`); nothing else knows which one it is.
+ * Where the gateway keeps what it shares: credentials, lockout counters, rate-limit buckets
+ * and the audit trail's events, behind the contracts of credentials/ and protection/. The
+ * composition root picks one backend at start (`credentials.store`); nothing else knows which
+ * one it is.
  *
  * The lockout and the buckets are made per configuration (a SIGHUP rebuilds them with the
  * new limits) on the backend's one connection, which the credential store owns: its health,
@@ -24,6 +26,8 @@ export interface Backend {
   lockout(config: LockoutConfig): Lockout;
   /** The rate-limit buckets, on this backend. */
   buckets(options: BucketOptions): RateBucketStore;
+  /** The audit trail's log of key events, on this backend (credentials/audit-log.ts). */
+  readonly audit: AuditLog;
   /** Redis only: this process's connection to each node, read when asked (a scrape). */
   readonly redisConnections?: () => readonly RedisConnectionState[];
 }

@@ -15,6 +15,13 @@ import { listUsernames } from '../backends/redis/usernames.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { SCOPE, SUBJECT, USERNAME } from '../identity/identity-formats.js';
 import { MAX_SCOPES } from '../identity/scopes.js';
+import {
+  createdChange,
+  revokedChange,
+  scopesField,
+  type AuditLog,
+} from '../credentials/audit-log.js';
+import { cliRecorder, type RecordChange } from './cli-audit.js';
 import { CliError, EXIT } from './cli-error.js';
 
 /** Where a command writes what it has to say: a human line, or the JSON form with --json. */
@@ -25,8 +32,13 @@ export interface Output {
 
 /** Opens the store the gateway uses; the admin commands only make sense against Redis. */
 export function openStore(config: GatewayConfig): CredentialStore {
+  return openBackend(config).credentials;
+}
+
+/** The Redis backend of the configuration, with the one-off commands' command timeout. */
+function openBackend(config: GatewayConfig): ReturnType<typeof createBackend> {
   const redis = adminRedisConfig(config);
-  return createBackend({ ...config, credentials: { ...config.credentials, redis } }).credentials;
+  return createBackend({ ...config, credentials: { ...config.credentials, redis } });
 }
 
 /** The Redis configuration of a one-off command: the store's, with more time per command. */
@@ -57,13 +69,23 @@ export async function asCliFailure<T>(action: () => Promise<T>): Promise<T> {
   }
 }
 
+/** What a store command works with: the store, and how it records the changes it makes. */
+export interface AdminStore {
+  readonly store: CredentialStore;
+  readonly record: RecordChange;
+  /** The audit trail's log, to read (`keys audit`). */
+  readonly audit: AuditLog;
+}
+
 export async function withStore(
   config: GatewayConfig,
-  action: (store: CredentialStore) => Promise<void>,
+  action: (admin: AdminStore) => Promise<void>,
 ): Promise<void> {
-  const store = openStore(config);
+  const backend = openBackend(config);
+  const store = backend.credentials;
+  const admin = { store, record: cliRecorder(backend.audit), audit: backend.audit };
   try {
-    await asCliFailure(() => action(store));
+    await asCliFailure(() => action(admin));
   } finally {
     await store.close();
   }
@@ -125,7 +147,7 @@ export function parseCountOption(text: string | undefined): number | undefined {
 
 export async function createKeyCommand(
   config: GatewayConfig,
-  store: CredentialStore,
+  { store, record: recordChange }: AdminStore,
   output: Output,
   pairs: NewPairs,
   /** `--count`: this many pairs, each printed on a line; without it, one pair as a block. */
@@ -177,6 +199,7 @@ export async function createKeyCommand(
       return;
     }
     made += 1;
+    await recordChange(createdChange(record));
     // Each pair is printed as soon as it is stored: its secret exists nowhere else.
     const view = { ...keyView(record, nowMs), subject, secret };
     if (bulk) print(output, view, `${key} ${secret}`);
@@ -271,18 +294,19 @@ async function allPairs(store: CredentialStore, subject: string): Promise<KeySum
 }
 
 export async function revokeKeyCommand(
-  store: CredentialStore,
+  { store, record }: AdminStore,
   output: Output,
   key: string,
 ): Promise<void> {
   const revoked = await store.revokeKey(key, new Date().toISOString());
   if (revoked === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
+  await record(revokedChange(revoked));
   print(output, keyView(revoked, Date.now()), `revoked ${key}`);
 }
 
 export async function addUserCommand(
   config: GatewayConfig,
-  store: CredentialStore,
+  { store, record: recordChange }: AdminStore,
   output: Output,
   username: string,
   subject: string,
@@ -301,6 +325,7 @@ export async function addUserCommand(
   };
   if (!(await store.addUser(record)))
     throw new CliError(`user ${username} exists; use users passwd`, EXIT.conflict);
+  await recordChange({ action: 'user_add', subject, username, scopes: scopesField(scopes) });
   print(
     output,
     { username, subject, scopes },
@@ -310,7 +335,7 @@ export async function addUserCommand(
 
 export async function changePasswordCommand(
   config: GatewayConfig,
-  store: CredentialStore,
+  { store, record }: AdminStore,
   output: Output,
   username: string,
   password: string,
@@ -321,6 +346,7 @@ export async function changePasswordCommand(
   // Removed meanwhile: the user stays removed.
   if (!(await store.setUserPassword(username, passwordHash)))
     throw new CliError(`no user ${username}`, EXIT.notFound);
+  await record({ action: 'user_passwd', subject: user.subject, username });
   print(output, { username, subject: user.subject }, `changed the password of ${username}`);
 }
 
@@ -334,7 +360,7 @@ const REVOKE_PASSES = 5;
  * without the flag the answer says how many active pairs the subject keeps.
  */
 export async function removeUserCommand(
-  store: CredentialStore,
+  { store, record }: AdminStore,
   output: Output,
   username: string,
   revokeKeys = false,
@@ -344,12 +370,15 @@ export async function removeUserCommand(
   if (user === undefined || !(await store.removeUser(username)))
     throw new CliError(`no user ${username}`, EXIT.notFound);
   const { subject } = user;
+  await record({ action: 'user_remove', subject, username });
   const revoked: string[] = [];
   if (revokeKeys) {
     const at = new Date().toISOString();
     for (let pass = 0; pass < REVOKE_PASSES; pass += 1) {
       const ids = await store.revokeSubjectKeys(subject, at);
       revoked.push(...ids);
+      // Each pair's revocation is its own event, as if revoked one by one.
+      for (const key of ids) await record(revokedChange({ subject, key }));
       if (ids.length === 0) break;
     }
   }

@@ -7,6 +7,7 @@ import {
   revokeKeyCommand,
   showKeyCommand,
 } from './admin-commands.js';
+import { auditCli } from './audit-command.js';
 import { withCommands, type CliCommand } from './cli-command.js';
 import { loadStoreConfig } from './config-options.js';
 import { rollKeyCli } from './roll-key-command.js';
@@ -42,10 +43,10 @@ const createKeyCli: CliCommand = (yargs) =>
       // Checked before the store is opened.
       const count = parseCountOption(args.count);
       const scopes = parseScopesOption(args.scopes);
-      return runAdmin(args, (config, store, out) =>
+      return runAdmin(args, (config, admin, out) =>
         createKeyCommand(
           config,
-          store,
+          admin,
           out,
           { subject: args.subject, label: args.label, expires: args.expires, scopes },
           count,
@@ -62,7 +63,8 @@ const listKeysCli: CliCommand = (yargs) =>
       withJson(c)
         .option('subject', { type: 'string', demandOption: true })
         .example('$0 keys list --subject alice', 'key, status, created, expiry, scopes, label'),
-    (args) => runAdmin(args, (_config, store, out) => listKeysCommand(store, out, args.subject)),
+    (args) =>
+      runAdmin(args, (_config, { store }, out) => listKeysCommand(store, out, args.subject)),
   );
 
 const showKeyCli: CliCommand = (yargs) =>
@@ -73,7 +75,7 @@ const showKeyCli: CliCommand = (yargs) =>
       withJson(c)
         .positional('key', { type: 'string', demandOption: true })
         .example('$0 keys show ak_... --json', 'the pair as GET /keys shows it, with its subject'),
-    (args) => runAdmin(args, (_config, store, out) => showKeyCommand(store, out, args.key)),
+    (args) => runAdmin(args, (_config, { store }, out) => showKeyCommand(store, out, args.key)),
   );
 
 const revokeKeyCli: CliCommand = (yargs) =>
@@ -84,7 +86,7 @@ const revokeKeyCli: CliCommand = (yargs) =>
       withJson(c)
         .positional('key', { type: 'string', demandOption: true })
         .example('$0 keys revoke ak_...', 'refused by every gateway at once'),
-    (args) => runAdmin(args, (_config, store, out) => revokeKeyCommand(store, out, args.key)),
+    (args) => runAdmin(args, (_config, admin, out) => revokeKeyCommand(admin, out, args.key)),
   );
 
 const unlockCli: CliCommand = (yargs) =>
@@ -107,10 +109,21 @@ const unlockCli: CliCommand = (yargs) =>
     (args) => unlockCommand(loadStoreConfig(args), stdoutOutput(args.json), args),
   );
 
-/** `keys create|list|show|revoke|roll|unlock`: the pairs in the store, and the lockouts. */
+/**
+ * `keys create|list|show|revoke|roll|unlock|audit`: the pairs in the store, the lockouts, and
+ * the audit trail of their changes.
+ */
 export const keysCli: CliCommand = (yargs) =>
   yargs.command('keys', 'Manage key/secret pairs in the Redis store', (y) =>
-    withCommands(y, [createKeyCli, listKeysCli, showKeyCli, revokeKeyCli, rollKeyCli, unlockCli])
+    withCommands(y, [
+      createKeyCli,
+      listKeysCli,
+      showKeyCli,
+      revokeKeyCli,
+      rollKeyCli,
+      unlockCli,
+      auditCli,
+    ])
       .example('$0 keys list --subject alice', "the subject's pairs")
-      .demandCommand(1, 'Name a keys command: create, list, show, revoke, roll or unlock.'),
+      .demandCommand(1, 'Name a keys command: create, list, show, revoke, roll, unlock or audit.'),
   );

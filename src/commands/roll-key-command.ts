@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/config-schema.js';
-import type { CredentialStore, RolledPair } from '../credentials/credential-store.js';
+import { rolledChange } from '../credentials/audit-log.js';
+import type { RolledPair } from '../credentials/credential-store.js';
 import {
   DEFAULT_ROLL_OVERLAP_SEC,
   parseOverlapOption,
@@ -9,7 +10,7 @@ import {
 import { keyView } from '../credentials/key-view.js';
 import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { print, type Output } from './admin-commands.js';
+import { print, type AdminStore, type Output } from './admin-commands.js';
 import type { CliCommand } from './cli-command.js';
 import { CliError, EXIT } from './cli-error.js';
 import { runAdmin, withJson } from './store-command.js';
@@ -33,8 +34,8 @@ export const rollKeyCli: CliCommand = (yargs) =>
       const overlapSec =
         args.overlap === undefined ? DEFAULT_ROLL_OVERLAP_SEC : parseOverlapOption(args.overlap);
       if (overlapSec === undefined) throw new CliError(ROLL_MESSAGES.option, EXIT.usage);
-      return runAdmin(args, (config, store, out) =>
-        rollKeyCommand(config, store, out, args.key, overlapSec),
+      return runAdmin(args, (config, admin, out) =>
+        rollKeyCommand(config, admin, out, args.key, overlapSec),
       );
     },
   );
@@ -45,7 +46,7 @@ export const rollKeyCli: CliCommand = (yargs) =>
  */
 export async function rollKeyCommand(
   config: GatewayConfig,
-  store: CredentialStore,
+  { store, record }: AdminStore,
   output: Output,
   key: string,
   overlapSec: number,
@@ -64,6 +65,7 @@ export async function rollKeyCommand(
     `subject ${subject} already has ${cap} active pairs besides ${key} (keys.maxActivePerSubject; an earlier roll is in its overlap)`,
   );
   if (rolled === undefined) throw new CliError(`no pair ${key}`, EXIT.notFound);
+  await record(rolledChange(rolled));
   const { successor, rolled: old } = rolled;
   const view = {
     ...keyView(successor, nowMs),

@@ -1,7 +1,6 @@
 import type { Argv } from 'yargs';
 import type { GatewayConfig } from '../config/config-schema.js';
-import type { CredentialStore } from '../credentials/credential-store.js';
-import { withStore, type Output } from './admin-commands.js';
+import { withStore, type AdminStore, type Output } from './admin-commands.js';
 import { loadStoreConfig, withStoreOptions, type ConfigArgs } from './config-options.js';
 
 /** The store's commands: --config, --redis-url and --json. */
@@ -20,7 +19,7 @@ export function stdoutOutput(json: boolean): Output {
 
 export type AdminAction = (
   config: GatewayConfig,
-  store: CredentialStore,
+  admin: AdminStore,
   output: Output,
 ) => Promise<void>;
 
@@ -31,5 +30,5 @@ export async function runAdmin(
 ): Promise<void> {
   const config = loadStoreConfig(args);
   const output = stdoutOutput(args.json);
-  await withStore(config, (store) => action(config, store, output));
+  await withStore(config, (admin) => action(config, admin, output));
 }

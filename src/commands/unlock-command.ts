@@ -1,10 +1,12 @@
 import type { GatewayConfig } from '../config/config-schema.js';
 import { unlockLockouts, type UnlockResult } from '../backends/redis/unlock-lockouts.js';
 import { networkOf, parseIp } from '../http/ip-network.js';
-import { USERNAME } from '../identity/identity-formats.js';
+import { KEY_ID, USERNAME } from '../identity/identity-formats.js';
 import { MAX_KEY_CHARS } from '../identity/key-id.js';
 import type { Unlock } from '../protection/lockout.js';
-import { adminRedisConfig, asCliFailure, print, type Output } from './admin-commands.js';
+import type { AuditChange } from '../credentials/audit-log.js';
+import type { CredentialStore } from '../credentials/credential-store.js';
+import { adminRedisConfig, asCliFailure, print, withStore, type Output } from './admin-commands.js';
 import { CliError, EXIT } from './cli-error.js';
 
 /** What `keys unlock` was asked to lift: each flag once at most (yargs gives an array for more). */
@@ -80,11 +82,50 @@ export async function unlockCommand(
       EXIT.usage,
     );
   const results = await asCliFailure(() => unlockLockouts(adminRedisConfig(config), unlocks));
+  // Each unlock asked is an event, whether or not it found a lock: an operator acted.
+  await withStore(config, async ({ store, record }) => {
+    for (const { unlock } of results) await record(await unlockChange(store, unlock));
+  });
   print(
     output,
     results.map((result) => unlockView(result, address)),
     results.map((result) => unlockLine(result, address)).join('\n'),
   );
+}
+
+/**
+ * An unlock as the audit trail records it, with the subject of the key or username when the
+ * store knows one (the holder then sees it in GET /keys/events); a lookup that fails leaves
+ * the subject out rather than the event.
+ */
+async function unlockChange(store: CredentialStore, unlock: Unlock): Promise<AuditChange> {
+  const subjectOf = async (find: () => Promise<{ subject: string } | undefined>) => {
+    try {
+      return (await find())?.subject;
+    } catch {
+      return undefined;
+    }
+  };
+  switch (unlock.kind) {
+    case 'key': {
+      const { key } = unlock;
+      // Any id a client sent may be locked; only a key id can name a pair.
+      const subject = KEY_ID.pattern.test(key)
+        ? await subjectOf(() => store.getKey(key))
+        : undefined;
+      return { action: 'unlock', subject, key };
+    }
+    case 'username': {
+      const { username } = unlock;
+      return {
+        action: 'unlock',
+        subject: await subjectOf(() => store.getUser(username)),
+        username,
+      };
+    }
+    case 'address':
+      return { action: 'unlock', network: unlock.network };
+  }
 }
 
 /**

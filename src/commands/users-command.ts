@@ -25,8 +25,8 @@ const addUserCli: CliCommand = (yargs) =>
     async (args) => {
       const scopes = parseScopesOption(args.scopes);
       const password = await readPassword();
-      await runAdmin(args, (config, store, out) =>
-        addUserCommand(config, store, out, args.username, args.subject, password, scopes),
+      await runAdmin(args, (config, admin, out) =>
+        addUserCommand(config, admin, out, args.username, args.subject, password, scopes),
       );
     },
   );
@@ -36,7 +36,7 @@ const listUsersCli: CliCommand = (yargs) =>
     'list',
     'List every user (never a password hash)',
     (c) => withJson(c).example('$0 users list --json', 'username, subject, created_at, scopes'),
-    (args) => runAdmin(args, (config, store, out) => listUsersCommand(config, store, out)),
+    (args) => runAdmin(args, (config, { store }, out) => listUsersCommand(config, store, out)),
   );
 
 const changePasswordCli: CliCommand = (yargs) =>
@@ -49,8 +49,8 @@ const changePasswordCli: CliCommand = (yargs) =>
         .example('$0 users passwd alice', 'asks twice without echo'),
     async (args) => {
       const password = await readPassword();
-      await runAdmin(args, (config, store, out) =>
-        changePasswordCommand(config, store, out, args.username, password),
+      await runAdmin(args, (config, admin, out) =>
+        changePasswordCommand(config, admin, out, args.username, password),
       );
     },
   );
@@ -69,8 +69,8 @@ const removeUserCli: CliCommand = (yargs) =>
         })
         .example('$0 users remove alice --revoke-keys', "and revoke the subject's pairs"),
     (args) =>
-      runAdmin(args, (_config, store, out) =>
-        removeUserCommand(store, out, args.username, args.revokeKeys),
+      runAdmin(args, (_config, admin, out) =>
+        removeUserCommand(admin, out, args.username, args.revokeKeys),
       ),
   );
 

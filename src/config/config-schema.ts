@@ -744,6 +744,20 @@ export const configSchema = z.strictObject({
       secureCookie: z.enum(['auto', 'always']).default('auto'),
     })
     .prefault({}),
+  /**
+   * The audit trail of key events (docs/operations.md, Audit trail): every pair and user
+   * change leaves an event in a bounded stream, the fleet's and its subject's.
+   */
+  audit: z
+    .strictObject({
+      /** Events the fleet's stream keeps at least (trimmed on write, approximately). */
+      maxEvents: int(z.number().int().min(100).max(10_000_000)).default(100_000),
+      /** Events each subject's stream keeps at least (what GET /keys/events pages through). */
+      maxEventsPerSubject: int(z.number().int().min(10).max(100_000)).default(1000),
+      /** Days an event is kept: older ones are trimmed on write and never read. */
+      retainDays: int(z.number().int().min(1).max(3650)).default(90),
+    })
+    .prefault({}),
   referenceUpstream: z
     .strictObject({
       /** Accounts per subject, served by the built-in upstream. */

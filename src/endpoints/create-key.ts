@@ -1,3 +1,4 @@
+import { createdChange, type AuditOrigin } from '../credentials/audit-log.js';
 import type { KeyRecord } from '../credentials/credential-store.js';
 import { generateKeyPair } from '../credentials/generate-key-pair.js';
 import { boundByCaller, EXPIRY_MESSAGES, parseExpiryRequest } from '../credentials/key-expiry.js';
@@ -13,18 +14,21 @@ import type { EndpointContext } from '../http/routes.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import { createKeySchema, type CreatedKeyBody } from '../openapi/api-schemas.js';
+import { requestOrigin } from './audit-origin.js';
 import { callerExpiry, callerOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 
 /** `POST /keys`: a new pair for the caller's subject, its secret shown this once. */
 export async function createKey(
   options: KeysEndpointsOptions,
-  { req, res, requestId, identity }: EndpointContext,
+  context: EndpointContext,
 ): Promise<void> {
+  const { req, res, requestId, identity } = context;
   const caller = await callerOf(options, identity);
   const nowMs = options.now();
   const asked = parseCreateBody(await readJsonBody(req, res, options.maxBodyBytes), nowMs);
-  const { record, secret } = await createPairFor(options, caller, asked, nowMs);
+  const origin = requestOrigin(caller, context, 'api');
+  const { record, secret } = await createPairFor(options, caller, asked, nowMs, origin);
   const created = listEnvelope<CreatedKeyBody>([{ ...keyView(record, nowMs), secret }], 201);
   writeJson(res, 201, created, requestId, { pragma: 'no-cache' });
 }
@@ -38,13 +42,15 @@ interface CreatedPair {
 /**
  * Makes the pair `asked` for `caller` (as callerOf returned it), by the rules of `POST /keys`,
  * which the portal's create form follows too: scopes within the caller's own, no life past a
- * Basic caller's pair, the subject's cap. Throws the GatewayError of a refusal.
+ * Basic caller's pair, the subject's cap. Throws the GatewayError of a refusal. The pair made is
+ * recorded in the audit trail as `origin` made it.
  */
 export async function createPairFor(
   options: KeysEndpointsOptions,
   caller: Identity,
   asked: CreateRequest,
   nowMs: number,
+  origin: AuditOrigin,
 ): Promise<CreatedPair> {
   const { store } = options;
   const { label, scopes } = asked;
@@ -76,6 +82,7 @@ export async function createPairFor(
   };
   if (!(await store.createKey(record, options.maxActivePerSubject)))
     throw new GatewayError('limit_exceeded');
+  await options.audit.record(origin, createdChange(record));
   return { record, secret };
 }
 

@@ -1,6 +1,7 @@
 import type { EndpointRoute } from '../http/routes.js';
 import { createKey } from './create-key.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
+import { createKeyEventsEndpoint } from './list-key-events.js';
 import { listKeys } from './list-keys.js';
 import { revokeKey } from './revoke-key.js';
 import { rollKey } from './roll-key.js';
@@ -9,15 +10,17 @@ export type { KeysEndpointsOptions } from './keys-options.js';
 
 /**
  * Key-pair self-service, always scoped to the caller's subject: `GET /keys`, `POST /keys`,
- * `DELETE /keys/{key}`, `POST /keys/{key}/roll`. Another subject's pair answers exactly like
- * one that does not exist.
+ * `DELETE /keys/{key}`, `POST /keys/{key}/roll`, `GET /keys/events`. Another subject's pair
+ * answers exactly like one that does not exist.
  */
 export function createKeysEndpoints(options: KeysEndpointsOptions): {
   collection: EndpointRoute;
   item: EndpointRoute;
   roll: EndpointRoute;
+  events: EndpointRoute;
 } {
   return {
+    events: createKeyEventsEndpoint(options),
     collection: {
       kind: 'endpoint',
       name: 'keys',

@@ -1,10 +1,13 @@
 import type { AuthScheme } from '../auth/auth-scheme.js';
 import type { Refuse, RefuseScope } from '../auth/refusal.js';
 import type { SecretVerifier } from '../auth/secret-verifier.js';
+import type { AuditTrail } from '../credentials/audit-log.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 
 export interface KeysEndpointsOptions {
   store: CredentialStore;
+  /** Where each change (create, roll, revoke) is recorded, with who made it and from where. */
+  audit: AuditTrail;
   verifier: SecretVerifier;
   schemes: readonly AuthScheme[];
   /** Turns a denial into the route's 401, with its challenges. */

@@ -1,3 +1,4 @@
+import { rolledChange, type AuditOrigin } from '../credentials/audit-log.js';
 import { isUsable, type RolledPair } from '../credentials/credential-store.js';
 import {
   DEFAULT_ROLL_OVERLAP_SEC,
@@ -13,6 +14,7 @@ import type { EndpointContext } from '../http/routes.js';
 import type { Identity } from '../identity/identity.js';
 import { hasScopes } from '../identity/scopes.js';
 import { rollKeySchema, type RolledKeyBody } from '../openapi/api-schemas.js';
+import { requestOrigin } from './audit-origin.js';
 import { callerExpiry, callerOf, ownPairOf } from './keys-caller.js';
 import type { KeysEndpointsOptions } from './keys-options.js';
 
@@ -24,12 +26,14 @@ import type { KeysEndpointsOptions } from './keys-options.js';
  */
 export async function rollKey(
   options: KeysEndpointsOptions,
-  { req, res, requestId, identity, param }: EndpointContext,
+  context: EndpointContext,
 ): Promise<void> {
+  const { req, res, requestId, identity, param } = context;
   const caller = await callerOf(options, identity);
   const overlapSec = parseRollBody(await readJsonBody(req, res, options.maxBodyBytes));
   const nowMs = options.now();
-  const { rolled, secret } = await rollPairOf(options, caller, param, overlapSec, nowMs);
+  const origin = requestOrigin(caller, context, 'api');
+  const { rolled, secret } = await rollPairOf(options, caller, param, overlapSec, nowMs, origin);
   const body = listEnvelope<RolledKeyBody>(
     [{ ...keyView(rolled.successor, nowMs), secret, previous: keyView(rolled.rolled, nowMs) }],
     201,
@@ -41,7 +45,8 @@ export async function rollKey(
  * Rolls `key` when it is one of `caller`'s own pairs (404 `not_found` otherwise, whoever's it
  * is): both pairs as the roll leaves them, and the successor's secret. What
  * `POST /keys/{key}/roll` and the portal's roll form both do: 409 for an ended pair, 403 for a
- * pair the caller may not roll, 422 at the cap, and this gateway's cache evicted at once.
+ * pair the caller may not roll, 422 at the cap, this gateway's cache evicted at once, and the
+ * roll recorded in the audit trail as `origin` made it.
  */
 export async function rollPairOf(
   options: KeysEndpointsOptions,
@@ -49,6 +54,7 @@ export async function rollPairOf(
   key: string | undefined,
   overlapSec: number,
   nowMs: number,
+  origin: AuditOrigin,
 ): Promise<{ readonly rolled: RolledPair; readonly secret: string }> {
   const { store } = options;
   const pair = await ownPairOf(options, caller, key);
@@ -72,6 +78,7 @@ export async function rollPairOf(
   // This gateway forgets the pair's cached check at once (its cache entry may end later than
   // the pair now does); the store's announcement reaches the other gateways.
   options.onRevoked(pair.key);
+  await options.audit.record(origin, rolledChange(rolled));
   return { rolled, secret };
 }
 

@@ -2,6 +2,7 @@ import type { Backend } from '../backends/backend.js';
 import { createMemoryBackend } from '../backends/memory/memory-backend.js';
 import { createRedisBackend } from '../backends/redis/redis-backend.js';
 import type { GatewayConfig } from '../config/config-schema.js';
+import type { AuditSettings } from '../credentials/audit-log.js';
 import type { Logger } from '../observability/create-logger.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 
@@ -18,11 +19,13 @@ export function createBackend(
   metrics?: GatewayMetrics,
 ): Backend {
   const retention = { retainEndedSec: config.keys.retainEndedDays * 86_400 };
+  const audit = auditSettings(config);
   if (config.credentials.store === 'redis')
     return createRedisBackend(config.credentials.redis, {
       now,
       log,
       retention,
+      audit,
       ...(metrics === undefined
         ? {}
         : { onBreakerChange: (target, open) => metrics.setRedisBreaker(target, open) }),
@@ -36,5 +39,12 @@ export function createBackend(
     },
     now,
     retention,
+    audit,
   });
+}
+
+/** What the backend's audit log keeps (audit.*). */
+export function auditSettings(config: GatewayConfig): AuditSettings {
+  const { maxEvents, maxEventsPerSubject, retainDays } = config.audit;
+  return { maxEvents, maxEventsPerSubject, retainSec: retainDays * 86_400 };
 }

@@ -5,6 +5,7 @@ import { createSecretHasher } from '../credentials/secret-hasher.js';
 import { createMetrics } from '../observability/metrics.js';
 import { throttledWarnings } from '../observability/throttled-warnings.js';
 import type { SpanExport } from '../tracing/span-sink.js';
+import { gatewayAuditTrail } from './audit-trail.js';
 import { makeBootstrapPair, type BootstrapPair } from './bootstrap-pair.js';
 import { createBackend } from './build-backend.js';
 import { buildSpanExport } from './build-span-export.js';
@@ -55,6 +56,17 @@ export async function buildChainDeps(
     now,
   );
   const spans = spanExport?.sink;
-  const chainDeps = { backend, hasher, dummyHash, metrics, logger, now, spans, jwksFetchFailed };
+  const audit = gatewayAuditTrail(backend, logger, metrics, now);
+  const chainDeps = {
+    backend,
+    audit,
+    hasher,
+    dummyHash,
+    metrics,
+    logger,
+    now,
+    spans,
+    jwksFetchFailed,
+  };
   return { chainDeps, bootstrap, readiness, spanExport };
 }

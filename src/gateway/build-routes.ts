@@ -1,5 +1,6 @@
 import type { Authenticator } from '../auth/authenticate.js';
 import type { GatewayConfig } from '../config/config-schema.js';
+import type { AuditTrail } from '../credentials/audit-log.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
 import { createJwksEndpoint } from '../endpoints/jwks-endpoint.js';
 import { createKeysEndpoints, type KeysEndpointsOptions } from '../endpoints/keys-endpoints.js';
@@ -24,6 +25,7 @@ export interface RouteParts {
   readonly authenticator: Authenticator;
   readonly signer: TokenSigner;
   readonly store: CredentialStore;
+  readonly audit: AuditTrail;
   readonly now: () => number;
 }
 
@@ -86,11 +88,12 @@ function addConfiguredRoutes(
  */
 function addOwnEndpoints(
   config: GatewayConfig,
-  { auth, authenticator, signer, store, now }: RouteParts,
+  { auth, authenticator, signer, store, audit, now }: RouteParts,
   exact: Map<string, RouteEntry>,
 ): { item: RouteEntry; roll: RouteEntry; options: KeysEndpointsOptions } {
   const keysOptions: KeysEndpointsOptions = {
     store,
+    audit,
     verifier: auth.verifier,
     schemes: ['basic', 'bearer'],
     refuse: authenticator.refuse,
@@ -104,6 +107,9 @@ function addOwnEndpoints(
   };
   const keys = createKeysEndpoints(keysOptions);
   exact.set(OWN_PATHS.keys.path, keys.collection);
+  // An exact path wins over `/keys/{key}`: a writer's pair with the id `events` cannot be
+  // revoked through DELETE /keys/events (405); `keys revoke events` does it.
+  exact.set(OWN_PATHS.keyEvents.path, keys.events);
   exact.set(
     OWN_PATHS.token.path,
     createTokenEndpoint({

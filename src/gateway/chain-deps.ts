@@ -1,4 +1,5 @@
 import type { Backend } from '../backends/backend.js';
+import type { AuditTrail } from '../credentials/audit-log.js';
 import type { SecretHasher } from '../credentials/secret-hasher.js';
 import type { Logger } from '../observability/create-logger.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
@@ -11,6 +12,8 @@ import type { SpanSink } from '../tracing/span-sink.js';
 export interface ChainDeps {
   /** Where credentials, lockout counters and buckets live (picked once, build-backend.ts). */
   readonly backend: Backend;
+  /** Where the keys endpoints and the portal record the changes they make (the backend's log). */
+  readonly audit: AuditTrail;
   readonly hasher: SecretHasher;
   /** A hash of a random secret, compared when a key or user does not exist. */
   readonly dummyHash: string;

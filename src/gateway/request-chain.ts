@@ -67,6 +67,7 @@ export async function buildRequestChain(
     authenticator,
     signer,
     store: deps.backend.credentials,
+    audit: deps.audit,
     now: deps.now,
   });
   const rateLimiter = buildLimiter(config, deps);

@@ -109,6 +109,8 @@ export interface GatewayMetrics extends MetricsSource {
   observeRevocationLag(seconds: number): void;
   /** The revocation subscription stood again after a loss, and the cache was flushed. */
   countRevocationResubscribe(): void;
+  /** A key event that could not be appended to the audit trail (its change was made). */
+  countAuditWriteFailure(): void;
   /** The listener serves a certificate expiring at `notAfterSec` (Unix seconds). */
   setTlsCertificateNotAfter(notAfterSec: number): void;
   /** A reload of the listener's certificate, by outcome (loaded, refused). */
@@ -344,6 +346,11 @@ export function createMetrics(
     help: 'Times the revocation subscription stood again after it was lost; each flushed the verified-credential cache.',
     registers: [registry],
   });
+  const auditWriteFailures = new Counter({
+    name: 'gateway_audit_write_failures_total',
+    help: 'Key events (pair and user changes) that could not be appended to the audit trail; each change was made, and its event logged instead.',
+    registers: [registry],
+  });
 
   // Only with server.tls: a not-after of 0 on a plain-HTTP gateway would read as a
   // certificate expired in 1970 and fire every expiry alert.
@@ -457,6 +464,7 @@ export function createMetrics(
     },
     observeRevocationLag: (seconds) => revocationLag.observe(seconds),
     countRevocationResubscribe: () => revocationResubscribes.inc(),
+    countAuditWriteFailure: () => auditWriteFailures.inc(),
     setTlsCertificateNotAfter: (notAfterSec) => tls?.notAfter.set(notAfterSec),
     countTlsReload: (outcome) => tls?.reloads.inc({ outcome }),
   };

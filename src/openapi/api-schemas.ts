@@ -6,6 +6,7 @@ import {
   RFC3339_DATE_TIME,
 } from '../credentials/key-expiry.js';
 import { MAX_ROLL_OVERLAP_SEC, ROLL_MESSAGES } from '../credentials/key-roll.js';
+import { AUDIT_ACTIONS, AUDIT_EVENT_ID } from '../credentials/audit-log.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-codes.js';
 import { CREATE_KEY_MESSAGES, SCOPES_MESSAGE } from '../errors/gateway-error.js';
 import { KEY_ID, SCOPE, USERNAME } from '../identity/identity-formats.js';
@@ -106,6 +107,46 @@ export const createdKeyListSchema = successEnvelope(createdKeySchema, z.string()
 
 export const rolledKeyListSchema = successEnvelope(rolledKeySchema, z.string().nullable()).meta({
   id: 'RolledKeyPairList',
+});
+
+/** An event of the audit trail as the holder of its subject sees it (credentials/audit-log.ts). */
+const keyEventSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(AUDIT_EVENT_ID)
+      .meta({ description: 'The event id, `<Unix ms>-<sequence>`; the paging cursor.' }),
+    at: timestamp.meta({ description: 'When the change was made.' }),
+    action: z.string().meta({
+      description: `What changed: ${AUDIT_ACTIONS.join(', ')} (a writer of its own may record others).`,
+    }),
+    actor: z.string().meta({
+      description:
+        'Who: key:<key id> (a Basic caller), user:<username> (a portal session or a token the gateway issued), token:<subject> (a token of another issuer), operator (the CLI), or a writer’s own.',
+    }),
+    via: z.string().meta({ description: 'api, portal, cli, or a writer’s own name.' }),
+    from: z.string().exactOptional().meta({ description: 'The client address (api, portal).' }),
+    request_id: z.string().exactOptional().meta({ description: 'The X-Request-Id of the change.' }),
+    key: z.string().exactOptional().meta({ description: 'The pair made, rolled or revoked.' }),
+    successor: z.string().exactOptional().meta({ description: 'A roll’s new pair.' }),
+    expires_at: timestamp
+      .exactOptional()
+      .meta({ description: 'The expiry of the pair made (or a roll’s successor), or set.' }),
+    ends_at: timestamp.exactOptional().meta({ description: 'When a rolled pair stops working.' }),
+    scopes: z
+      .string()
+      .exactOptional()
+      .meta({ description: 'The scopes of the pair or user made, space-separated.' }),
+    username: z.string().exactOptional().meta({ description: 'The web-app user changed.' }),
+  })
+  .meta({
+    id: 'KeyEvent',
+    description:
+      'A change of one of the subject’s pairs or users, from the audit trail: never a secret or hash.',
+  });
+
+export const keyEventListSchema = successEnvelope(keyEventSchema, z.string().nullable()).meta({
+  id: 'KeyEventList',
 });
 
 const tokenSchema = z
@@ -237,3 +278,4 @@ export type KeyViewBody = z.input<typeof keyViewSchema>;
 export type CreatedKeyBody = z.input<typeof createdKeySchema>;
 export type RolledKeyBody = z.input<typeof rolledKeySchema>;
 export type TokenBody = z.input<typeof tokenSchema>;
+export type KeyEventBody = z.input<typeof keyEventSchema>;

@@ -16,6 +16,7 @@ import {
   ERROR_CODES,
   errorEnvelopeSchema,
   jwksSchema,
+  keyEventListSchema,
   keyListSchema,
   loginSchema,
   rolledKeyListSchema,
@@ -384,6 +385,32 @@ function keyList(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
   };
 }
 
+function keyEvents(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
+  return {
+    operationId: method === 'GET' ? 'listKeyEvents' : 'headKeyEvents',
+    tags: [TAGS.keys],
+    summary:
+      "The audit trail's events of the caller's subject (its pairs made, rolled, revoked; its users changed), never a secret or a hash, paged by the envelope's meta.",
+    description:
+      'Needs the scopes of keys.requiredScopes. Newest first unless order=asc; last_id is the previous page’s meta.last_id, an event id. A query that is not a page (limit outside 1–1000, an unknown order, a last_id that is no event id) is a 400. Events older than audit.retainDays, or past the subject’s audit.maxEventsPerSubject newest, are gone.',
+    security: SECURITY,
+    requestParams: {
+      query: z.object({
+        limit: z.int().min(1).max(1000).optional().meta({ description: '1000 by default.' }),
+        order: z.enum(['desc', 'asc']).optional(),
+        last_id: z
+          .string()
+          .optional()
+          .meta({ description: "The previous page's meta.last_id: an event id." }),
+      }),
+    },
+    responses: {
+      200: success('A page of events.', method === 'GET' ? keyEventListSchema : undefined),
+      ...AUTHENTICATED,
+    },
+  };
+}
+
 function jwks(method: 'GET' | 'HEAD'): ZodOpenApiOperationObject {
   return {
     operationId: method === 'GET' ? 'getJwks' : 'headJwks',
@@ -729,6 +756,10 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
         get: keyList('GET'),
         head: keyList('HEAD'),
         post: createKey,
+      }),
+      [OWN_PATHS.keyEvents.path]: pathItem('KeyEvents', TAGS.keys, {
+        get: keyEvents('GET'),
+        head: keyEvents('HEAD'),
       }),
       [ownPathTemplate(OWN_PATHS.key)]: pathItem(
         'Key',

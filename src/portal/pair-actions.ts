@@ -1,4 +1,5 @@
 import { keyView, type KeyView } from '../credentials/key-view.js';
+import { requestOrigin } from '../endpoints/audit-origin.js';
 import { createPairFor, parseCreateBody } from '../endpoints/create-key.js';
 import { KEYS_PAGE_MESSAGES } from '../endpoints/key-page-query.js';
 import { callerOf, ownPairOf } from '../endpoints/keys-caller.js';
@@ -139,9 +140,10 @@ async function oneUseForm(
  */
 export async function createPair(
   options: PortalOptions,
-  { req, res, requestId }: EndpointContext,
+  context: EndpointContext,
   visit: Visit,
 ): Promise<void> {
+  const { req, res, requestId } = context;
   const { form, spend } = await oneUseForm(options, req, res, visit);
   const { paths } = options;
   const { signedIn } = visit;
@@ -179,7 +181,8 @@ export async function createPair(
     }
   })();
   await spend();
-  const { record, secret } = await createPairFor(options.keys, caller, asked, nowMs);
+  const origin = requestOrigin(caller, context, 'portal');
+  const { record, secret } = await createPairFor(options.keys, caller, asked, nowMs, origin);
   const pair = keyView(record, nowMs);
   writePage(res, 201, createdPage({ paths, signedIn, pair, secret }), requestId, {
     pragma: 'no-cache',
@@ -211,16 +214,17 @@ export async function showRevoke(
  */
 export async function revokePair(
   options: PortalOptions,
-  { req, res, requestId }: EndpointContext,
+  context: EndpointContext,
   visit: Visit,
   key: string,
 ): Promise<void> {
+  const { req, res, requestId } = context;
   const form = await readForm(req, res, options.maxBodyBytes);
   checkCsrf(form, visit);
   const caller = await callerOf(options.keys, visit.caller);
   const force = oneField(form, 'force') === 'yes';
   try {
-    await revokePairOf(options.keys, caller, key, force);
+    await revokePairOf(options.keys, caller, key, force, requestOrigin(caller, context, 'portal'));
   } catch (error) {
     if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
     const pair = await ownPair(options, visit, key);
@@ -276,10 +280,11 @@ export function formOverlapSec(sent: string | undefined): number | undefined {
  */
 export async function rollPair(
   options: PortalOptions,
-  { req, res, requestId }: EndpointContext,
+  context: EndpointContext,
   visit: Visit,
   key: string,
 ): Promise<void> {
+  const { req, res, requestId } = context;
   const { form, spend } = await oneUseForm(options, req, res, visit);
   const { paths } = options;
   const { signedIn } = visit;
@@ -300,7 +305,8 @@ export async function rollPair(
   }
   await spend();
   const nowMs = options.now();
-  const { rolled, secret } = await rollPairOf(options.keys, caller, key, overlapSec, nowMs);
+  const origin = requestOrigin(caller, context, 'portal');
+  const { rolled, secret } = await rollPairOf(options.keys, caller, key, overlapSec, nowMs, origin);
   const pair = keyView(rolled.successor, nowMs);
   const previous = keyView(rolled.rolled, nowMs);
   writePage(res, 201, createdPage({ paths, signedIn, pair, secret, rolled: previous }), requestId, {

@@ -23,6 +23,7 @@ export interface OwnPath {
  */
 export const OWN_PATHS = {
   keys: { path: '/keys', methods: ['GET', 'HEAD', 'POST'], port: 'public' },
+  keyEvents: { path: '/keys/events', methods: ['GET', 'HEAD'], port: 'public' },
   key: { path: '/keys/', param: 'key', methods: ['DELETE'], port: 'public' },
   keyRoll: { path: '/keys/', param: 'key', suffix: '/roll', methods: ['POST'], port: 'public' },
   token: { path: '/auth/token', methods: ['POST'], port: 'public' },

@@ -17,6 +17,7 @@ const COMMANDS = [
   ['keys', 'revoke'],
   ['keys', 'roll'],
   ['keys', 'unlock'],
+  ['keys', 'audit'],
   ['users'],
   ['users', 'add'],
   ['users', 'list'],
@@ -67,6 +68,10 @@ describe('--help and completion', () => {
       ['keys', 'unlock'],
       [...STORE, 'key', 'username', 'address'],
     ],
+    [
+      ['keys', 'audit'],
+      [...STORE, 'subject', 'key', 'action', 'since', 'until', 'limit', 'follow'],
+    ],
     [['users'], []],
     [
       ['users', 'add'],
@@ -116,7 +121,7 @@ describe('--help and completion', () => {
     const result = await runCli(['--get-yargs-completions', 'keys', '']);
     expect(result.code).toBe(0);
     expect(result.stdout.split('\n')).toEqual(
-      expect.arrayContaining(['create', 'list', 'show', 'revoke', 'roll', 'unlock']),
+      expect.arrayContaining(['create', 'list', 'show', 'revoke', 'roll', 'unlock', 'audit']),
     );
   });
 

@@ -46,6 +46,7 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TR
 const TAKING = [
   ...LISTING.map((target) => ({ target, taken: ['GET', 'HEAD'] })),
   { target: '/keys', taken: ['GET', 'HEAD', 'POST'] },
+  { target: '/keys/events', taken: ['GET', 'HEAD'] },
   { target: `/keys/${SPARE.key}`, taken: ['DELETE'] },
   { target: `/keys/${SPARE.key}/roll`, taken: ['POST'] },
   { target: '/auth/token', taken: ['POST'] },
@@ -252,6 +253,22 @@ describe('docs/openapi.json against built gateways', () => {
     await del(503, SPARE.key, { headers: basic(MANAGER) }, storeDown);
   });
 
+  it('answers every documented status of the audit events of a holder', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      const events = await expectStatus(gateway, method, '/keys/events?limit=5', 200, {
+        headers: basic(MANAGER),
+      });
+      if (method === 'GET')
+        expect((events.json as { meta: { count: number } }).meta.count).toBeGreaterThan(0);
+      await expectStatus(gateway, method, '/keys/events?last_id=nope', 400, {
+        headers: basic(MANAGER),
+      });
+      await expectStatus(gateway, method, '/keys/events', 401);
+      await expectStatus(gateway, method, '/keys/events', 403, { headers: basic(READER) });
+      await expectStatus(storeDown, method, '/keys/events', 503, { headers: basic(MANAGER) });
+    }
+  });
+
   it('answers every documented status of the roll of a pair', async () => {
     const roll = (status: number, key: string, options: RequestOptions, on = gateway) =>
       expectStatus(on, 'POST', `/keys/${key}/roll`, status, options);
@@ -305,6 +322,8 @@ describe('docs/openapi.json against built gateways', () => {
       for (const method of ['GET', 'HEAD']) await expectStatus(gateway, method, path, 429, locked);
     for (const method of ['GET', 'HEAD', 'POST'])
       await expectStatus(gateway, method, '/keys', 429, locked);
+    for (const method of ['GET', 'HEAD'])
+      await expectStatus(gateway, method, '/keys/events', 429, locked);
     await expectStatus(gateway, 'DELETE', `/keys/${LOCKED.key}`, 429, locked);
     await expectStatus(gateway, 'POST', `/keys/${LOCKED.key}/roll`, 429, locked);
     // The check counts the client the trusted proxy names in X-Forwarded-For; its own
@@ -417,7 +436,7 @@ describe('docs/openapi.json against built gateways', () => {
         });
         expect(answer.headers.allow).toBe(taken.join(', '));
         // A segment that is no key id is no route's: 404 before the method is read.
-        if (target.startsWith('/keys/'))
+        if (target.includes(SPARE.key))
           await expectStatus(gateway, method, target.replace(SPARE.key, 'x'), 404);
       }
   });

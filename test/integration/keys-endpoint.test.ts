@@ -12,6 +12,7 @@ import {
 import { createMemoryStore } from '../../src/backends/memory/credential-store.js';
 import { createSecretHasher, type SecretHasher } from '../../src/credentials/secret-hasher.js';
 import { createKeysEndpoints } from '../../src/endpoints/keys-endpoints.js';
+import { memoryAuditTrail } from '../support/audit-trail.js';
 import { countingHasher } from '../support/counting-hasher.js';
 import { serveEndpoint } from '../support/endpoint-server.js';
 import { expectGatewayError } from '../support/expect-gateway-error.js';
@@ -50,6 +51,7 @@ async function startKeys(subject: string, counted: SecretHasher): Promise<string
   });
   const { collection } = createKeysEndpoints({
     store,
+    audit: memoryAuditTrail(),
     verifier: createSecretVerifier({
       hasher: counted,
       dummyHash: '',
@@ -105,6 +107,7 @@ async function startScopedKeys(): Promise<{
   const store = createMemoryStore({ keys: [pair('ak_scoped_1', 'scoped')] });
   const { collection } = createKeysEndpoints({
     store,
+    audit: memoryAuditTrail(),
     verifier: createSecretVerifier({
       hasher,
       dummyHash: '',

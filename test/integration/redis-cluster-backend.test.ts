@@ -16,6 +16,7 @@ import {
 import { keyRollContract } from '../support/key-roll-contract.js';
 import { lockoutContract } from '../support/lockout-contract.js';
 import { bucketStoreContract, TRACKED } from '../support/rate-bucket-store-contract.js';
+import { auditLogContract } from '../support/audit-log-contract.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { redisClusterConfig } from '../support/redis-config.js';
 import { openRedisStore } from '../support/redis-store.js';
@@ -80,6 +81,38 @@ lockoutContract({
 });
 
 bucketStoreContract('Redis Cluster', () => backend(uniquePrefix('cbuckets')).buckets(TRACKED));
+
+// The fleet's stream has a slot of its own, each subject's stream its subject's: every append
+// is two MULTIs of one slot each (CROSSSLOT otherwise), and `keys audit` reads one key.
+auditLogContract('the Redis Cluster', (clock, settings) => {
+  const prefix = uniquePrefix('caudit');
+  const layout = redisLayout(prefix);
+  const open = () =>
+    createRedisBackend(redisClusterConfig(cluster.seeds, prefix), {
+      now: () => clock.now(),
+      audit: settings,
+    });
+  const made = open();
+  const reader = open();
+  const stream = (subject?: string): string =>
+    subject === undefined ? layout.auditEvents : layout.subjectEvents(subject);
+  return Promise.resolve({
+    log: made.audit,
+    reader: reader.audit,
+    length: (subject) => admin.xlen(stream(subject)),
+    storeTimeMs: async () => {
+      // The clock of the master the fleet's stream is on: its ids come from there.
+      const [sec = '0', micro = '0'] = (await admin.call('TIME')) as [string, string];
+      return Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+    },
+    rawEntries: async (subject) =>
+      (await admin.xrange(stream(subject), '-', '+')).map(([, fields]) => fields),
+    ttlMs: (subject) => admin.pttl(stream(subject)),
+    close: async () => {
+      await Promise.all([made.credentials.close(), reader.credentials.close()]);
+    },
+  });
+});
 
 describe('the single-slot layout of earlier versions, on a Cluster', () => {
   let prefix: string;

@@ -61,6 +61,62 @@ export function runCommand(
   });
 }
 
+/** A CLI process left running (`keys audit --follow`): its output so far, awaited, and its end. */
+export interface RunningCli {
+  readonly pid: number;
+  /** What it has written to stdout so far. */
+  stdout(): string;
+  /** Resolves once its stdout holds `count` lines (so many complete lines), or it has ended. */
+  untilLines(count: number): Promise<string[]>;
+  /** Its exit code (null: ended by a signal) and all it wrote. */
+  readonly exited: Promise<CliResult>;
+}
+
+/**
+ * Starts the built CLI and leaves it running (killCliChildren() ends it in teardown); a test
+ * stops it by its PID, as an operator's Ctrl-C or a supervisor's SIGTERM would.
+ */
+export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): RunningCli {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: REPO,
+    env: cliEnv(options.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  commands.add(child);
+  let stdout = '';
+  let stderr = '';
+  const waiters: { count: number; resolve: (lines: string[]) => void }[] = [];
+  const lines = (): string[] => stdout.split('\n').slice(0, -1);
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const waiter of [...waiters])
+      if (lines().length >= waiter.count) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(lines());
+      }
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<CliResult>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      commands.delete(child);
+      // Waiters for lines that never came get what there is: the test's assertion says so.
+      for (const waiter of waiters.splice(0)) waiter.resolve(lines());
+      resolve({ code, stdout, stderr });
+    });
+  });
+  if (child.pid === undefined) throw new Error('the CLI did not start');
+  return {
+    pid: child.pid,
+    stdout: () => stdout,
+    untilLines: (count) =>
+      lines().length >= count
+        ? Promise.resolve(lines())
+        : new Promise((resolve) => waiters.push({ count, resolve })),
+    exited,
+  };
+}
+
 /** The test runner's environment without GATEWAY_* settings, plus the given ones. */
 function cliEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

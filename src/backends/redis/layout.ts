@@ -41,6 +41,8 @@ export interface RedisLayout {
   readonly subjectActive: (subject: string) => string;
   /** The SET index of older writers (before :pairs); read once, folded in, deleted. */
   readonly subjectLegacyKeys: (subject: string) => string;
+  /** STREAM of the subject's key events (what GET /keys/events pages through). */
+  readonly subjectEvents: (subject: string) => string;
   /** A web-app user's hash: password_hash, subject, created_at, scopes. */
   readonly user: (username: string) => string;
   /**
@@ -59,6 +61,12 @@ export interface RedisLayout {
    * channel is no key, and a tag would pin a sharded channel to one slot.
    */
   readonly channel: string;
+  /**
+   * STREAM of every key event of the fleet (`keys audit`), under a fixed hash tag of its own:
+   * one key, so one command reads and follows all of it, on a Cluster too. Events are few
+   * (changes, not requests), so its one master carries little.
+   */
+  readonly auditEvents: string;
   /** A lockout counter's hash (f, p, pt, lu). */
   readonly lockoutCounter: (counter: LockoutCounter) => string;
   /** A rate-limit bucket (one number: its theoretical arrival time in µs). */
@@ -89,11 +97,14 @@ export function redisLayout(
     subjectEnds: (name) => `${subject(name)}:ends`,
     subjectActive: (name) => `${subject(name)}:active`,
     subjectLegacyKeys: (name) => `${subject(name)}:keys`,
+    subjectEvents: (name) => `${subject(name)}:events`,
     user: (username) => `${at(tagOf(username))}user:${username}`,
     sessionsAt,
     sessionsOf: (username) => sessionsAt(tagOf(username)),
     fleetKey: `${prefix}fleet-key`,
     channel: `${prefix}revocations`,
+    // `audit` is no tag of anything: tags are hex digits.
+    auditEvents: `${at('audit')}events`,
     lockoutCounter({ scope, id, network }) {
       // Keys and usernames never contain `:` (a Basic key ends at the first colon; usernames
       // are checked), so `<id>:<network>` cannot be read two ways even for an IPv6 network.
@@ -175,7 +186,7 @@ export function hashTag(name: string): string {
 /** One row of docs/redis-layout.md's key table: the name with placeholders, and the Redis type. */
 export interface LayoutRow {
   readonly key: string;
-  readonly type: 'hash' | 'zset' | 'set' | 'string' | 'channel';
+  readonly type: 'hash' | 'zset' | 'set' | 'string' | 'stream' | 'channel';
 }
 
 /**
@@ -199,10 +210,12 @@ export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
     { key: l.subjectEnds('<subject>'), type: 'zset' },
     { key: l.subjectActive('<subject>'), type: 'set' },
     { key: l.subjectLegacyKeys('<subject>'), type: 'set' },
+    { key: l.subjectEvents('<subject>'), type: 'stream' },
     { key: l.user('<username>'), type: 'hash' },
     { key: l.sessionsOf('<username>'), type: 'hash' },
     { key: l.fleetKey, type: 'string' },
     { key: l.channel, type: 'channel' },
+    { key: l.auditEvents, type: 'stream' },
     counter('basic_address', '', '<network>'),
     counter('basic_key_address', '<key>', '<network>'),
     counter('basic_key', '<key>', ''),

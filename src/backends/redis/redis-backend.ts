@@ -1,4 +1,5 @@
 import type { RedisConfig } from '../../config/config-schema.js';
+import { DEFAULT_AUDIT_SETTINGS, type AuditSettings } from '../../credentials/audit-log.js';
 import {
   DEFAULT_RETAIN_ENDED_SEC,
   type RetentionOptions,
@@ -21,6 +22,7 @@ import { watchConnectionStates } from './connection-states.js';
 import { createRedisCredentialStore } from './credential-store.js';
 import { redisLayout, singleSlotLayout, type RedisLayout } from './layout.js';
 import { createRedisLockout } from './lockout-store.js';
+import { createRedisAuditLog } from './redis-audit.js';
 import { createPairRun } from './pair-runs.js';
 import { createScriptRunner, type ScriptRunner } from './run-script.js';
 import { createSingleSlot, type SingleSlot } from './single-slot.js';
@@ -34,6 +36,8 @@ export interface RedisBackendOptions {
   readonly log?: StoreLog | undefined;
   /** How long ended pairs are kept (keys.retainEndedDays). */
   readonly retention?: RetentionOptions;
+  /** How many key events are kept, and how long (audit.*). */
+  readonly audit?: AuditSettings;
   /** Told of each breaker's open and close (the gateway's metric); the log line is the backend's. */
   readonly onBreakerChange?: (target: string, open: boolean) => void;
   /** The breakers' clock: milliseconds on a monotonic scale (performance.now by default). */
@@ -45,7 +49,8 @@ const SETTLE_WITHIN_MS = 3_000;
 
 /**
  * Everything on one Redis connection (standalone, Sentinel or Cluster): the credential store,
- * the lockout and the rate-limit buckets, shared by every gateway and worker on that Redis.
+ * the lockout, the rate-limit buckets and the audit log, shared by every gateway and worker on
+ * that Redis.
  */
 export function createRedisBackend(
   config: RedisConfig,
@@ -103,6 +108,13 @@ export function createRedisBackend(
     lockout: (lockout) =>
       (localLocks = withLocalLocks(createRedisLockout(lockout, runner, layout), now)),
     buckets: () => createRedisBucketStore(runner, layout),
+    audit: createRedisAuditLog(
+      runner,
+      layout,
+      options.audit ?? DEFAULT_AUDIT_SETTINGS,
+      now,
+      config.commandTimeoutMs,
+    ),
     redisConnections: watchConnectionStates(client),
   };
 }

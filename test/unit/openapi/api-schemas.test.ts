@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
+import type { KeyEventView } from '../../../src/credentials/audit-log.js';
 import { EXPIRY_MESSAGES, parseRfc3339 } from '../../../src/credentials/key-expiry.js';
 import { ROLL_MESSAGES } from '../../../src/credentials/key-roll.js';
 import { LABEL, type KeyView } from '../../../src/credentials/key-view.js';
@@ -12,6 +13,7 @@ import {
   loginSchema,
   rollKeySchema,
   type errorEnvelopeSchema,
+  type KeyEventBody,
   type KeyViewBody,
 } from '../../../src/openapi/api-schemas.js';
 import { buildOpenApiDocument } from '../../../src/openapi/build-openapi-document.js';
@@ -154,6 +156,7 @@ describe('a label', () => {
 describe("the response builders' types", () => {
   it('are the types of the schemas the document is built from', () => {
     expectTypeOf<KeyView>().toEqualTypeOf<KeyViewBody>();
+    expectTypeOf<KeyEventView>().toEqualTypeOf<KeyEventBody>();
     expectTypeOf<ErrorEnvelopeBody>().toEqualTypeOf<z.input<typeof errorEnvelopeSchema>>();
   });
 });
