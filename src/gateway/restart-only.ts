@@ -10,6 +10,8 @@ const RESTART_ONLY = [
   'credentials',
   // The store is made at start, with its retention.
   'keys.retainEndedDays',
+  // The count's timer runs from the start.
+  'keys.expiringCountIntervalSec',
   // One span exporter per process, made at start (sampling and propagation do reload).
   'tracing.otlp',
   'tracing.serviceName',

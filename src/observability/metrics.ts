@@ -113,6 +113,11 @@ export interface GatewayMetrics extends MetricsSource {
   setTlsCertificateNotAfter(notAfterSec: number): void;
   /** A reload of the listener's certificate, by outcome (loaded, refused). */
   countTlsReload(outcome: 'loaded' | 'refused'): void;
+  /**
+   * The store's usable pairs ending within each window (`7d`, `30d`: the label), from its
+   * latest count; undefined: no count recent enough to show (the series go).
+   */
+  setPairsExpiring(within: Readonly<Record<string, number>> | undefined): void;
 }
 
 export type StatusSource = 'gateway' | 'upstream';
@@ -371,6 +376,17 @@ export function createMetrics(
     'histogram',
     () => histogramValues('gateway_request_duration_seconds', 'route', routes),
   );
+  let pairsExpiring: Readonly<Record<string, number>> | undefined;
+  registerScraped(
+    registry,
+    'gateway_pairs_expiring',
+    "Usable key pairs of every subject on the store whose expiry comes within 7 or 30 days (`within`; the 30d count includes the 7d one), as the store's latest count (keys.expiringCountIntervalSec; on Redis one gateway counts for all); absent until a count; across workers, the maximum.",
+    'gauge',
+    () =>
+      Object.entries(pairsExpiring ?? {}).map(([within, value]) => ({ value, labels: { within } })),
+    // Every worker shows the same count of one store: a sum would multiply it.
+    'max',
+  );
   const upstreams = new Map<string, UpstreamStats>();
   registerScraped(
     registry,
@@ -459,6 +475,9 @@ export function createMetrics(
     countRevocationResubscribe: () => revocationResubscribes.inc(),
     setTlsCertificateNotAfter: (notAfterSec) => tls?.notAfter.set(notAfterSec),
     countTlsReload: (outcome) => tls?.reloads.inc({ outcome }),
+    setPairsExpiring(within) {
+      pairsExpiring = within;
+    },
   };
 }
 

@@ -55,7 +55,7 @@ describe('--help and completion', () => {
     ],
     [
       ['keys', 'list'],
-      [...STORE, 'subject'],
+      [...STORE, 'subject', 'expiring'],
     ],
     [['keys', 'show'], STORE],
     [['keys', 'revoke'], STORE],

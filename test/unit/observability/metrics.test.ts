@@ -172,3 +172,34 @@ describe('the TLS metrics', () => {
     expect(text).toMatch(/^gateway_tls_reloads_total\{outcome="loaded"\} 1$/m);
   });
 });
+
+describe('gateway_pairs_expiring', () => {
+  const lines = (text: string): string[] =>
+    text.split('\n').filter((line) => line.startsWith('gateway_pairs_expiring'));
+
+  it('shows the latest count by window, and no series without one', async () => {
+    const metrics = createMetrics();
+    expect(lines(await metrics.scrape())).toEqual([]);
+    metrics.setPairsExpiring({ '7d': 2, '30d': 9 });
+    expect(lines(await metrics.scrape())).toEqual([
+      'gateway_pairs_expiring{within="7d"} 2',
+      'gateway_pairs_expiring{within="30d"} 9',
+    ]);
+    metrics.setPairsExpiring(undefined);
+    expect(lines(await metrics.scrape())).toEqual([]);
+  });
+
+  it('reads the count of the one store once across workers, not their sum', async () => {
+    const [one, two] = [createMetrics(), createMetrics()];
+    one.setPairsExpiring({ '7d': 2, '30d': 9 });
+    two.setPairsExpiring({ '7d': 2, '30d': 9 });
+    const set = createAggregatedMetrics(
+      async () => [await one.snapshot(), await two.snapshot()],
+      () => true,
+    );
+    expect(lines(await set.scrape())).toEqual([
+      'gateway_pairs_expiring{within="7d"} 2',
+      'gateway_pairs_expiring{within="30d"} 9',
+    ]);
+  });
+});
