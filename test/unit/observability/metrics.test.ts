@@ -203,3 +203,34 @@ describe('gateway_pairs_expiring', () => {
     ]);
   });
 });
+
+describe('the bcrypt work metrics', () => {
+  it('show the runs under way and waiting at the scrape, and count refusals', async () => {
+    const metrics = createMetrics();
+    metrics.readFrom({
+      openConnections: () => 0,
+      cacheEntries: () => 0,
+      bcryptWork: () => ({ running: 4, queued: 17 }),
+    });
+    metrics.countBcryptRefusal();
+    const text = await metrics.scrape();
+    expect(text).toMatch(/^gateway_bcrypt_in_flight 4$/m);
+    expect(text).toMatch(/^gateway_bcrypt_queued 17$/m);
+    expect(text).toMatch(/^gateway_bcrypt_refusals_total 1$/m);
+  });
+});
+
+describe('gateway_redis_call_duration_seconds', () => {
+  it('buckets each Redis call from a tenth of a millisecond, without a label', async () => {
+    const metrics = createMetrics();
+    expect(await metrics.scrape()).not.toMatch(/^gateway_redis_call_duration_seconds_count/m);
+    for (const seconds of [0.00005, 0.0004, 0.003, 2]) metrics.observeRedisCall(seconds);
+    const text = await metrics.scrape();
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.0001"\} 1$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.0005"\} 2$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.005"\} 3$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="1"\} 3$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="\+Inf"\} 4$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_count 4$/m);
+  });
+});
