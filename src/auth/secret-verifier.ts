@@ -12,6 +12,14 @@ export interface SecretVerifierOptions {
   dummyHash: string;
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
+  /** A bcrypt run refused because the queue was full (the caller answers 503 `overloaded`). */
+  onRefused?: () => void;
+}
+
+/** The bcrypt work of a verifier now: runs under way, and runs waiting for a thread. */
+export interface BcryptWork {
+  readonly running: number;
+  readonly queued: number;
 }
 
 export interface SecretVerifier {
@@ -25,6 +33,8 @@ export interface SecretVerifier {
   hash(secret: string): Promise<string>;
   /** True for a hash as hash() writes it now: `$2b$` at the configured cost. */
   isCurrent(hash: string): boolean;
+  /** Read when metrics are scraped (gateway_bcrypt_in_flight, gateway_bcrypt_queued). */
+  work(): BcryptWork;
 }
 
 /**
@@ -39,8 +49,10 @@ export function createSecretVerifier(options: SecretVerifierOptions): SecretVeri
     try {
       return await limiter.run(task);
     } catch (error) {
-      if (error instanceof WorkRefusedError)
+      if (error instanceof WorkRefusedError) {
+        options.onRefused?.();
         throw new GatewayError('overloaded', { cause: error, retryAfterSec: 1 });
+      }
       throw error;
     }
   };
@@ -67,5 +79,6 @@ export function createSecretVerifier(options: SecretVerifierOptions): SecretVeri
       const read = readBcryptHash(hash);
       return configuredCost === 0 || (read?.variant === '2b' && read.cost === configuredCost);
     },
+    work: () => ({ running: limiter.running, queued: limiter.queued }),
   };
 }

@@ -95,7 +95,7 @@ export function print(output: Output, json: unknown, human: string): void {
   output.write(output.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
 }
 
-function checkSubject(subject: string): void {
+export function checkSubject(subject: string): void {
   if (!SUBJECT.pattern.test(subject))
     throw new CliError(`--subject must be ${SUBJECT.rule}`, EXIT.usage);
 }
@@ -249,7 +249,7 @@ export async function listKeysCommand(
   );
 }
 
-function scopesText(scopes: readonly string[]): string {
+export function scopesText(scopes: readonly string[]): string {
   return scopes.length === 0 ? '-' : scopes.join(',');
 }
 
@@ -282,7 +282,7 @@ export async function showKeyCommand(
 }
 
 /** Every pair of the subject, newest first: page after page, each one round trip. */
-async function allPairs(store: CredentialStore, subject: string): Promise<KeySummary[]> {
+export async function allPairs(store: CredentialStore, subject: string): Promise<KeySummary[]> {
   const records: KeySummary[] = [];
   for (;;) {
     const page = await store.listKeys(subject, { ...FIRST_PAGE, after: records.at(-1)?.key });

@@ -9,7 +9,9 @@ import {
 } from './admin-commands.js';
 import { auditCli } from './audit-command.js';
 import { withCommands, type CliCommand } from './cli-command.js';
+import { CliError, EXIT } from './cli-error.js';
 import { loadStoreConfig } from './config-options.js';
+import { listExpiringCommand, parseExpiringOption } from './expiring-keys-command.js';
 import { rollKeyCli } from './roll-key-command.js';
 import { runAdmin, stdoutOutput, withJson } from './store-command.js';
 import { unlockCommand } from './unlock-command.js';
@@ -58,13 +60,31 @@ const createKeyCli: CliCommand = (yargs) =>
 const listKeysCli: CliCommand = (yargs) =>
   yargs.command(
     'list',
-    "List a subject's pairs (never a secret)",
+    "List a subject's pairs (never a secret), or the pairs ending soon",
     (c) =>
       withJson(c)
-        .option('subject', { type: 'string', demandOption: true })
-        .example('$0 keys list --subject alice', 'key, status, created, expiry, scopes, label'),
-    (args) =>
-      runAdmin(args, (_config, { store }, out) => listKeysCommand(store, out, args.subject)),
+        .option('subject', {
+          type: 'string',
+          describe: 'whose pairs; with --expiring, leave it out for every subject',
+        })
+        .option('expiring', {
+          type: 'string',
+          describe: 'only the active pairs ending within this (30d, 12h), the soonest first',
+        })
+        .example('$0 keys list --subject alice', 'key, status, created, expiry, scopes, label')
+        .example('$0 keys list --expiring 30d', "every subject's pairs ending within 30 days"),
+    (args) => {
+      // Checked before the store is opened.
+      const expiring = args.expiring === undefined ? undefined : parseExpiringOption(args.expiring);
+      const { subject } = args;
+      if (expiring !== undefined)
+        return runAdmin(args, (_config, { store }, out) =>
+          listExpiringCommand(store, out, expiring, subject),
+        );
+      if (subject === undefined)
+        throw new CliError('keys list needs --subject, or --expiring (every subject)', EXIT.usage);
+      return runAdmin(args, (_config, { store }, out) => listKeysCommand(store, out, subject));
+    },
   );
 
 const showKeyCli: CliCommand = (yargs) =>

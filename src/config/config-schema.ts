@@ -652,6 +652,12 @@ export const configSchema = z.strictObject({
        * deletes it; 0 deletes it once it has ended. At most ten years, the longest lifetime.
        */
       retainEndedDays: int(z.number().int().min(0).max(3650)).default(30),
+      /**
+       * The usable pairs ending within 7 and 30 days (gateway_pairs_expiring) are counted this
+       * often: a walk over the store, by one gateway of those on a Redis per interval; 0 counts
+       * none.
+       */
+      expiringCountIntervalSec: int(z.number().int().min(0).max(86_400)).default(300),
     })
     .prefault({}),
   /**

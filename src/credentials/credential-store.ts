@@ -1,3 +1,5 @@
+import type { ExpiringCount } from './expiring-pairs.js';
+
 export type KeyStatus = 'active' | 'revoked';
 
 export type KeyOrder = 'desc' | 'asc';
@@ -205,6 +207,21 @@ export interface CredentialStore {
    * past authentication can follow it, so callers check countActiveKeys afterwards.
    */
   revokeSubjectKeys(subject: string, at: string): Promise<string[]>;
+  /**
+   * Every usable pair of every subject whose expiry comes after now and by `untilMs`, in no
+   * order: a walk over the whole store (on Redis, a SCAN of each master), for `keys list
+   * --expiring` and countExpiring, never for a request. A pair changed during the walk may be
+   * read as it was before or after. Pairs still in a single-slot layout are not read.
+   */
+  expiringPairs(untilMs: number): AsyncIterable<KeySummary>;
+  /**
+   * How many usable pairs of every subject end within each of EXPIRING_WINDOWS
+   * (expiring-pairs.ts): the latest count of the store. Counted here (expiringPairs) when the
+   * latest is `maxAgeMs` old or more and no other gateway on the same store is counting, so a
+   * fleet pays for one count per `maxAgeMs`; else the latest one, however old (another
+   * gateway's, while it counts). Undefined when there is none yet.
+   */
+  countExpiring(maxAgeMs: number): Promise<ExpiringCount | undefined>;
   /**
    * Records when pairs were last used (key id -> ISO 8601 UTC time), in one batch: never
    * recreates a pair deleted meanwhile, and never moves a pair's time backwards.

@@ -1,5 +1,6 @@
 import type { Format } from '../identity/identity-formats.js';
 import { isExpired, type KeySummary } from './credential-store.js';
+import { isExpiringSoon } from './expiring-pairs.js';
 
 /** Code points (as JSON Schema's maxLength counts), not UTF-16 units. */
 export const MAX_LABEL_CHARS = 200;
@@ -44,6 +45,8 @@ export interface KeyView {
   expires_at: string | null;
   scopes: readonly string[];
   last_used_at: string | null;
+  /** Active and expiring within 30 days (EXPIRY_WARNING_MS): roll it before it stops working. */
+  expiring_soon: boolean;
 }
 
 /** What a client may see of a pair at `nowMs`: never the secret, never its hash. */
@@ -58,5 +61,6 @@ export function keyView(record: KeySummary, nowMs: number): KeyView {
     expires_at: record.expiresAt ?? null,
     scopes: record.scopes,
     last_used_at: record.lastUsedAt ?? null,
+    expiring_soon: isExpiringSoon(record, nowMs),
   };
 }

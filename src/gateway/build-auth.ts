@@ -76,7 +76,10 @@ export function buildBasicAuth(
     maxConcurrentHashes: config.auth.basic.maxConcurrentHashes,
     maxQueuedHashes: config.auth.basic.maxQueuedHashes,
   };
-  const verifier = createSecretVerifier(hashing);
+  const verifier = createSecretVerifier({
+    ...hashing,
+    onRefused: () => deps.metrics.countBcryptRefusal(),
+  });
   // Hashes of another cost or variant are rewritten on their next success (mixed costs tell
   // known keys from unknown ones by time), within the same bcrypt bound.
   const rehash = createRehashOnUse({

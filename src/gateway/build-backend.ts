@@ -10,7 +10,8 @@ import type { GatewayMetrics } from '../observability/metrics.js';
  * The backend the configuration names, the one choice of it: Redis, or the in-process one
  * seeded from YAML. The gateway makes its own here; the CLI's one-off commands open their
  * store through it too. With a logger, Redis's connection states and breakers are logged, and
- * with metrics its breakers shown (the gateway's; one-off commands say what failed themselves).
+ * with metrics its breakers and call times shown (the gateway's; one-off commands say what
+ * failed themselves).
  */
 export function createBackend(
   config: GatewayConfig,
@@ -28,7 +29,10 @@ export function createBackend(
       audit,
       ...(metrics === undefined
         ? {}
-        : { onBreakerChange: (target, open) => metrics.setRedisBreaker(target, open) }),
+        : {
+            onBreakerChange: (target, open) => metrics.setRedisBreaker(target, open),
+            onCallTime: (seconds) => metrics.observeRedisCall(seconds),
+          }),
     });
   const { seed } = config.credentials;
   const epoch = new Date(0).toISOString();

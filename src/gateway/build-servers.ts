@@ -52,6 +52,7 @@ export async function buildServers(config: GatewayConfig, parts: ServerParts): P
       method === 'basic' ? chain().basic.cacheEntries() : chain().bearer.cacheEntries(),
     ...(backend.redisConnections && { redisConnections: backend.redisConnections }),
     jwksFetchedAt: () => chain().jwksFetchedAt(),
+    bcryptWork: () => chain().bcryptWork(),
   });
   if (api.secure !== undefined) listenerTls?.attach(api.secure);
   const admin =

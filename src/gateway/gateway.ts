@@ -4,6 +4,7 @@ import type { Logger } from '../observability/create-logger.js';
 import { createSigningKeys } from '../tokens/signing-key.js';
 import { createTokenSigner } from '../tokens/token-signer.js';
 import { buildChainDeps } from './build-chain-deps.js';
+import { buildExpiringCounter } from './build-expiring-counter.js';
 import { buildServers } from './build-servers.js';
 import { followRevocations } from './follow-revocations.js';
 import { buildRequestChain } from './request-chain.js';
@@ -47,6 +48,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
   };
   const chain = () => current.chain;
   followRevocations(backend.credentials, chain, metrics, now);
+  const expiringCounter = buildExpiringCounter(initial, chainDeps);
   const worker = deps.worker === true;
   const servers = await buildServers(initial, {
     backend,
@@ -65,6 +67,7 @@ export async function createGateway(initial: GatewayConfig, deps: GatewayDeps): 
       readiness,
       spanExport,
       bootstrap,
+      expiringCounter,
       listeningMessage: worker ? 'worker listening' : 'gateway listening',
       storeName: deps.backend === undefined ? initial.credentials.store : 'injected',
     },

@@ -1,6 +1,7 @@
 import { createAuthenticator } from '../auth/authenticate.js';
 import type { BasicAuthenticator } from '../auth/basic-authenticator.js';
 import type { BearerVerifier } from '../auth/jwt/bearer-verifier.js';
+import type { BcryptWork } from '../auth/secret-verifier.js';
 import type { GatewayConfig } from '../config/config-schema.js';
 import { createRejectedRequestLog, type RejectedRequestLog } from '../http/rejected-request.js';
 import type { RequestHandler } from '../http/request-handler.js';
@@ -28,6 +29,8 @@ export interface RequestChain {
   readonly cacheSettings: VerifiedCacheSettings;
   /** When the key set in use of each JWKS issuer was fetched (those fetched so far). */
   jwksFetchedAt(): JwksKeySetTime[];
+  /** Its bcrypt bound's work now: runs under way and waiting. */
+  bcryptWork(): BcryptWork;
   /** Frees the upstream connections and the built-in upstream once requests have drained. */
   close(): Promise<void>;
 }
@@ -83,6 +86,7 @@ export async function buildRequestChain(
     bearer,
     cacheSettings,
     jwksFetchedAt: () => jwksFetchedAt(issuers),
+    bcryptWork: () => auth.verifier.work(),
     async close() {
       // Once more, so that uses since the last batch are not lost on shutdown or reload.
       await auth.lastUse?.close();

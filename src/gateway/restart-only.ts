@@ -12,6 +12,8 @@ const RESTART_ONLY = [
   'keys.retainEndedDays',
   // So is its audit log, with its bounds.
   'audit',
+  // The count's timer runs from the start.
+  'keys.expiringCountIntervalSec',
   // One span exporter per process, made at start (sampling and propagation do reload).
   'tracing.otlp',
   'tracing.serviceName',

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { GatewayConfig } from '../config/config-schema.js';
 import type { CredentialStore } from '../credentials/credential-store.js';
+import type { ExpiringCounter } from '../credentials/expiring-counter.js';
 import { closeServer, listenOn } from '../http/listen.js';
 import { drainApiPort } from '../lifecycle/drain.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
@@ -57,6 +58,8 @@ export interface GatewayParts {
   readonly readiness: Readiness;
   readonly spanExport: SpanExport | undefined;
   readonly bootstrap: BootstrapPair | undefined;
+  /** gateway_pairs_expiring's background count; undefined when not counted. */
+  readonly expiringCounter: ExpiringCounter | undefined;
   /** The `gateway listening` line's: a worker's says `worker listening`. */
   readonly listeningMessage: string;
   /** The store as the start line names it: the configured one, or `injected`. */
@@ -176,6 +179,7 @@ async function close(run: Run): Promise<void> {
 function release(run: Run, flushWithinMs: number): Promise<void> {
   const { api, admin, listenerTls } = run.servers;
   return (run.released ??= (async () => {
+    run.expiringCounter?.stop();
     listenerTls?.close();
     api.closeAllConnections();
     await Promise.all([api.server, ...(admin === undefined ? [] : [admin])].map(closeServer));

@@ -42,6 +42,8 @@ export interface ScrapedState {
   redisConnections?(): readonly RedisConnectionState[];
   /** When the key set in use of each issuer with a JWKS URL was fetched (none yet: absent). */
   jwksFetchedAt?(): readonly JwksKeySetTime[];
+  /** The bcrypt bound of the running configuration: runs under way, and waiting. */
+  bcryptWork?(): { readonly running: number; readonly queued: number };
 }
 
 /** backends/backend.ts's shape, read here without importing a store. */
@@ -97,6 +99,8 @@ export interface GatewayMetrics extends MetricsSource {
   countLockoutRefusal(scope: string): void;
   /** One bcrypt compare run (a secret or password checked against a hash). */
   countBcryptCompare(): void;
+  /** A bcrypt run refused because its queue was full (a 503 `overloaded`). */
+  countBcryptRefusal(): void;
   /** A stored hash rewritten at the configured cost after a successful check, or not, by why. */
   countBcryptRehash(kind: string, outcome: string): void;
   /** A pair's verified record checked instead of bcrypt, by result (hit, absent, ended...). */
@@ -105,6 +109,8 @@ export interface GatewayMetrics extends MetricsSource {
   countVerifiedRecordWrite(result: string): void;
   /** A Redis breaker opened or closed (`target`: the address, or a Cluster master's host:port). */
   setRedisBreaker(target: string, open: boolean): void;
+  /** A call sent to Redis settled (answered or failed) `seconds` after it was sent. */
+  observeRedisCall(seconds: number): void;
   /** A revocation applied in this process, `seconds` after it was published (its message's time). */
   observeRevocationLag(seconds: number): void;
   /** The revocation subscription stood again after a loss, and the cache was flushed. */
@@ -115,6 +121,11 @@ export interface GatewayMetrics extends MetricsSource {
   setTlsCertificateNotAfter(notAfterSec: number): void;
   /** A reload of the listener's certificate, by outcome (loaded, refused). */
   countTlsReload(outcome: 'loaded' | 'refused'): void;
+  /**
+   * The store's usable pairs ending within each window (`7d`, `30d`: the label), from its
+   * latest count; undefined: no count recent enough to show (the series go).
+   */
+  setPairsExpiring(within: Readonly<Record<string, number>> | undefined): void;
 }
 
 export type StatusSource = 'gateway' | 'upstream';
@@ -143,44 +154,62 @@ interface UpstreamStats extends DurationStats {
   readonly errors: Record<UpstreamErrorKind, number>;
 }
 
-const newDurationStats = (): DurationStats => ({
-  buckets: new Float64Array(BUCKETS.length + 1),
+/**
+ * Redis calls: a round trip on a local network takes well under a millisecond, below the
+ * first bucket of a request's, so these start at 0.1 ms; past 1 s a call has met the command
+ * timeout (300 ms by default) anyway.
+ */
+const REDIS_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+] as const;
+
+const newDurationStats = (bounds: readonly number[] = BUCKETS): DurationStats => ({
+  buckets: new Float64Array(bounds.length + 1),
   sum: 0,
   count: 0,
 });
 
-function observeDuration(stats: DurationStats, seconds: number): void {
+function observeDuration(
+  stats: DurationStats,
+  seconds: number,
+  bounds: readonly number[] = BUCKETS,
+): void {
   let bucket = 0;
-  while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] ?? Infinity)) bucket += 1;
+  while (bucket < bounds.length && seconds > (bounds[bucket] ?? Infinity)) bucket += 1;
   stats.buckets[bucket] = (stats.buckets[bucket] ?? 0) + 1;
   stats.sum += seconds;
   stats.count += 1;
 }
 
-/** A plain-array histogram's series, cumulative as Prometheus reads them, for one label. */
+/**
+ * A plain-array histogram's series, cumulative as Prometheus reads them, for one label (each
+ * key of `series` a value of it; '' for a histogram without a label).
+ */
 function histogramValues(
   name: string,
   label: string,
   series: ReadonlyMap<string, DurationStats>,
+  bounds: readonly number[] = BUCKETS,
 ): ScrapedValue[] {
   const values: ScrapedValue[] = [];
   for (const [value, stats] of series) {
+    const labels = label === '' ? {} : { [label]: value };
     let cumulative = 0;
-    BUCKETS.forEach((bound, i) => {
+    bounds.forEach((bound, i) => {
       cumulative += stats.buckets[i] ?? 0;
       values.push({
         metricName: `${name}_bucket`,
         value: cumulative,
-        labels: { le: bound, [label]: value },
+        labels: { le: bound, ...labels },
       });
     });
     values.push({
       metricName: `${name}_bucket`,
       value: stats.count,
-      labels: { le: '+Inf', [label]: value },
+      labels: { le: '+Inf', ...labels },
     });
-    values.push({ metricName: `${name}_sum`, value: stats.sum, labels: { [label]: value } });
-    values.push({ metricName: `${name}_count`, value: stats.count, labels: { [label]: value } });
+    values.push({ metricName: `${name}_sum`, value: stats.sum, labels });
+    values.push({ metricName: `${name}_count`, value: stats.count, labels });
   }
   return values;
 }
@@ -302,6 +331,29 @@ export function createMetrics(
     help: 'bcrypt compares run (Basic checks and password exchanges).',
     registers: [registry],
   });
+  const bcryptRefusals = new Counter({
+    name: 'gateway_bcrypt_refusals_total',
+    help: 'bcrypt runs refused at once because auth.basic.maxQueuedHashes already waited (answered 503 overloaded).',
+    registers: [registry],
+  });
+  const bcryptWork = (read: (work: { running: number; queued: number }) => number) => () => {
+    const work = state.bcryptWork?.();
+    return work === undefined ? [] : [{ value: read(work), labels: {} }];
+  };
+  registerScraped(
+    registry,
+    'gateway_bcrypt_in_flight',
+    'bcrypt runs under way (at most auth.basic.maxConcurrentHashes); across workers, the sum.',
+    'gauge',
+    bcryptWork((work) => work.running),
+  );
+  registerScraped(
+    registry,
+    'gateway_bcrypt_queued',
+    'bcrypt runs waiting for one under way to end (at most auth.basic.maxQueuedHashes); across workers, the sum.',
+    'gauge',
+    bcryptWork((work) => work.queued),
+  );
   const bcryptRehashes = new Counter({
     name: 'gateway_bcrypt_rehashes_total',
     help: 'Stored bcrypt hashes of another cost or variant rehashed after a successful check, by kind (key, user) and outcome (written; superseded: changed meanwhile, left as it was; failed: not written, retried on the next success).',
@@ -333,6 +385,17 @@ export function createMetrics(
     labelNames: ['target', 'state'],
     registers: [registry],
   });
+
+  // One series, no label: what a label would tell (the master, the command) is the slow log's.
+  const redisCalls = new Map<string, DurationStats>();
+  const redisCallStats = newDurationStats(REDIS_BUCKETS);
+  registerScraped(
+    registry,
+    'gateway_redis_call_duration_seconds',
+    'Time from sending a call to Redis (a command or a script, through the breaker) to its answer or failure, every node; calls a breaker refused were not sent and are not here.',
+    'histogram',
+    () => histogramValues('gateway_redis_call_duration_seconds', '', redisCalls, REDIS_BUCKETS),
+  );
 
   // Revocations are rare: prom-client's own histogram costs nothing that matters here.
   const revocationLag = new Histogram({
@@ -377,6 +440,17 @@ export function createMetrics(
     'Time from request to response end, by route.',
     'histogram',
     () => histogramValues('gateway_request_duration_seconds', 'route', routes),
+  );
+  let pairsExpiring: Readonly<Record<string, number>> | undefined;
+  registerScraped(
+    registry,
+    'gateway_pairs_expiring',
+    "Usable key pairs of every subject on the store whose expiry comes within 7 or 30 days (`within`; the 30d count includes the 7d one), as the store's latest count (keys.expiringCountIntervalSec; on Redis one gateway counts for all); absent until a count; across workers, the maximum.",
+    'gauge',
+    () =>
+      Object.entries(pairsExpiring ?? {}).map(([within, value]) => ({ value, labels: { within } })),
+    // Every worker shows the same count of one store: a sum would multiply it.
+    'max',
   );
   const upstreams = new Map<string, UpstreamStats>();
   registerScraped(
@@ -455,6 +529,7 @@ export function createMetrics(
     countLockout: (scope) => lockouts.inc({ scope }),
     countLockoutRefusal: (scope) => lockoutRefusals.inc({ scope }),
     countBcryptCompare: () => bcryptCompares.inc(),
+    countBcryptRefusal: () => bcryptRefusals.inc(),
     countBcryptRehash: (kind, outcome) => bcryptRehashes.inc({ kind, outcome }),
     countVerifiedRecordCheck: (result) => recordChecks.inc({ result }),
     countVerifiedRecordWrite: (result) => recordWrites.inc({ result }),
@@ -462,11 +537,18 @@ export function createMetrics(
       breakerOpen.set({ target }, open ? 1 : 0);
       breakerTransitions.inc({ target, state: open ? 'open' : 'closed' });
     },
+    observeRedisCall(seconds) {
+      if (redisCalls.size === 0) redisCalls.set('', redisCallStats);
+      observeDuration(redisCallStats, seconds, REDIS_BUCKETS);
+    },
     observeRevocationLag: (seconds) => revocationLag.observe(seconds),
     countRevocationResubscribe: () => revocationResubscribes.inc(),
     countAuditWriteFailure: () => auditWriteFailures.inc(),
     setTlsCertificateNotAfter: (notAfterSec) => tls?.notAfter.set(notAfterSec),
     countTlsReload: (outcome) => tls?.reloads.inc({ outcome }),
+    setPairsExpiring(within) {
+      pairsExpiring = within;
+    },
   };
 }
 

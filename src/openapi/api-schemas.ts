@@ -84,6 +84,10 @@ const keyViewSchema = z
     expires_at: z.union([timestamp, z.null()]),
     scopes: z.array(z.string()).readonly(),
     last_used_at: z.union([timestamp, z.null()]),
+    expiring_soon: z.boolean().meta({
+      description:
+        'true while the pair is active and its expires_at is at most 30 days away: roll it (POST /keys/{key}/roll) before it stops working.',
+    }),
   })
   .meta({ id: 'KeyPair', description: 'A key pair as its owner sees it: never its secret.' });
 

@@ -39,6 +39,7 @@ table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
 .status{font-weight:600}
 .status-revoked,.status-expired{color:#545b64}
+.ending-soon{display:block;color:#b3261e}
 .pager{display:flex;gap:1rem;margin-top:1rem}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 @media (max-width:40rem){

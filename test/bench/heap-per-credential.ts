@@ -39,6 +39,7 @@ const verifier: SecretVerifier = {
   verify: () => Promise.resolve(true),
   hash: () => Promise.resolve(''),
   isCurrent: () => true,
+  work: () => ({ running: 0, queued: 0 }),
 };
 
 const basic = createBasicAuthenticator({

@@ -391,6 +391,7 @@ describe('keys create | list | revoke', () => {
       expires_at: null,
       scopes: [],
       last_used_at: null,
+      expiring_soon: false,
     });
     expectKeyIdOf(created.key, 'subject-keys-2');
     const stored = await store.getKey(created.key ?? '');
@@ -491,6 +492,7 @@ describe('keys create | list | revoke', () => {
         expires_at: null,
         scopes: [],
         last_used_at: null,
+        expiring_soon: false,
       },
     ]);
     expect(json.stdout).not.toContain(created.secret);
@@ -603,6 +605,7 @@ describe('keys create | list | revoke', () => {
       expires_at: '2035-01-02T03:04:05.000Z',
       scopes: ['read'],
       last_used_at: null,
+      expiring_soon: false,
     });
     for (const output of [human.stdout, json.stdout]) {
       expect(output).not.toContain(created.secret);

@@ -56,7 +56,7 @@ describe('--help and completion', () => {
     ],
     [
       ['keys', 'list'],
-      [...STORE, 'subject'],
+      [...STORE, 'subject', 'expiring'],
     ],
     [['keys', 'show'], STORE],
     [['keys', 'revoke'], STORE],

@@ -91,6 +91,7 @@ describe('keys create --count', () => {
         expires_at: null,
         scopes: ['read'],
         last_used_at: null,
+        expiring_soon: false,
       });
       expectKeyIdOf(pair.key, 'bulk-json');
     }

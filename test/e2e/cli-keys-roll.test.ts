@@ -136,6 +136,7 @@ describe('keys roll', () => {
       expires_at: (await store.getKey(printed.key))?.expiresAt,
       scopes: [],
       last_used_at: null,
+      expiring_soon: false,
       previous: {
         id: old.key,
         key: old.key,
@@ -145,6 +146,7 @@ describe('keys roll', () => {
         expires_at: stored?.expiresAt,
         scopes: [],
         last_used_at: null,
+        expiring_soon: true,
       },
     });
     expect(Date.parse(printed.previous.expires_at)).toBeGreaterThanOrEqual(before + 3_600_000);

@@ -119,6 +119,7 @@ interface KeyView {
   revoked_at?: string;
   expires_at: string | null;
   scopes: string[];
+  expiring_soon: boolean;
   secret?: string;
 }
 
@@ -139,6 +140,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const VIEW_FIELDS = [
   'created_at',
   'expires_at',
+  'expiring_soon',
   'id',
   'key',
   'label',
@@ -174,6 +176,7 @@ describe('GET /keys', () => {
         expires_at: null,
         scopes: [],
         last_used_at: null,
+        expiring_soon: false,
       });
     }
     // Newest first: the seeded pair is the oldest; creation times never increase down the list.
@@ -201,8 +204,33 @@ describe('GET /keys', () => {
       expires_at: null,
       scopes: [],
       last_used_at: null,
+      expiring_soon: false,
     });
     expect(res.body).not.toMatch(/secret|hash|\$2[aby]\$/);
+  });
+
+  it('marks an active pair ending within 30 days expiring_soon, and neither one ending later nor one revoked', async () => {
+    const owner = await freshSubject('listexpiring');
+    const DAY_SEC = 86_400;
+    const made = async (label: string, days: number): Promise<KeyView> => {
+      const res = await createKey(auth(owner), { label, expires_in: days * DAY_SEC });
+      expect(res.status).toBe(201);
+      const [view] = dataOf(res);
+      if (view === undefined) throw new Error(`no pair in ${res.body}`);
+      return view;
+    };
+    const soon = await made('soon', 29);
+    const later = await made('later', 31);
+    // Told when made: a pair of 29 days needs a roll within them.
+    expect([soon.expiring_soon, later.expiring_soon]).toEqual([true, false]);
+    const flags = async (): Promise<Record<string, boolean>> =>
+      Object.fromEntries(
+        dataOf(await listKeys(auth(owner))).map((view) => [view.label, view.expiring_soon]),
+      );
+    expect(await flags()).toEqual({ seeded: false, soon: true, later: false });
+    const revoked = await revokeKey(auth(owner), soon.key);
+    expect(dataOf(revoked)[0]).toMatchObject({ status: 'revoked', expiring_soon: false });
+    expect(await flags()).toEqual({ seeded: false, soon: false, later: false });
   });
 
   it('answers 401 missing_credentials without credentials', async () => {
@@ -290,6 +318,7 @@ describe('POST /keys', () => {
           expires_at: null,
           scopes: [],
           last_used_at: null,
+          expiring_soon: false,
         },
       ],
     });
@@ -549,6 +578,7 @@ describe('DELETE /keys/{key}', () => {
           expires_at: null,
           scopes: [],
           last_used_at: null,
+          expiring_soon: false,
         },
       ],
     });

@@ -99,6 +99,7 @@ describe('a gateway on the memory store seeded from YAML', () => {
           expires_at: null,
           scopes: [],
           last_used_at: null,
+          expiring_soon: false,
         },
       ],
     });

@@ -135,6 +135,43 @@ describe.skipIf(!installed)("the portal in Chromium, on npm start's defaults", (
     });
   });
 
+  it('warns of a pair ending within 30 days, in its row and above the list, accessibly, until it is revoked', async () => {
+    await inContext(async (_context, page) => {
+      const blocked = cspReports(page);
+      await signIn(page, baseUrl, demo.user);
+      await page.getByRole('link', { name: 'Make a new key pair' }).click();
+      await untilHeading(page, 'Make a new key pair');
+      await page.getByLabel(/^Label/).fill(label('ending'));
+      await page.getByLabel('Expires').selectOption({ label: 'In 7 days' });
+      await page.getByRole('button', { name: 'Make the key pair' }).click();
+      await untilHeading(page, 'Your new key pair');
+      const pair = await newPairOf(page);
+      await page.goto(demo.portalUrl);
+      await untilHeading(page, 'Your key pairs');
+      expect(await rowOf(page, pair.key).innerText()).toContain('Ends soon');
+      expect(await page.locator('#ending-soon').innerText()).toMatch(
+        /^One of your key pairs ends within 30 days, and then stops working\./,
+      );
+
+      // The list with the warning, checked by axe-core in a context of its own (axe needs the
+      // CSP bypassed): a second session of the same user.
+      const checking = await newAxeContext(browser());
+      try {
+        const checked = await checking.newPage();
+        await signIn(checked, baseUrl, demo.user);
+        await checked.locator('#ending-soon').waitFor();
+        expect(await seriousViolations(checked)).toEqual([]);
+      } finally {
+        await checking.close();
+      }
+
+      await revokePair(page, pair.key);
+      expect(await rowOf(page, pair.key).innerText()).not.toContain('Ends soon');
+      expect(await page.locator('#ending-soon').count()).toBe(0);
+      expect(blocked).toEqual([]);
+    });
+  });
+
   it('rolls a pair from its row: both the old and the new one work during the overlap; with none, the old one is refused at once', async () => {
     await inContext(async (_context, page) => {
       const blocked = cspReports(page);

@@ -22,6 +22,7 @@ import {
   summary,
   type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { expiringPairsContract } from '../support/expiring-pairs-contract.js';
 import { keyRollContract } from '../support/key-roll-contract.js';
 import { redisConfig } from '../support/redis-config.js';
 import { sessionStoreContract } from '../support/session-store-contract.js';
@@ -73,6 +74,7 @@ function memoryUnderTest(): Promise<StoreUnderTest> {
 credentialStoreContract('the memory', memoryUnderTest);
 sessionStoreContract('the memory', memoryUnderTest);
 keyRollContract('the memory', memoryUnderTest);
+expiringPairsContract('the memory', memoryUnderTest);
 
 function redisUnderTest(): Promise<StoreUnderTest> {
   // A fresh prefix per test: each one starts from an empty keyspace.
@@ -93,6 +95,7 @@ function redisUnderTest(): Promise<StoreUnderTest> {
 credentialStoreContract('the Redis', redisUnderTest);
 sessionStoreContract('the Redis', redisUnderTest);
 keyRollContract('the Redis', redisUnderTest);
+expiringPairsContract('the Redis', redisUnderTest);
 
 describe('the Redis credential store reading what another service wrote', () => {
   const prefix = uniquePrefix('layout');

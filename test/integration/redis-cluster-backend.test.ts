@@ -8,11 +8,16 @@ import type { CredentialStore } from '../../src/credentials/credential-store.js'
 import { formatKeyId } from '../../src/identity/key-id.js';
 import {
   credentialStoreContract,
+  DAY_MS,
   HASH,
+  iso,
+  keyRecord,
   now,
   retention,
+  START_MS,
   type StoreUnderTest,
 } from '../support/credential-store-contract.js';
+import { expiringPairsContract, walked } from '../support/expiring-pairs-contract.js';
 import { keyRollContract } from '../support/key-roll-contract.js';
 import { lockoutContract } from '../support/lockout-contract.js';
 import { bucketStoreContract, TRACKED } from '../support/rate-bucket-store-contract.js';
@@ -74,6 +79,7 @@ credentialStoreContract('the Redis Cluster', clusterUnderTest);
 // A session's scripts name the sessions' hash and the user's, one slot: CROSSSLOT otherwise.
 sessionStoreContract('the Redis Cluster', clusterUnderTest);
 keyRollContract('the Redis Cluster', clusterUnderTest);
+expiringPairsContract('the Redis Cluster', clusterUnderTest);
 
 lockoutContract({
   name: 'Redis Cluster backend',
@@ -111,6 +117,41 @@ auditLogContract('the Redis Cluster', (clock, settings) => {
     close: async () => {
       await Promise.all([made.credentials.close(), reader.credentials.close()]);
     },
+  });
+});
+
+describe('the pairs ending soon, on a Cluster', () => {
+  it('walks each master: the indexes of 40 subjects lie on all three, and each of their pairs is found', async () => {
+    const prefix = uniquePrefix('cexpiring');
+    const store = openRedisStore(redisClusterConfig(cluster.seeds, prefix), { now, retention });
+    try {
+      const made: string[] = [];
+      for (let i = 0; i < 40; i += 1) {
+        const key = `ak_cend_${String(i).padStart(2, '0')}`;
+        const ends = { expiresAt: iso(START_MS + DAY_MS) };
+        await store.createKey(keyRecord(key, `cend-${String(i)}`, ends), 10);
+        made.push(key);
+      }
+      const pattern = redisLayout(prefix).everySubjectEnds;
+      const perMaster = await Promise.all(
+        admin.nodes('master').map(async (node) => {
+          let [cursor, count] = ['0', 0];
+          do {
+            const [next, names] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+            [cursor, count] = [next, count + names.length];
+          } while (cursor !== '0');
+          return count;
+        }),
+      );
+      expect(perMaster).toHaveLength(3);
+      expect(
+        perMaster.every((count) => count > 0),
+        perMaster.join(' '),
+      ).toBe(true);
+      expect([...(await walked(store, START_MS + 7 * DAY_MS)).keys()].sort()).toEqual(made);
+    } finally {
+      await store.close();
+    }
   });
 });
 

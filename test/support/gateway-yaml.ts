@@ -23,7 +23,8 @@ export interface GatewayYamlOptions {
 
 /**
  * The one way tests write a gateway's YAML. Always: the admin port on 0 (gateways running
- * side by side never collide) and bcrypt cost 4 for what the gateway hashes itself; the
+ * side by side never collide), bcrypt cost 4 for what the gateway hashes itself and no count
+ * of pairs ending soon (unless `config` asks for one); the
  * options add the upstream, the store and the signing key. The result is block-style YAML,
  * so further top-level sections may still be appended as text.
  */
@@ -43,6 +44,10 @@ export function gatewayYaml(options: GatewayYamlOptions = {}): string {
     ...(options.signingKeyPem === undefined
       ? {}
       : { tokens: { signingKey: options.signingKeyPem } }),
+    // The count of pairs ending soon walks the whole store in the background: on the run's
+    // shared Redis, every gateway's walk would cross every other file's keys, and its commands
+    // those of tests that watch what a gateway sends. The tests of the count turn it on.
+    keys: { expiringCountIntervalSec: 0 },
   };
   return stringify(withEngine(merge(base, options.config ?? {})));
 }

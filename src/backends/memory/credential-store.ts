@@ -7,6 +7,7 @@ import {
   type RetentionOptions,
   type UserRecord,
 } from '../../credentials/credential-store.js';
+import { memoryExpiring } from './memory-expiring.js';
 import { memoryPairReads, memoryPairWrites } from './memory-pairs.js';
 import { createMemoryState } from './memory-state.js';
 import { memorySessions } from './memory-sessions.js';
@@ -30,6 +31,7 @@ export function createMemoryStore(
   return {
     ...memoryPairReads(state),
     ...memoryPairWrites(state),
+    ...memoryExpiring(state),
     ...memoryUsers(state),
     ...memorySessions(state),
     fleetKey: () => Promise.resolve(fleetKey),

@@ -1,7 +1,8 @@
-import { Cluster } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
 import { createRedisClient, redisAddress, redisSecrets, watchRedisConnection } from './client.js';
+import { globLiteral } from './layout.js';
 import { createScriptRunner, type ScriptRunner } from './run-script.js';
+import { scanBatches } from './scan-keys.js';
 
 /** Runs a one-off command's `action` on a connection of its own, closed after it. */
 export async function withAdminRunner<T>(
@@ -25,27 +26,9 @@ export async function withAdminRunner<T>(
   }
 }
 
-/** `text` in a SCAN MATCH pattern, as itself (glob's `*?[]\` escaped). */
-const literal = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
-
-/**
- * Every key name of `prefix`: SCAN on each master (a Cluster's keys of one slot are on one
- * master, but which one is not asked: every master is scanned).
- */
+/** Every key name of `prefix`, on every master (scan-keys.ts). */
 export async function scanNames(runner: ScriptRunner, prefix: string): Promise<string[]> {
   const names: string[] = [];
-  const nodes = await runner.unkeyed((c) =>
-    Promise.resolve(c instanceof Cluster ? c.nodes('master') : [c]),
-  );
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, batch] = await runner.unkeyed(() =>
-        node.scan(cursor, 'MATCH', `${literal(prefix)}*`, 'COUNT', 1000),
-      );
-      names.push(...batch);
-      cursor = next;
-    } while (cursor !== '0');
-  }
+  for await (const batch of scanBatches(runner, `${globLiteral(prefix)}*`)) names.push(...batch);
   return names;
 }

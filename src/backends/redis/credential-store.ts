@@ -3,6 +3,7 @@ import type { CredentialStore, RetentionOptions } from '../../credentials/creden
 import type { Unlock } from '../../protection/lockout.js';
 import type { RedisClient, RedisConnection, StoreLog } from './client.js';
 import type { RedisLayout } from './layout.js';
+import { redisExpiringPairs } from './expiring-pairs.js';
 import { redisLastUse } from './last-use.js';
 import { createPairLookup } from './pair-lookup.js';
 import { redisPairListing } from './pair-listing.js';
@@ -53,7 +54,8 @@ export interface UnlockListener {
  * so that one script always sees all of them (single-slot.ts). Each part is its own module:
  * finding a pair (pair-lookup.ts), listing (pair-listing.ts), changing pairs (pair-writes.ts;
  * rolling one, pair-roll.ts), users (user-records.ts), the portal's sessions
- * (session-records.ts), last uses (last-use.ts), verified records (verified-records.ts).
+ * (session-records.ts), last uses (last-use.ts), verified records (verified-records.ts), the
+ * pairs ending soon (expiring-pairs.ts).
  */
 export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): CredentialStore {
   const { client, connection, runner, layout, single, now, retention } = deps;
@@ -67,6 +69,7 @@ export function createRedisCredentialStore(deps: RedisCredentialStoreDeps): Cred
     ...redisPairListing(pairs, layout),
     ...redisPairWrites(writes),
     rollKey: redisPairRoll(writes),
+    ...redisExpiringPairs({ runner, layout, now }),
     recordLastUse: redisLastUse({
       runner,
       layout,

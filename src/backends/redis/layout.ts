@@ -57,6 +57,19 @@ export interface RedisLayout {
   /** The fleet key every gateway checks verified records with (verified-record.ts). */
   readonly fleetKey: string;
   /**
+   * A SCAN MATCH pattern of every subject's `subjectEnds` (a name it matches may be another's:
+   * endsSubject tells).
+   */
+  readonly everySubjectEnds: string;
+  /** The subject whose `subjectEnds` the name is; undefined for any other name. */
+  readonly endsSubject: (name: string) => string | undefined;
+  /**
+   * The latest count of pairs ending soon (credentials/expiring-pairs.ts, as JSON), shared by
+   * every gateway on this Redis, and the claim of the one gateway counting again.
+   */
+  readonly expiringCount: string;
+  readonly expiringCountClaim: string;
+  /**
    * The pub/sub channel of revocations (`key:<key>`, `subject:<subject>`). No hash tag: a
    * channel is no key, and a tag would pin a sharded channel to one slot.
    */
@@ -74,6 +87,9 @@ export interface RedisLayout {
   /** The hash whose `rate_limit` field overrides a policy: a pair's or a subject's. */
   readonly settings: (owner: BucketOwner) => string;
 }
+
+/** `text` in a SCAN MATCH pattern, as itself (glob's `*?[]\\` escaped). */
+export const globLiteral = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
 
 export function redisLayout(
   prefix: string,
@@ -102,6 +118,17 @@ export function redisLayout(
     sessionsAt,
     sessionsOf: (username) => sessionsAt(tagOf(username)),
     fleetKey: `${prefix}fleet-key`,
+    everySubjectEnds: `${globLiteral(prefix)}{*}:subject:*:ends`,
+    endsSubject(name) {
+      const match = /^\{[^}]*\}:subject:(.+):ends$/s.exec(
+        name.startsWith(prefix) ? name.slice(prefix.length) : '',
+      );
+      const named = match?.[1];
+      // The tag must be the subject's own: a name that only looks like one is not its index.
+      return named !== undefined && `${subject(named)}:ends` === name ? named : undefined;
+    },
+    expiringCount: `${prefix}expiring-pairs`,
+    expiringCountClaim: `${prefix}expiring-pairs:claim`,
     channel: `${prefix}revocations`,
     // `audit` is no tag of anything: tags are hex digits.
     auditEvents: `${at('audit')}events`,
@@ -214,6 +241,8 @@ export function describeLayout(prefix = 'ag:'): readonly LayoutRow[] {
     { key: l.user('<username>'), type: 'hash' },
     { key: l.sessionsOf('<username>'), type: 'hash' },
     { key: l.fleetKey, type: 'string' },
+    { key: l.expiringCount, type: 'string' },
+    { key: l.expiringCountClaim, type: 'string' },
     { key: l.channel, type: 'channel' },
     { key: l.auditEvents, type: 'stream' },
     counter('basic_address', '', '<network>'),

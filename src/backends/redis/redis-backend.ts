@@ -42,6 +42,8 @@ export interface RedisBackendOptions {
   readonly onBreakerChange?: (target: string, open: boolean) => void;
   /** The breakers' clock: milliseconds on a monotonic scale (performance.now by default). */
   readonly breakerClock?: () => number;
+  /** Told how long each call sent to Redis took (the gateway's metric). */
+  readonly onCallTime?: (seconds: number) => void;
 }
 
 /** How long a start waits for Redis's first answer: the connect timeout, and a second more. */
@@ -82,6 +84,7 @@ export function createRedisBackend(
     timeoutMs: config.commandTimeoutMs,
     connection,
     breakers,
+    ...(options.onCallTime === undefined ? {} : { onCallTime: options.onCallTime }),
   });
   const layout = redisLayout(config.keyPrefix);
   const retention = options.retention ?? { retainEndedSec: DEFAULT_RETAIN_ENDED_SEC };

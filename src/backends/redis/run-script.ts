@@ -218,14 +218,30 @@ export interface ScriptRunnerOptions {
   readonly connection: RedisConnection;
   /** The breakers every call but ping() passes through; none: every call goes to Redis. */
   readonly breakers?: RedisBreakers;
+  /**
+   * Told how long each call sent to Redis took to settle, answered or failed (seconds; a
+   * call a breaker refused was not sent, and is not told).
+   */
+  readonly onCallTime?: (seconds: number) => void;
 }
 
 export function createScriptRunner(
   client: RedisClient,
   options: ScriptRunnerOptions,
 ): ScriptRunner {
-  const bounded = createBound(client, options.timeoutMs);
-  const { connection } = options;
+  const bound = createBound(client, options.timeoutMs);
+  const { connection, onCallTime } = options;
+  const bounded: <T>(operation: () => Promise<T>) => Promise<T> =
+    onCallTime === undefined
+      ? bound
+      : async <T>(operation: () => Promise<T>): Promise<T> => {
+          const startedMs = performance.now();
+          try {
+            return await bound(operation);
+          } finally {
+            onCallTime((performance.now() - startedMs) / 1000);
+          }
+        };
   const breakers: RedisBreakers = options.breakers ?? { run: (_key, call) => call() };
   // A call without a key (a ping, a script given no key) goes to any node: no breaker.
   const guarded = async <T>(key: string | undefined, operation: () => Promise<T>): Promise<T> => {

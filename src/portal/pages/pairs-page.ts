@@ -36,7 +36,10 @@ function row(paths: PortalPaths, pair: KeyView): Html {
     </td>
     <td data-label="Key id"><code>${pair.key}</code></td>
     <td data-label="Created">${when(pair.created_at)}</td>
-    <td data-label="Expires">${when(pair.expires_at, 'Never')}</td>
+    <td data-label="Expires">
+      ${when(pair.expires_at, 'Never')}
+      ${pair.expiring_soon ? html`<strong class="ending-soon">Ends soon</strong>` : ''}
+    </td>
     <td data-label="Scopes">
       ${pair.scopes.length === 0 ? html`<span class="muted">none</span>` : pair.scopes.join(' ')}
     </td>
@@ -76,6 +79,16 @@ export function pairsPage(view: PairsView): Html {
             </tbody>
           </table>
         </div>`;
+  const ending = pairs.filter((pair) => pair.expiring_soon).length;
+  // Said once above the table too: the badge of a row is easy to miss on a phone's cards.
+  const warning =
+    ending === 0
+      ? ''
+      : html`<p class="warning" id="ending-soon">
+          ${ending === 1 ? 'One of your key pairs ends' : `${ending} of your key pairs end`} within
+          30 days, and then stops working. Roll each one before its end: the new pair works at once,
+          beside the old one until the end you choose.
+        </p>`;
   const pager = html`<nav class="pager" aria-label="Pages of key pairs">
     ${later ? html`<a id="first-page" href="${paths.home}">Newest pairs</a>` : ''}
     ${nextAfter === undefined ? '' : html`<a id="next-page" href="${paths.home}?after=${nextAfter}">Older pairs</a>`}
@@ -83,6 +96,7 @@ export function pairsPage(view: PairsView): Html {
   return page(
     { paths, title: 'Your key pairs', signedIn },
     html`${notice === undefined ? '' : html`<p class="notice" role="status" id="notice">${notice}</p>`}
+      ${warning}
       <p><a class="button" id="new-pair" href="${paths.newPair}">Make a new key pair</a></p>
       ${table} ${pager}`,
   );

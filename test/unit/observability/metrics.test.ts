@@ -172,3 +172,65 @@ describe('the TLS metrics', () => {
     expect(text).toMatch(/^gateway_tls_reloads_total\{outcome="loaded"\} 1$/m);
   });
 });
+
+describe('gateway_pairs_expiring', () => {
+  const lines = (text: string): string[] =>
+    text.split('\n').filter((line) => line.startsWith('gateway_pairs_expiring'));
+
+  it('shows the latest count by window, and no series without one', async () => {
+    const metrics = createMetrics();
+    expect(lines(await metrics.scrape())).toEqual([]);
+    metrics.setPairsExpiring({ '7d': 2, '30d': 9 });
+    expect(lines(await metrics.scrape())).toEqual([
+      'gateway_pairs_expiring{within="7d"} 2',
+      'gateway_pairs_expiring{within="30d"} 9',
+    ]);
+    metrics.setPairsExpiring(undefined);
+    expect(lines(await metrics.scrape())).toEqual([]);
+  });
+
+  it('reads the count of the one store once across workers, not their sum', async () => {
+    const [one, two] = [createMetrics(), createMetrics()];
+    one.setPairsExpiring({ '7d': 2, '30d': 9 });
+    two.setPairsExpiring({ '7d': 2, '30d': 9 });
+    const set = createAggregatedMetrics(
+      async () => [await one.snapshot(), await two.snapshot()],
+      () => true,
+    );
+    expect(lines(await set.scrape())).toEqual([
+      'gateway_pairs_expiring{within="7d"} 2',
+      'gateway_pairs_expiring{within="30d"} 9',
+    ]);
+  });
+});
+
+describe('the bcrypt work metrics', () => {
+  it('show the runs under way and waiting at the scrape, and count refusals', async () => {
+    const metrics = createMetrics();
+    metrics.readFrom({
+      openConnections: () => 0,
+      cacheEntries: () => 0,
+      bcryptWork: () => ({ running: 4, queued: 17 }),
+    });
+    metrics.countBcryptRefusal();
+    const text = await metrics.scrape();
+    expect(text).toMatch(/^gateway_bcrypt_in_flight 4$/m);
+    expect(text).toMatch(/^gateway_bcrypt_queued 17$/m);
+    expect(text).toMatch(/^gateway_bcrypt_refusals_total 1$/m);
+  });
+});
+
+describe('gateway_redis_call_duration_seconds', () => {
+  it('buckets each Redis call from a tenth of a millisecond, without a label', async () => {
+    const metrics = createMetrics();
+    expect(await metrics.scrape()).not.toMatch(/^gateway_redis_call_duration_seconds_count/m);
+    for (const seconds of [0.00005, 0.0004, 0.003, 2]) metrics.observeRedisCall(seconds);
+    const text = await metrics.scrape();
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.0001"\} 1$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.0005"\} 2$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="0\.005"\} 3$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="1"\} 3$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_bucket\{le="\+Inf"\} 4$/m);
+    expect(text).toMatch(/^gateway_redis_call_duration_seconds_count 4$/m);
+  });
+});

@@ -24,6 +24,7 @@ const pair = (overrides: Partial<KeyView> = {}): KeyView => ({
   expires_at: null,
   scopes: ['accounts:read'],
   last_used_at: null,
+  expiring_soon: false,
   ...overrides,
 });
 
@@ -131,6 +132,29 @@ describe('the portal’s pages', () => {
     );
     expect(pages.pairs.text).not.toContain('href="/portal/keys/ak_old/revoke"');
     expect(pages.pairs.text).toContain('<a id="next-page" href="/portal/?after=ak_old">');
+  });
+
+  it('warn of the pairs ending within 30 days, above the table and in their rows, and of no other', () => {
+    const listed = (pairs: KeyView[]) => pairsPage({ paths, signedIn, pairs, later: false }).text;
+    const ending = pair({
+      key: 'ak_ending',
+      expires_at: '2026-12-01T00:00:00.000Z',
+      expiring_soon: true,
+    });
+    const one = listed([ending, pair({ key: 'ak_fine' })]);
+    expect(one).toMatch(
+      /<p class="warning" id="ending-soon">\s*One of your key pairs ends\s+within\s+30 days/,
+    );
+    const rows = [...one.matchAll(/<tr id="pair-([^"]+)">[\s\S]*?<\/tr>/g)];
+    expect(rows.map(([row, key]) => [key, row.includes('Ends soon')])).toEqual([
+      ['ak_ending', true],
+      ['ak_fine', false],
+    ]);
+    expect(listed([ending, { ...ending, key: 'ak_ending_2' }])).toMatch(
+      /2 of your key pairs end\s+within\s+30 days/,
+    );
+    expect(pages.pairs.text).not.toContain('ending-soon');
+    expect(pages.pairs.text).not.toContain('Ends soon');
   });
 
   it('link an active pair to its roll page, beside the revoke link, and an ended one to neither', () => {
