@@ -1,4 +1,5 @@
 import { isUsable, type KeySummary } from './credential-store.js';
+import { parseJsonObject } from './json-object.js';
 
 const DAY_MS = 86_400_000;
 
@@ -62,14 +63,8 @@ const withinFields = (within: ExpiringCount['within']): Record<string, number> =
 
 export function decodeExpiringCount(text: string | null | undefined): ExpiringCount | undefined {
   if (text === null || text === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const fields = value as Record<string, unknown>;
+  const fields = parseJsonObject(text);
+  if (fields === undefined) return undefined;
   const count = (name: string): number | undefined => {
     const n = fields[name];
     return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined;

@@ -1,4 +1,5 @@
 import type { PortalSession } from './credential-store.js';
+import { parseJsonObject } from './json-object.js';
 
 /**
  * A portal session as one string: what the Redis store keeps as a field's value (its scripts
@@ -20,14 +21,8 @@ const isMs = (value: unknown): value is number => Number.isSafeInteger(value);
 
 /** The session a stored string holds; undefined when it is not one (never a guess). */
 export function decodeSession(text: string): PortalSession | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const fields = value as Record<string, unknown>;
+  const fields = parseJsonObject(text);
+  if (fields === undefined) return undefined;
   const { username, subject, createdAtMs, lastSeenMs, endsAtMs, formNonce } = fields;
   if (typeof username !== 'string' || typeof subject !== 'string') return undefined;
   if (!isMs(createdAtMs) || !isMs(lastSeenMs) || !isMs(endsAtMs)) return undefined;
