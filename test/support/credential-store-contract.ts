@@ -75,6 +75,36 @@ export function userRecord(username: string, subject: string): UserRecord {
 }
 
 /** Subscribes the observer and returns the first revocation it hears. */
+/**
+ * A store made fresh before each test of the calling describe (the clock at START_MS) and
+ * closed after it: what every store contract starts from.
+ */
+export function freshStoreEach(makeStore: () => Promise<StoreUnderTest>): {
+  readonly target: StoreUnderTest;
+  readonly store: CredentialStore;
+} {
+  let target: StoreUnderTest | undefined;
+  beforeEach(async () => {
+    clock.ms = START_MS;
+    target = await makeStore();
+  });
+  afterEach(async () => {
+    await target?.close();
+  });
+  const made = (): StoreUnderTest => {
+    if (target === undefined) throw new Error('no store outside a test');
+    return target;
+  };
+  return {
+    get target() {
+      return made();
+    },
+    get store() {
+      return made().store;
+    },
+  };
+}
+
 function nextRevocation(target: StoreUnderTest): Promise<Revocation> {
   return new Promise((resolve) => {
     target.observer.subscribe(resolve, () => undefined);

@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CredentialStore, KeySummary } from '../../src/credentials/credential-store.js';
 import {
   clock,
+  freshStoreEach,
   DAY_MS,
   iso,
   keyRecord,
@@ -31,18 +32,7 @@ export function expiringPairsContract(
   makeStore: () => Promise<StoreUnderTest>,
 ): void {
   describe(`${name} credential store: pairs ending soon`, () => {
-    let target: StoreUnderTest;
-    let store: CredentialStore;
-
-    beforeEach(async () => {
-      clock.ms = START_MS;
-      target = await makeStore();
-      store = target.store;
-    });
-
-    afterEach(async () => {
-      await target.close();
-    });
+    const fresh = freshStoreEach(makeStore);
 
     const endsIn = (days: number) => ({ expiresAt: iso(START_MS + days * DAY_MS) });
     const pairs = {
@@ -56,38 +46,45 @@ export function expiringPairsContract(
 
     async function writePairs(): Promise<void> {
       for (const record of Object.values(pairs))
-        await expect(store.createKey(record, 10)).resolves.toBe(true);
-      await store.revokeKey(pairs.revoked.key, iso(START_MS - 1000));
+        await expect(fresh.store.createKey(record, 10)).resolves.toBe(true);
+      await fresh.store.revokeKey(pairs.revoked.key, iso(START_MS - 1000));
     }
 
     it('yields the usable pairs of every subject whose expiry comes by the bound, and no other', async () => {
       await writePairs();
-      const month = await walked(store, START_MS + 30 * DAY_MS);
+      const month = await walked(fresh.store, START_MS + 30 * DAY_MS);
       expect([...month.keys()].sort()).toEqual([pairs.month.key, pairs.week.key]);
       expect(month.get(pairs.week.key)).toEqual(summary(pairs.week));
-      expect([...(await walked(store, START_MS + 7 * DAY_MS)).keys()]).toEqual([pairs.week.key]);
+      expect([...(await walked(fresh.store, START_MS + 7 * DAY_MS)).keys()]).toEqual([
+        pairs.week.key,
+      ]);
       // Once a pair's end has come, it is no longer ending: it has ended.
       clock.ms = START_MS + 4 * DAY_MS;
-      expect([...(await walked(store, clock.ms + 30 * DAY_MS)).keys()]).toEqual([pairs.month.key]);
+      expect([...(await walked(fresh.store, clock.ms + 30 * DAY_MS)).keys()]).toEqual([
+        pairs.month.key,
+      ]);
     });
 
     it('counts them in the 7 and 30 day windows, as of its clock', async () => {
       await writePairs();
-      await expect(store.countExpiring(60_000)).resolves.toEqual({
+      await expect(fresh.store.countExpiring(60_000)).resolves.toEqual({
         countedAtMs: START_MS,
         within: { '7d': 1, '30d': 2 },
       });
     });
 
     it('finds them across many subjects (each master of a Cluster), with an empty store before', async () => {
-      await expect(walked(store, START_MS + 30 * DAY_MS)).resolves.toEqual(new Map());
+      await expect(walked(fresh.store, START_MS + 30 * DAY_MS)).resolves.toEqual(new Map());
       const made: string[] = [];
       for (let i = 0; i < 40; i += 1) {
         const key = `ak_many_${String(i).padStart(2, '0')}`;
-        await store.createKey(keyRecord(key, `subject-${String(i)}`, endsIn(1 + (i % 25))), 10);
+        await fresh.store.createKey(
+          keyRecord(key, `subject-${String(i)}`, endsIn(1 + (i % 25))),
+          10,
+        );
         made.push(key);
       }
-      expect([...(await walked(store, START_MS + 30 * DAY_MS)).keys()].sort()).toEqual(made);
+      expect([...(await walked(fresh.store, START_MS + 30 * DAY_MS)).keys()].sort()).toEqual(made);
     });
   });
 }
