@@ -4,6 +4,7 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/config-schema.js';
 import type { StoreHealth } from '../../credentials/credential-store.js';
+import { guardSocketErrors } from './socket-errors.js';
 
 /** A client of any mode: standalone and Sentinel are a Redis, a Cluster its own kind. */
 export type RedisClient = Redis | Cluster;
@@ -43,6 +44,7 @@ const CONNECT_TIMEOUT_MS = 2_000;
 
 /** The client `config` names: standalone, Sentinel or Cluster, each failing fast. */
 export function createRedisClient(config: RedisConfig): RedisClient {
+  guardSocketErrors();
   const options = {
     // Fail fast during an outage: a command waits at most commandTimeoutMs, is retried
     // once, and the client keeps reconnecting in the background. ioredis arms this timer
@@ -102,7 +104,8 @@ function tlsHandshakeError(node: RedisNode, tls: ConnectionOptions): Promise<Err
     };
     socket.setTimeout(CONNECT_TIMEOUT_MS, () => done());
     socket.once('secureConnect', () => done());
-    socket.once('error', done);
+    // `on`: a refused certificate and the server's alert can both arrive (see socket-errors.ts).
+    socket.on('error', done);
   });
 }
 
