@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import {
   infoFields,
   redisCli,
+  redisCliAuth,
   redisCliTls,
   serverConfig,
   startRedisProcesses,
@@ -66,10 +67,12 @@ export interface RedisClusterOptions {
   readonly parentDir?: string;
   /** Every node on TLS only: clients, the Cluster bus and replication. */
   readonly tls?: RedisTlsFiles;
+  /** The password every node asks of its clients and gives its master. */
+  readonly password?: string;
 }
 
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
-  const { parentDir = tmpdir(), tls } = options;
+  const { parentDir = tmpdir(), tls, password } = options;
   const root = mkdtempSync(join(parentDir, 'gw-redis-cluster-'));
   let nodes: RedisProcess[] = [];
   const stop = async (): Promise<void> => {
@@ -82,12 +85,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         command: 'redis-server' as const,
         dir: join(root, `node-${i}`),
         tls,
+        password,
         // The client port and the bus port: the bus is set apart from port + 10000, which
         // another test file's free port may be.
         portCount: 2,
         config: ([port = 0, busPort = 0]: readonly number[]) =>
           [
-            ...serverConfig(port, join(root, `node-${i}`), tls),
+            ...serverConfig(port, join(root, `node-${i}`), tls, password),
             // The bus over TLS; each node then announces its TLS port in CLUSTER SLOTS.
             ...(tls === undefined ? [] : ['tls-cluster yes']),
             'cluster-enabled yes',
@@ -99,6 +103,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     );
     await redisCli([
       ...redisCliTls(tls),
+      ...redisCliAuth(password),
       '--cluster',
       'create',
       ...nodes.map((node) => node.address),

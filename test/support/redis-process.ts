@@ -61,6 +61,8 @@ export interface RedisProcessOptions {
   readonly command: RedisCommand;
   /** Its client port speaks TLS only: the test's own connection (call) then does too. */
   readonly tls?: RedisTlsFiles | undefined;
+  /** The password its clients give (`requirepass`): the test's own connection gives it too. */
+  readonly password?: string | undefined;
   /** Made afresh (emptied if it exists); the caller removes it (with the topology's root). */
   readonly dir: string;
   /** Free ports it needs, its client port first (a Cluster node also needs its bus port). */
@@ -107,7 +109,7 @@ async function distinctFreePorts(count: number): Promise<number[]> {
 }
 
 function redisProcess(
-  { command, dir, tls }: RedisProcessOptions,
+  { command, dir, tls, password }: RedisProcessOptions,
   configFile: string,
   ports: readonly number[],
 ): RedisProcess {
@@ -127,6 +129,7 @@ function redisProcess(
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
       ...clientTls,
+      ...(password === undefined ? {} : { password }),
     });
     redis.on('error', () => undefined);
     const connecting = redis.connect().then(() => redis);
@@ -288,7 +291,12 @@ export async function startRedisProcesses(
  * synced at once (Redis 7 waits 5 s by default to batch diskless syncs: every test with a
  * replica would wait it).
  */
-export function serverConfig(port: number, dir: string, tls?: RedisTlsFiles): string[] {
+export function serverConfig(
+  port: number,
+  dir: string,
+  tls?: RedisTlsFiles,
+  password?: string,
+): string[] {
   return [
     ...listenConfig(port, tls),
     'bind 127.0.0.1',
@@ -296,6 +304,8 @@ export function serverConfig(port: number, dir: string, tls?: RedisTlsFiles): st
     'appendonly no',
     'repl-diskless-sync-delay 0',
     `dir "${dir}"`,
+    // Asked of clients, and given by a replica to its master.
+    ...(password === undefined ? [] : [`requirepass "${password}"`, `masterauth "${password}"`]),
   ];
 }
 
@@ -320,4 +330,9 @@ export function listenConfig(port: number, tls?: RedisTlsFiles): string[] {
 /** redis-cli's arguments to reach a process of `tls`'s topology (none for a plain one). */
 export function redisCliTls(tls?: RedisTlsFiles): string[] {
   return tls === undefined ? [] : ['--tls', '--cacert', tls.caFile];
+}
+
+/** redis-cli's arguments to give `password` (none without one). */
+export function redisCliAuth(password?: string): string[] {
+  return password === undefined ? [] : ['-a', password, '--no-auth-warning'];
 }

@@ -65,12 +65,14 @@ export interface RedisSentinelsOptions {
   readonly name?: string;
   /** Every server and sentinel on TLS only, to clients and to each other. */
   readonly tls?: RedisTlsFiles;
+  /** The password the servers ask of their clients (the sentinels ask none, and give it). */
+  readonly password?: string;
 }
 
 export async function startRedisSentinels(
   options: RedisSentinelsOptions = {},
 ): Promise<RedisSentinels> {
-  const { name = 'mymaster', tls } = options;
+  const { name = 'mymaster', tls, password } = options;
   const root = mkdtempSync(join(tmpdir(), 'gw-redis-sentinel-'));
   const processes: RedisProcess[] = [];
   const subscribers: Redis[] = [];
@@ -84,11 +86,11 @@ export async function startRedisSentinels(
   let servers: RedisProcess[];
   let sentinels: RedisProcess[];
   try {
-    const [master] = await startRedisProcesses([serverOptions(root, tls, 'master')]);
+    const [master] = await startRedisProcesses([serverOptions(root, { tls, password }, 'master')]);
     if (master === undefined) throw new Error('no master');
     processes.push(master);
     const [replica] = await startRedisProcesses([
-      serverOptions(root, tls, 'replica', `replicaof 127.0.0.1 ${master.port}`),
+      serverOptions(root, { tls, password }, 'replica', `replicaof 127.0.0.1 ${master.port}`),
     ]);
     if (replica === undefined) throw new Error('no replica');
     processes.push(replica);
@@ -97,7 +99,9 @@ export async function startRedisSentinels(
     // 10 s, so one first seen syncing would stay unhealthy to it for that long.
     await untilAttached(replica, master);
     sentinels = await startRedisProcesses(
-      Array.from({ length: SENTINELS }, (_, i) => sentinelOptions(root, tls, i, name, master.port)),
+      Array.from({ length: SENTINELS }, (_, i) =>
+        sentinelOptions(root, { tls, password }, i, name, master.port),
+      ),
     );
     processes.push(...sentinels);
     for (const [index, sentinel] of sentinels.entries()) {
@@ -206,9 +210,15 @@ export async function startRedisSentinels(
   };
 }
 
+/** What every process of the set shares: TLS, and the servers' password. */
+interface SetSecurity {
+  readonly tls: RedisTlsFiles | undefined;
+  readonly password: string | undefined;
+}
+
 function serverOptions(
   root: string,
-  tls: RedisTlsFiles | undefined,
+  { tls, password }: SetSecurity,
   role: string,
   ...extra: string[]
 ) {
@@ -217,14 +227,15 @@ function serverOptions(
     command: 'redis-server' as const,
     dir,
     tls,
+    password,
     config: ([port = 0]: readonly number[]) =>
-      [...serverConfig(port, dir, tls), ...extra].join('\n'),
+      [...serverConfig(port, dir, tls, password), ...extra].join('\n'),
   };
 }
 
 function sentinelOptions(
   root: string,
-  tls: RedisTlsFiles | undefined,
+  { tls, password }: SetSecurity,
   index: number,
   name: string,
   masterPort: number,
@@ -244,6 +255,7 @@ function sentinelOptions(
         `sentinel down-after-milliseconds ${name} ${SENTINEL_DOWN_AFTER_MS}`,
         `sentinel failover-timeout ${name} ${FAILOVER_TIMEOUT_MS}`,
         `sentinel parallel-syncs ${name} 1`,
+        ...(password === undefined ? [] : [`sentinel auth-pass ${name} "${password}"`]),
       ].join('\n'),
   };
 }

@@ -57,15 +57,20 @@ export function createRedisClient(config: RedisConfig): RedisClient {
   };
   const tls = tlsOptions(config);
   const nodes = seedNodes(config);
+  const auth = nodeCredentials(config);
   // The Cluster client has an offline queue of its own, with no timer: the runner never
   // hands it a command before it is ready (see run-script.ts). It reaches each node at the
   // address CLUSTER SLOTS gives (with tls-cluster, the TLS port): no servername is needed,
   // tls.connect checks an IP address against the certificate's IP names (RFC 6125 §6.2.1).
   if (config.mode === 'cluster')
-    return new Cluster(nodes, { redisOptions: tls === undefined ? options : { ...options, tls } });
+    return new Cluster(nodes, {
+      redisOptions: { ...options, ...auth, ...(tls === undefined ? {} : { tls }) },
+    });
   if (config.mode === 'sentinel') {
     return new Redis({
       ...options,
+      // The master and replicas the sentinels name; the sentinels themselves are asked unauthenticated.
+      ...auth,
       sentinels: nodes,
       name: config.sentinelName ?? 'mymaster',
       // The sentinels and the master they name, both over TLS with the same CA.
@@ -77,21 +82,74 @@ export function createRedisClient(config: RedisConfig): RedisClient {
 }
 
 /**
- * Why the seed nodes of a Cluster or Sentinel configuration refuse TLS, found by one
- * handshake with each; undefined when they all complete one (or for other configurations).
- * ioredis's Cluster and Sentinel clients reach their nodes first through connections whose
- * errors they ignore (the Cluster's slot refresher, the Sentinel connector's probe) and
- * report only "Connection is closed.": a CA that does not match would read as a closed
- * connection. A standalone client reports its socket's own error, so needs none.
+ * The user and password of `url`, for the data nodes of a Cluster or Sentinel configuration
+ * (whose `url` names no server): one place for the secret in every mode, scrubbed from logs
+ * like the standalone URL's (redisSecrets). Empty when the URL carries none.
  */
-export function tlsDiagnosis(config: RedisConfig): (() => Promise<Error | undefined>) | undefined {
+function nodeCredentials(config: RedisConfig): { username?: string; password?: string } {
+  const { username, password } = new URL(config.url);
+  return {
+    ...(username === '' ? {} : { username: safeDecode(username) }),
+    ...(password === '' ? {} : { password: safeDecode(password) }),
+  };
+}
+
+/**
+ * Why the seed nodes of a Cluster or Sentinel configuration cannot be used, found by one
+ * TLS handshake with each (with a CA file) and, for a Cluster's nodes, one PING with the
+ * URL's credentials; undefined when every probe succeeds (and for a standalone client, which
+ * reports its socket's and its AUTH's own errors). ioredis's Cluster and Sentinel clients
+ * reach their nodes first through connections whose errors they ignore (the Cluster's slot
+ * refresher, the Sentinel connector's probe) and report only "Connection is closed.": a CA
+ * that does not match, or a Cluster's wrong password, would read as a closed connection.
+ */
+export function seedDiagnosis(config: RedisConfig): (() => Promise<Error | undefined>) | undefined {
   const tls = tlsOptions(config);
-  if (tls === undefined || config.mode === 'standalone') return undefined;
+  if (config.mode === 'standalone' || (tls === undefined && config.mode !== 'cluster'))
+    return undefined;
   const nodes = seedNodes(config);
+  const auth = nodeCredentials(config);
+  const probe = async (node: RedisNode): Promise<Error | undefined> =>
+    (tls === undefined ? undefined : await tlsHandshakeError(node, tls)) ??
+    (config.mode === 'cluster'
+      ? await pingError(node, { ...auth, ...(tls && { tls }) })
+      : undefined);
   return async () => {
-    const errors = await Promise.all(nodes.map((node) => tlsHandshakeError(node, tls)));
+    const errors = await Promise.all(nodes.map(probe));
     return errors.find((error) => error !== undefined);
   };
+}
+
+/** The first error of one connection to `node` that says PING (its AUTH's, if it is refused). */
+async function pingError(
+  node: RedisNode,
+  options: { username?: string; password?: string; tls?: ConnectionOptions },
+): Promise<Error | undefined> {
+  const redis = new Redis({
+    ...options,
+    host: node.host,
+    port: node.port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableReadyCheck: false,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    commandTimeout: CONNECT_TIMEOUT_MS,
+  });
+  let first: Error | undefined;
+  redis.on('error', (error: Error) => {
+    first ??= error;
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+    return undefined;
+  } catch (error) {
+    return first ?? (error instanceof Error ? error : new Error(String(error)));
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** The error a TLS handshake with `node` ends in; undefined once it completes, or takes too long. */
@@ -232,7 +290,7 @@ export interface WatchOptions {
   readonly now?: () => number;
   /**
    * Asked when the client goes down saying no more than that its connection closed: the
-   * cause it finds, if any, is logged and described instead (see tlsDiagnosis).
+   * cause it finds, if any, is logged and described instead (see seedDiagnosis).
    */
   readonly diagnose?: (() => Promise<Error | undefined>) | undefined;
 }

@@ -12,7 +12,7 @@ import {
   createRedisClient,
   redisAddress,
   redisSecrets,
-  tlsDiagnosis,
+  seedDiagnosis,
   watchRedisConnection,
   type RedisClient,
   type RedisConnection,
@@ -67,7 +67,7 @@ export function createRedisBackend(
     secrets: redisSecrets(config),
     log: options.log,
     settleWithinMs: SETTLE_WITHIN_MS,
-    diagnose: tlsDiagnosis(config),
+    diagnose: seedDiagnosis(config),
   });
   const breakers = createRedisBreakers(client, {
     settings: config.breaker,
