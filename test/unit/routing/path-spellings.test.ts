@@ -43,12 +43,17 @@ function upstreamView(path: string): string {
       return row;
     }
   });
-  return decoded
-    .toLowerCase()
-    .replace(/;[^/]*/g, '')
-    .replace(/\/{2,}/g, '/')
-    .replace(/([^/])\.[^/.]*$/, '$1')
-    .replace(/(.)\/$/, '$1');
+  return (
+    decoded
+      .toLowerCase()
+      // An escape left undecoded (a byte of no valid UTF-8) names the same byte in either
+      // case (RFC 3986 §6.2.2.1): the route it reaches is the one of its upper-case form.
+      .replace(/%[0-9a-f]{2}/g, (escape) => escape.toUpperCase())
+      .replace(/;[^/]*/g, '')
+      .replace(/\/{2,}/g, '/')
+      .replace(/([^/])\.[^/.]*$/, '$1')
+      .replace(/(.)\/$/, '$1')
+  );
 }
 
 function entryOf(target: string): string | undefined {
