@@ -52,6 +52,23 @@ afterAll(() => {
 });
 
 describe('the Redis script runner', () => {
+  it('tells onCallTime how long each call it sent took, answered or failed', async () => {
+    const times: number[] = [];
+    const timed = createScriptRunner(client, {
+      timeoutMs: 300,
+      connection: watchRedisConnection(client, {
+        address: 'test',
+        secrets: [],
+        settleWithinMs: 1_000,
+      }),
+      onCallTime: (seconds) => times.push(seconds),
+    });
+    expect(await timed.run(INCR_BY, { counter: `${prefix}timed` }, { by: 1 })).toBe(1);
+    await expect(timed.call(`${prefix}timed`, (c, k) => c.hget(k, 'f'))).rejects.toThrow();
+    expect(times).toHaveLength(2);
+    for (const seconds of times) expect(seconds).toBeGreaterThan(0);
+  });
+
   it('runs a script with its keys and arguments by name', async () => {
     const counter = `${prefix}counter`;
     expect(await runner.run(INCR_BY, { counter }, { by: 2 })).toBe(2);

@@ -229,19 +229,8 @@ export function createScriptRunner(
   client: RedisClient,
   options: ScriptRunnerOptions,
 ): ScriptRunner {
-  const bound = createBound(client, options.timeoutMs);
-  const { connection, onCallTime } = options;
-  const bounded: <T>(operation: () => Promise<T>) => Promise<T> =
-    onCallTime === undefined
-      ? bound
-      : async <T>(operation: () => Promise<T>): Promise<T> => {
-          const startedMs = performance.now();
-          try {
-            return await bound(operation);
-          } finally {
-            onCallTime((performance.now() - startedMs) / 1000);
-          }
-        };
+  const bounded = createBound(client, options.timeoutMs, options.onCallTime);
+  const { connection } = options;
   const breakers: RedisBreakers = options.breakers ?? { run: (_key, call) => call() };
   // A call without a key (a ping, a script given no key) goes to any node: no breaker.
   const guarded = async <T>(key: string | undefined, operation: () => Promise<T>): Promise<T> => {
@@ -317,7 +306,11 @@ function unavailable(connection: RedisConnection, error: unknown): GatewayError 
  * timeout. A Cluster command is only issued once the client is ready, so an outage does not
  * pile commands into that queue.
  */
-function createBound(client: RedisClient, timeoutMs: number) {
+function createBound(
+  client: RedisClient,
+  timeoutMs: number,
+  onCallTime: ((seconds: number) => void) | undefined,
+) {
   let ready: Promise<void> | undefined;
   // One 'ready' listener per not-ready period, shared by every waiting call: a burst of
   // requests during an outage must not add a listener each.
@@ -335,6 +328,8 @@ function createBound(client: RedisClient, timeoutMs: number) {
     return ready;
   };
   return async function bounded<T>(operation: () => Promise<T>): Promise<T> {
+    // Timed in the bound's own finally: no further async layer on every call to Redis.
+    const startedMs = onCallTime === undefined ? 0 : performance.now();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
@@ -345,6 +340,7 @@ function createBound(client: RedisClient, timeoutMs: number) {
       return await Promise.race([operation(), deadline]);
     } finally {
       clearTimeout(timer);
+      onCallTime?.((performance.now() - startedMs) / 1000);
     }
   };
 }
