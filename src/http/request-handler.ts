@@ -43,6 +43,8 @@ import type { EndpointRoute, ForwardAuthRoute, ProxyRoute, RouteEntry } from './
 /** A route that decides a request: everything but the forward-auth check, which names one. */
 type DecidingRoute = ProxyRoute | EndpointRoute;
 
+const NO_FIELDS: readonly string[] = [];
+
 export interface RequestHandlerOptions {
   routes: RouteTable<RouteEntry>;
   authenticator: Authenticator;
@@ -109,6 +111,8 @@ class RequestContext implements Exchange, ExchangeBytes {
   upstreamStatus: number | undefined = undefined;
   upstreamMs: number | undefined = undefined;
   upstreamError: UpstreamErrorKind | undefined = undefined;
+  /** The rate-limit fields once a limit was checked: `[name, value, …]` (see Exchange). */
+  responseFields: readonly string[] = NO_FIELDS;
   /** A shadow rate limit that would have refused this request, for the access line. */
   private rateLimitShadow: string | undefined = undefined;
   /** Why the credentials were refused, for the access line. */
@@ -280,9 +284,22 @@ class RequestContext implements Exchange, ExchangeBytes {
     const { identity, checking } = this;
     if (route.kind === 'endpoint') this.serve(route, param, query);
     else if (identity === undefined) return;
-    else if (checking !== undefined)
+    else if (checking !== undefined) {
+      this.setResponseFields();
       writeAllowed(this.res, identity, this.requestId, checking.cacheMaxAgeSec);
-    else this.forward(route, identity, param, query);
+    } else this.forward(route, identity, param, query);
+  }
+
+  /**
+   * The gateway's own fields (responseFields) set on a response it writes itself: an
+   * upstream's head carries them in its one writeHead instead.
+   */
+  private setResponseFields(): void {
+    const fields = this.responseFields;
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const [name, value] = [fields[i], fields[i + 1]];
+      if (name !== undefined && value !== undefined) this.res.setHeader(name, value);
+    }
   }
 
   /**
@@ -315,18 +332,20 @@ class RequestContext implements Exchange, ExchangeBytes {
     return this.applyLimit(check);
   }
 
-  /** Sets the IETF headers on the response; true (and the 429 written) when refused. */
+  /** Keeps the IETF fields for the response; true (and the 429 written) when refused. */
   private applyLimit(verdict: RateVerdict | undefined): boolean {
     if (verdict === undefined) return false;
-    const { res } = this;
     if (verdict.shadowRefusedBy !== undefined) {
       this.rateLimitShadow = verdict.shadowRefusedBy;
       this.shared.options.metrics.countRateLimitShadowed(verdict.shadowRefusedBy);
     }
-    if (verdict.policyHeader !== '') {
-      res.setHeader('ratelimit-policy', verdict.policyHeader);
-      res.setHeader('ratelimit', verdict.limitHeader);
-    }
+    if (verdict.policyHeader !== '')
+      this.responseFields = [
+        'ratelimit-policy',
+        verdict.policyHeader,
+        'ratelimit',
+        verdict.limitHeader,
+      ];
     if (verdict.allowed) return false;
     this.shared.options.metrics.countRateLimited(verdict.refusedBy ?? 'credential');
     this.onError(new GatewayError('rate_limited', { retryAfterSec: verdict.retryAfterSec }));
@@ -386,6 +405,7 @@ class RequestContext implements Exchange, ExchangeBytes {
 
   private serve(route: EndpointRoute, param: string | undefined, query: string): void {
     const { req, res, requestId, identity } = this;
+    this.setResponseFields();
     route
       .handle({ req, res, requestId, identity, param, query, client: this })
       .catch((error: unknown) => this.onError(error));
@@ -403,8 +423,10 @@ class RequestContext implements Exchange, ExchangeBytes {
     else this.error = failure;
     // nginx's auth_request hands its config the check's status and headers, never the body:
     // the code lets it answer invalid_path or token_expired rather than guess from the status.
-    if (this.checking !== undefined && !this.res.headersSent)
-      this.res.setHeader('x-auth-error', failure.code);
+    if (!this.res.headersSent) {
+      this.setResponseFields();
+      if (this.checking !== undefined) this.res.setHeader('x-auth-error', failure.code);
+    }
     const { endpoint } = this;
     if (endpoint?.writeError === undefined) writeError(this.res, failure, this.requestId);
     else endpoint.writeError(this.res, failure, this.requestId);

@@ -64,6 +64,12 @@ export interface Exchange {
   /** How the request's body goes upstream (see request-body). */
   readonly body: RequestBody;
   readonly requestId: string;
+  /**
+   * The gateway's own fields for the client's response head, `[name, value, …]` (the
+   * rate-limit fields): written in the one writeHead of the upstream's head. Set on the
+   * response before, they would send each of the upstream's fields through Node's slow path.
+   */
+  readonly responseFields: readonly string[];
   /** 502 or 504, before the response started; after it, the engine cuts the client socket. */
   readonly onError: (error: GatewayError) => void;
   // What the engine saw, written by it as it happens (plain field writes: the access line

@@ -28,6 +28,9 @@ interface ExchangeState {
  * for the GC than a WeakMap, and it lets one listener per engine serve every request.
  */
 const STATE = Symbol('accounts-gateway.exchange');
+
+/** The head's own part when a response comes without its exchange (none known to happen). */
+const NO_EXCHANGE = { requestId: '', responseFields: [] } as const;
 type CarryingRequest = IncomingMessage & { [STATE]?: ExchangeState };
 /** The upstream request carries what its shared timeout listener needs: no closure. */
 type CarryingUpstreamRequest = ClientRequest & { [STATE]?: ExchangeState };
@@ -209,7 +212,7 @@ function proxyResponseHandler(
         proxyRes.statusCode ?? 502,
         proxyRes.statusMessage,
         proxyRes.headers,
-        state?.exchange.requestId ?? '',
+        state?.exchange ?? NO_EXCHANGE,
       );
     if (state !== undefined) {
       state.response = proxyRes;

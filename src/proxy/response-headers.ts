@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeader, ServerResponse } from 'node:http';
+import type { Exchange } from './forwarder.js';
 
 const RESPONSE_HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
@@ -21,14 +22,16 @@ const RESPONSE_HOP_BY_HOP: ReadonlySet<string> = new Set([
  *
  * The head is handed to Node as one flat [name, value, ...] list built in one pass: deleting
  * the hop-by-hop fields from the parsed object (Node's upstream sends two on every response)
- * turned it into a slow dictionary that writeHead then walked, several times the cost.
+ * turned it into a slow dictionary that writeHead then walked, several times the cost. The
+ * gateway's own fields join that list for the same reason: with any field set on the
+ * response before, writeHead removes and re-adds each field of the list one by one.
  */
 export function writeProxiedHead(
   res: ServerResponse,
   statusCode: number,
   statusMessage: string | undefined,
   headers: IncomingHttpHeaders,
-  requestId: string,
+  exchange: Pick<Exchange, 'requestId' | 'responseFields'>,
 ): void {
   // The usual values (Node sends `keep-alive` on every response) name nothing to strip,
   // so only other values are taken apart.
@@ -49,8 +52,8 @@ export function writeProxiedHead(
       continue;
     fields.push(name, value);
   }
-  // The gateway's request id, in place of any the upstream sent.
-  fields.push('x-request-id', requestId);
+  // The gateway's request id, in place of any the upstream sent, and its own fields.
+  fields.push('x-request-id', exchange.requestId, ...exchange.responseFields);
   if (statusMessage === undefined || statusMessage === '') res.writeHead(statusCode, fields);
   else res.writeHead(statusCode, statusMessage, fields);
 }

@@ -65,7 +65,7 @@ export class UndiciExchange implements Dispatcher.DispatchHandler {
     // (RFC 9110 §15.2 would have a proxy forward it; no 101 comes: no Upgrade is ever sent.)
     if (statusCode < 200) return;
     this.exchange.upstreamStatus = statusCode;
-    writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange.requestId);
+    writeProxiedHead(this.res, statusCode, statusMessage, headers, this.exchange);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

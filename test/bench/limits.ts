@@ -7,7 +7,7 @@ import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import type { RateLimitMode } from '../../src/protection/rate-policy.js';
 import { httpRequest } from './processes.js';
 import { atLeast, verdict } from './rate-limit-figures.js';
-import { formatNumber, ratio } from './report.js';
+import { formatNumber, perRoundRatios, ratio } from './report.js';
 import { row, runRounds, type BenchContext, type Row, type SectionResult } from './scenarios.js';
 import type { Target } from './targets.js';
 
@@ -22,6 +22,11 @@ export interface LimitsSetup {
     rateLimits: GatewayConfigInput['rateLimits'],
     extraArgs?: readonly string[],
   ) => Promise<Target>;
+  /**
+   * CPU microseconds a check of these limits adds to a request of the cached pair, measured
+   * in the bench's process (limit-check-cost.ts).
+   */
+  readonly checkMicros: (rateLimits: GatewayConfigInput['rateLimits']) => Promise<number>;
   /** `Authorization: Basic …` of the cached pair. */
   readonly basicHeader: string;
   /** Deletes the cached pair's credential bucket in Redis (a full budget again). */
@@ -56,60 +61,90 @@ export async function firstRequests(target: Target, header: string, count = 1): 
   }
 }
 
+/** A gateway on the bench's Redis with limits `mode` (off: none), and its row. */
+async function limitsRow(
+  ctx: BenchContext,
+  setup: LimitsSetup,
+  id: string,
+  mode: 'off' | RateLimitMode,
+): Promise<Row> {
+  const { options } = ctx;
+  ctx.onNote(`starting the gateway with rate limits ${mode}`);
+  const target = await setup.startGateway(`gateway-${id}`, limitsOf(mode));
+  await firstRequests(target, setup.basicHeader);
+  const control = id.endsWith('control') ? ', a second gateway' : '';
+  return row({
+    id,
+    label:
+      mode === 'off'
+        ? `gateway ${options.engine}, rate limits off${control}`
+        : `gateway ${options.engine}, rate limits ${mode} (never refusing)`,
+    target,
+    ...(id === 'limits-off' ? {} : { bare: 'limits-off' }),
+    spec: () => ({
+      url: target.url,
+      connections: options.connections,
+      seconds: options.duration,
+      header: setup.basicHeader,
+    }),
+  });
+}
+
+const limitsOf = (mode: 'off' | RateLimitMode): GatewayConfigInput['rateLimits'] =>
+  mode === 'off' ? {} : { credential: { ...NEVER_REFUSING, mode } };
+
 /**
  * Limits off, exact and lease: requests per CPU-second of the gateway process, each mode's
  * against off, and the script runs per request each row cost the bench's Redis (read around
  * each measured run). The Redis server's own CPU is not in the gateway's (not its tree):
- * the fleet section measures it.
+ * the fleet section measures it. A second limits-off gateway (the control) shows how far two
+ * like gateways measured one after the other differ; the cost of a check measured in process
+ * gives the lease's figure, which is smaller than that.
  */
 export async function limitsSection(ctx: BenchContext, setup: LimitsSetup): Promise<SectionResult> {
   const { options } = ctx;
   const title = `limits off, exact and lease (engine ${options.engine}, Basic cached, Redis buckets)`;
   const rows: Row[] = [];
   const calls = new Map<string, number[]>();
-  for (const mode of ['off', 'exact', 'lease'] as const) {
-    const id = `limits-${mode}`;
-    ctx.onNote(`starting the gateway with rate limits ${mode}`);
-    const target = await setup.startGateway(
-      `gateway-${id}`,
-      mode === 'off' ? {} : { credential: { ...NEVER_REFUSING, mode } },
-    );
-    await firstRequests(target, setup.basicHeader);
+  for (const [id, mode] of [
+    ['limits-off', 'off'],
+    ['limits-off-control', 'off'],
+    ['limits-exact', 'exact'],
+    ['limits-lease', 'lease'],
+  ] as const) {
     const perRequest: number[] = [];
     calls.set(id, perRequest);
     let before = 0;
-    rows.push(
-      row({
-        id,
-        label:
-          mode === 'off'
-            ? `gateway ${options.engine}, rate limits off`
-            : `gateway ${options.engine}, rate limits ${mode} (never refusing)`,
-        target,
-        ...(mode === 'off' ? {} : { bare: 'limits-off' }),
-        spec: () => ({
-          url: target.url,
-          connections: options.connections,
-          seconds: options.duration,
-          header: setup.basicHeader,
-        }),
-        beforeRun: async () => {
-          before = await setup.scriptCalls();
-        },
-        afterRun: async (run) => {
-          const delta = (await setup.scriptCalls()) - before;
-          if (run.valid) perRequest.push(delta / run.wrk.requests);
-        },
-      }),
-    );
+    rows.push({
+      ...(await limitsRow(ctx, setup, id, mode)),
+      beforeRun: async () => {
+        before = await setup.scriptCalls();
+      },
+      afterRun: async (run) => {
+        const delta = (await setup.scriptCalls()) - before;
+        if (run.valid) perRequest.push(delta / run.wrk.requests);
+      },
+    });
   }
   await runRounds(ctx, 'limits', rows);
-  const [off, exact, lease] = rows;
-  // Requests per CPU-second on / off = CPU per request off / on.
-  const perCpuSecond = {
+  const [off, control, exact, lease] = rows;
+  ctx.onNote('limits: the cost of a check, in process');
+  // Lease only: an exact check is a round trip, which a loop of checks one at a time
+  // measures at its slowest, not as the gateway's many requests in flight share it.
+  const leaseCheckMicros = await setup.checkMicros(limitsOf('lease'));
+  const offMicros = off
+    ? median(off.runs.filter((r) => r.valid).map((r) => r.cpuMicrosPerRequest))
+    : NaN;
+  // Requests per CPU-second on / off = CPU per request off / on: one after the other…
+  const interleaved = {
     exact: off && exact ? ratio(off, exact, 'cpuMicrosPerRequest') : NaN,
     lease: off && lease ? ratio(off, lease, 'cpuMicrosPerRequest') : NaN,
+    control: off && control ? ratio(off, control, 'cpuMicrosPerRequest') : NaN,
   };
+  // …and, for lease, with a check's in-process cost added to the off row's CPU per request:
+  // the lease's target is read there, its effect being under the control's spread.
+  const inProcess = offMicros / (offMicros + leaseCheckMicros);
+  const perCpuSecond = { exact: interleaved.exact, lease: inProcess };
   const rps = {
     exact: off && exact ? ratio(exact, off, 'rps') : NaN,
     lease: off && lease ? ratio(lease, off, 'rps') : NaN,
@@ -121,12 +156,21 @@ export async function limitsSection(ctx: BenchContext, setup: LimitsSetup): Prom
     exact: atLeast(perCpuSecond.exact, LIMITS_TARGETS.exact),
     lease: atLeast(perCpuSecond.lease, LIMITS_TARGETS.lease),
   };
-  const line = (mode: RateLimitMode, why: string): string =>
-    `limits ${mode} / off (median of per-round ratios): requests per CPU-second × ${formatNumber(perCpuSecond[mode], 'ratio')}, req/s × ${formatNumber(rps[mode], 'ratio')}; target ≥ ${LIMITS_TARGETS[mode].toFixed(2)} (${why}): ${verdict(pass[mode])}`;
+  const spread = (r: Row | undefined): string => {
+    const values = r === undefined || off === undefined ? [] : perRoundRatios(off, r);
+    return values.length === 0
+      ? 'n/a'
+      : `per round ${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+  };
+  const target = (mode: RateLimitMode, why: string): string =>
+    `target ≥ ${LIMITS_TARGETS[mode].toFixed(2)} (${why}): ${verdict(pass[mode])}`;
+  const measured = (mode: RateLimitMode, r: Row | undefined): string =>
+    `limits ${mode} / off, requests per CPU-second: gateways one after the other × ${formatNumber(interleaved[mode], 'ratio')} (median, ${spread(r)}), req/s × ${formatNumber(rps[mode], 'ratio')}`;
   const notes = [
-    line('exact', 'one script run per request'),
-    line('lease', 'a script run per lease, the limit decided in process'),
-    "(CPU is the gateway process tree's; the Redis server's work for the scripts is not in it. Redis calls/req: EVALSHA + EVAL on the bench's Redis over each measured run / the requests wrk counted; off: the last-use writes only)",
+    `${measured('exact', exact)}; ${target('exact', 'one script run per request, one after the other')}`,
+    `${measured('lease', lease)}; a check in process ${leaseCheckMicros.toFixed(2)} µs on the off row's ${formatNumber(offMicros, 'int')} µs: × ${inProcess.toFixed(3)}; ${target('lease', 'a script run per lease, the limit decided in process; in process')}`,
+    `control: a second limits-off gateway against the first, one after the other × ${formatNumber(interleaved.control, 'ratio')} (${spread(control)}): how far two like gateways measure apart on these cores, more than a lease check costs; so the lease's target is read in process`,
+    "(CPU is the gateway process tree's; the Redis server's work for the scripts is not in it. In process: the built limiter on the bench's Redis, 100,000 checks of the cached pair with its two header fields set on a response, CPU of the bench process less the loop's, median of 5. Redis calls/req: EVALSHA + EVAL on the bench's Redis over each measured run / the requests wrk counted; off: the last-use writes only)",
   ];
   return {
     id: 'limits',
@@ -142,6 +186,15 @@ export async function limitsSection(ctx: BenchContext, setup: LimitsSetup): Prom
         },
       },
     ],
-    extra: { perCpuSecond, rps, callsPerRequest, targets: LIMITS_TARGETS, pass },
+    extra: {
+      perCpuSecond,
+      interleaved,
+      leaseCheckMicros,
+      inProcess,
+      rps,
+      callsPerRequest,
+      targets: LIMITS_TARGETS,
+      pass,
+    },
   };
 }

@@ -86,7 +86,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     trace: 0,
     workers: tools.workers ? 2 : 0,
     flood: 2,
-    limits: 3,
+    // Off (and a second off gateway, the control), exact and lease.
+    limits: 4,
     // Not rows measured by runRounds: its own fixed-length runs, counted in setupSec.
     accuracy: 0,
     // Sequential requests, not wrk rounds: its time is in setupSec.
@@ -128,6 +129,8 @@ function makePlan(options: BenchOptions, tools: Tools): Plan {
     // A Cluster, two gateways of two workers, a failover, and rounds × 20 revocations.
     (want('revocation') ? 40 + options.rounds * 4 : 0) +
     (want('fleet') ? 20 : 0) +
+    // The lease check in process (limit-check-cost.ts).
+    (want('limits') ? 5 : 0) +
     (want('accuracy') ? accuracy.seconds : 0) +
     (want('population') ? population.otherSec : 0);
   const estimateSec =

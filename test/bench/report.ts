@@ -59,13 +59,26 @@ function perRound(
   metric: Metric,
   combine: (x: number, y: number) => number,
 ): number {
+  return median(perRoundValues(a, b, metric, combine));
+}
+
+/** Requests per CPU-second of `b` over `a`'s (CPU per request a / b), round by round. */
+export const perRoundRatios = (a: Row, b: Row): number[] =>
+  perRoundValues(a, b, 'cpuMicrosPerRequest', (x, y) => x / y);
+
+function perRoundValues(
+  a: Row,
+  b: Row,
+  metric: Metric,
+  combine: (x: number, y: number) => number,
+): number[] {
   const values: number[] = [];
   for (const runA of a.runs) {
     const runB = b.runs.find((run) => run.round === runA.round);
     if (runB === undefined || !runA.valid || !runB.valid) continue;
     values.push(combine(pickMetric(runA, metric), pickMetric(runB, metric)));
   }
-  return median(values);
+  return values;
 }
 
 /** The value at percentile `p` (0-100) of ascending `sorted`: the nearest rank at or below. */

@@ -4,7 +4,8 @@
 //   main.ts       options, tools, plan and estimate, signals, progress, table and JSON
 //   sections.ts   each section: what it starts, its rows, its ratios and notes
 //   scenarios.ts  interleaved rounds, cold pair cycles, the bcrypt limit
-//   limits.ts     the limits section (off, exact, lease) and what it and accuracy need
+//   limits.ts     the limits section (off, its control, exact, lease) and what it and accuracy need
+//   limit-check-cost.ts  a lease check's CPU, in process
 //   accuracy.ts   the accuracy section: 2 gateways × 2 workers, a skewed load that swaps sides
 //   accuracy-load.ts        its load client (servers/skew-load.ts), started and bounded
 //   rate-limit-figures.ts  their arithmetic (windows, calls per request, targets), pure

@@ -11,6 +11,7 @@ import { median } from '../support/median.js';
 import { accuracySection } from './accuracy.js';
 import { fleetSection } from './fleet.js';
 import { parseNodeInfo } from './fleet-figures.js';
+import { limitCheckMicros } from './limit-check-cost.js';
 import { limitsSection, type LimitsSetup } from './limits.js';
 import { errorCount, socketErrorCount, pairKey, type WrkSpec } from './measure.js';
 import type { Engine, Section } from './options.js';
@@ -249,17 +250,15 @@ export async function runSections(ctx: BenchContext, tools: Tools): Promise<Sect
 /** The limits and accuracy sections' gateways: the fixture's, with rate limits laid over. */
 function limitsSetup(ctx: BenchContext, fixture: Fixture, redis: RedisServer): LimitsSetup {
   const { key, secret } = fixture.cachedPair;
+  const config = (rateLimits: GatewayConfigInput['rateLimits']): GatewayConfigInput => ({
+    ...fixture.gatewayConfig(ctx.options.engine, redis),
+    ...(rateLimits === undefined ? {} : { rateLimits }),
+  });
   return {
     startGateway: (name, rateLimits, extraArgs) =>
-      startGateway(
-        ctx.group,
-        name,
-        {
-          ...fixture.gatewayConfig(ctx.options.engine, redis),
-          ...(rateLimits === undefined ? {} : { rateLimits }),
-        },
-        extraArgs,
-      ),
+      startGateway(ctx.group, name, config(rateLimits), extraArgs),
+    checkMicros: (rateLimits) =>
+      limitCheckMicros(config(rateLimits), { key, subject: 'bench-cached' }),
     basicHeader: `Authorization: ${basicHeader(key, secret)}`,
     // The bucket's key as the limiter names it (src/protection/rate-limiter.ts).
     resetBucket: async () => {

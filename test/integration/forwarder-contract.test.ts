@@ -85,8 +85,8 @@ async function front(
   engine: (typeof ENGINES)[number][1],
   upstreamPort: number,
   maxSockets = 16,
-  /** Headers the front sets on the response before forwarding (as the rate limiter does). */
-  preset: Record<string, string> = {},
+  /** The front's own fields for the response head (as the rate limiter's). */
+  responseFields: readonly string[] = [],
   timeoutMs = 5_000,
   bodyBufferBytes = 16 * 1024,
 ): Promise<Front> {
@@ -110,7 +110,6 @@ async function front(
     const headers: Record<string, string> = { host: `127.0.0.1:${upstreamPort}` };
     const type = req.headers['content-type'];
     if (type !== undefined) headers['content-type'] = type;
-    for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
     // The gateway's decision, as the request handler takes it (see request-body).
     const forward = (body: RequestBody | undefined): void => {
       if (body === undefined) return;
@@ -119,6 +118,7 @@ async function front(
         headers,
         body,
         requestId: 'req-1',
+        responseFields,
         onError: (error) => {
           errors.push(error);
           res.destroy();
@@ -242,7 +242,7 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
           res.end('ok');
         });
       });
-      const { port } = await front(engine, await listen(upstream), 16, {}, 5_000, 8);
+      const { port } = await front(engine, await listen(upstream), 16, [], 5_000, 8);
       const sent = parts.join('');
       const head =
         framing === 'chunked'
@@ -311,7 +311,7 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
     expect(answer.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
   });
 
-  it('keeps the headers set on the response before forwarding, beside the upstream ones', async () => {
+  it("writes the front's own response fields beside the upstream's, in its head", async () => {
     const upstream = createServer((req, res) => {
       res.writeHead(req.url === '/missing' ? 404 : 200, { 'x-upstream': 'yes' });
       res.end('body');
@@ -320,7 +320,7 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       ratelimit: '"credential";r=4;t=60',
       'ratelimit-policy': '"credential";q=5;w=60',
     };
-    const { port } = await front(engine, await listen(upstream), 16, preset);
+    const { port } = await front(engine, await listen(upstream), 16, Object.entries(preset).flat());
     for (const path of ['/', '/missing']) {
       const answer = await send(port, { path });
       expect([
@@ -405,7 +405,7 @@ describe.each(ENGINES)('the %s engine', (_name, engine) => {
       engine,
       await listen(upstream),
       16,
-      {},
+      [],
       100,
     );
     await send(port, {}).catch(() => undefined);

@@ -35,6 +35,7 @@ const exchange = (errors: GatewayError[] = []): Exchange => ({
   headers: {},
   body: NO_BODY,
   requestId: 'r',
+  responseFields: [],
   onError: (error: GatewayError) => errors.push(error),
   upstreamStartedAt: performance.now(),
   upstreamStatus: undefined,
