@@ -39,8 +39,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await store?.close();
-  await redis?.stop();
+  try {
+    if (store === undefined) client?.disconnect();
+    else await store.close();
+  } finally {
+    await redis?.stop();
+  }
 });
 
 describe('the Redis store reading pairs on the request path', () => {
