@@ -7,7 +7,7 @@ import type { GatewayConfigInput } from '../support/gateway-yaml.js';
 import type { RateLimitMode } from '../../src/protection/rate-policy.js';
 import { httpRequest } from './processes.js';
 import { atLeast, verdict } from './rate-limit-figures.js';
-import { formatNumber, perRoundRatios, ratio } from './report.js';
+import { formatNumber, perRoundRatios, ratio, summarize } from './report.js';
 import { row, runRounds, type BenchContext, type Row, type SectionResult } from './scenarios.js';
 import type { Target } from './targets.js';
 
@@ -132,9 +132,7 @@ export async function limitsSection(ctx: BenchContext, setup: LimitsSetup): Prom
   // Lease only: an exact check is a round trip, which a loop of checks one at a time
   // measures at its slowest, not as the gateway's many requests in flight share it.
   const leaseCheckMicros = await setup.checkMicros(limitsOf('lease'));
-  const offMicros = off
-    ? median(off.runs.filter((r) => r.valid).map((r) => r.cpuMicrosPerRequest))
-    : NaN;
+  const offMicros = off ? summarize(off).cpuMicrosPerRequest : NaN;
   // Requests per CPU-second on / off = CPU per request off / on: one after the other…
   const interleaved = {
     exact: off && exact ? ratio(off, exact, 'cpuMicrosPerRequest') : NaN,
