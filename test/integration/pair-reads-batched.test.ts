@@ -1,67 +1,116 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '../../src/backends/redis/client.js';
+import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
 import { generateKeyPair } from '../../src/credentials/generate-key-pair.js';
 import { redisConfig } from '../support/redis-config.js';
+import { startRedisSentinels, type RedisSentinels } from '../support/redis-sentinels.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
-// A Redis of its own, and a client whose socket's writes are counted.
-let redis: TestRedis | undefined;
-let client: Redis | undefined;
-let store: CredentialStore | undefined;
-let writes = 0;
-const prefix = uniquePrefix('batched');
 const pairs = Array.from({ length: 20 }, (_, i) => {
   const subject = `batched-${i}`;
   return { ...generateKeyPair(subject), subject };
 });
 
-beforeAll(async () => {
-  redis = await startLocalRedis();
+/** A store on `config` whose client's writes to its (master's) socket are counted. */
+interface CountedStore {
+  readonly store: CredentialStore;
+  readonly writes: () => number;
+}
+
+/** The pairs seeded at `url`, and a store on `config` reading them, its writes counted. */
+async function countedStore(url: string, config: RedisConfig): Promise<CountedStore> {
   for (const pair of pairs)
-    await seedKey(redis.url, prefix, { ...pair, secretHash: '$2b$04$batched' });
-  const config = redisConfig(redis.url, prefix);
-  const made = createRedisClient(config);
-  if (!(made instanceof Redis)) throw new Error('a standalone configuration makes a Redis client');
-  client = made;
-  store = openRedisStore(config, { client });
-  // Connected, and its connection's own first commands sent.
-  await store.getKey(pairs[0]?.key ?? '');
+    await seedKey(url, config.keyPrefix, { ...pair, secretHash: '$2b$04$batched' });
+  const client = createRedisClient(config);
+  if (!(client instanceof Redis))
+    throw new Error('a non-Cluster configuration makes a Redis client');
+  const store = openRedisStore(config, { client });
+  let writes = 0;
+  try {
+    // Connected (through the sentinels, to the master), its connection's first commands sent.
+    await store.getKey(pairs[0]?.key ?? '');
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const { stream } = client;
   const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
   stream.write = (...args: unknown[]) => {
     writes += 1;
     return write(...args);
   };
-});
+  return { store, writes: () => writes };
+}
 
-afterAll(async () => {
-  try {
-    if (store === undefined) client?.disconnect();
-    else await store.close();
-  } finally {
-    await redis?.stop();
-  }
-});
+/**
+ * Every pair asked for from its own callback of one turn, as the requests one poll of the
+ * event loop reads do: without auto-pipelining, each callback's command leaves in a write of
+ * its own. The writes that took.
+ */
+async function writesOfOneTurn({ store, writes }: CountedStore): Promise<number> {
+  const before = writes();
+  const found = await Promise.all(
+    pairs.map(
+      (pair) =>
+        new Promise<KeyRecord | undefined>((resolve, reject) =>
+          setImmediate(() => void store.getKey(pair.key).then(resolve, reject)),
+        ),
+    ),
+  );
+  expect(found.map((record) => record?.key)).toEqual(pairs.map((pair) => pair.key));
+  return writes() - before;
+}
 
 describe('the Redis store reading pairs on the request path', () => {
-  it('sends the pairs asked for in one turn of the event loop in one write (standalone)', async () => {
-    const before = writes;
-    // As the requests one poll of the event loop reads, each asking from its own callback:
-    // without auto-pipelining, each callback's command leaves in a write of its own.
-    const found = await Promise.all(
-      pairs.map(
-        (pair) =>
-          new Promise<KeyRecord | undefined>((resolve, reject) =>
-            setImmediate(() => void store?.getKey(pair.key).then(resolve, reject)),
-          ),
-      ),
-    );
-    const sent = writes - before;
-    expect(found.map((record) => record?.key)).toEqual(pairs.map((pair) => pair.key));
-    expect(sent).toBe(1);
+  describe('on a lone Redis', () => {
+    let redis: TestRedis | undefined;
+    let counted: CountedStore | undefined;
+    beforeAll(async () => {
+      redis = await startLocalRedis();
+      counted = await countedStore(redis.url, redisConfig(redis.url, uniquePrefix('batched')));
+    });
+    afterAll(async () => {
+      try {
+        await counted?.store.close();
+      } finally {
+        await redis?.stop();
+      }
+    });
+
+    it('sends the pairs asked for in one turn of the event loop in one write', async () => {
+      if (counted === undefined) throw new Error('no store');
+      expect(await writesOfOneTurn(counted)).toBe(1);
+    });
+  });
+
+  describe('on the master of a Sentinel set', () => {
+    let sentinels: RedisSentinels | undefined;
+    let counted: CountedStore | undefined;
+    beforeAll(async () => {
+      sentinels = await startRedisSentinels();
+      const master = await sentinels.master();
+      counted = await countedStore(`redis://${master.address}`, {
+        ...redisConfig('redis://127.0.0.1:6379', uniquePrefix('batched')),
+        mode: 'sentinel',
+        sentinelName: sentinels.name,
+        nodes: [...sentinels.sentinelAddresses],
+      });
+    }, 120_000);
+    afterAll(async () => {
+      try {
+        await counted?.store.close();
+      } finally {
+        await sentinels?.stop();
+      }
+    });
+
+    it('sends the pairs asked for in one turn of the event loop in one write', async () => {
+      if (counted === undefined) throw new Error('no store');
+      expect(await writesOfOneTurn(counted)).toBe(1);
+    });
   });
 });

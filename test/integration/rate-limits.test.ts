@@ -9,7 +9,7 @@ import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
 import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
-import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -109,6 +109,49 @@ describe('a gateway on the memory store with rate limits', () => {
       '"address";q=1;w=3600',
     ]);
   });
+});
+
+describe('a gateway with rate limits whose upstream is down', () => {
+  // The fields are kept beside the request and appended to the upstream's head; an answer
+  // the gateway writes itself when no head came (502) must carry them all the same.
+  it.each(['http-proxy-3', 'undici'] as const)(
+    'answers 502 with the RateLimit fields of the request it counted (%s)',
+    async (engine) => {
+      const yaml = gatewayYaml({
+        config: {
+          server: { host: '127.0.0.1', port: 0 },
+          upstreams: { accounts: { url: `http://127.0.0.1:${await freePort()}`, engine } },
+          credentials: {
+            seed: {
+              keys: [
+                {
+                  key: pair.key,
+                  subject: pair.subject,
+                  secretHash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
+                },
+              ],
+            },
+          },
+          rateLimits: { credential: { requests: 5, periodSec: 3600 } },
+          logging: { level: 'silent' },
+        },
+      });
+      const gateway = await createGateway(parseConfig(yaml, 'upstream-down.yaml'), {
+        logger: createLogger('silent'),
+      });
+      try {
+        const url = `http://127.0.0.1:${(await gateway.listen()).port}`;
+        const answer = await fromFetch(await fetch(`${url}/accounts`, { headers: auth }));
+        expectGatewayError(answer, 'upstream_unavailable');
+        expect([answer.headers['ratelimit-policy'], answer.headers.ratelimit]).toEqual([
+          '"credential";q=5;w=3600',
+          '"credential";r=4;t=720',
+        ]);
+      } finally {
+        await gateway.close();
+      }
+    },
+  );
 });
 
 describe('a gateway whose Redis goes away', () => {
