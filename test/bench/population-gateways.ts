@@ -21,6 +21,32 @@ export type RecordCheckResult = (typeof RECORD_CHECKS)[number];
 export interface GatewayCounters {
   readonly bcryptCompares: number;
   readonly recordChecks: Record<RecordCheckResult, number>;
+  /**
+   * Its answers other than 2xx by status and by who produced them, e.g. `503 gateway` (its own
+   * refusal or failure) or `404 upstream` (passed on): gateway_requests_total's labels. What
+   * the errors a load client counted were, when there were any.
+   */
+  readonly failedAnswers: Readonly<Record<string, number>>;
+}
+
+const REQUESTS_SAMPLE = /^gateway_requests_total\{([^}]*)\} (\S+)$/;
+const LABEL = /(\w+)="([^"]*)"/g;
+
+/** gateway_requests_total's samples other than 2xx, summed over routes by `status source`. */
+export function failedAnswersOf(metrics: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const line of metrics.split('\n')) {
+    const match = REQUESTS_SAMPLE.exec(line);
+    if (match === null) continue;
+    const labels = new Map<string, string>();
+    for (const [, name = '', value = ''] of (match[1] ?? '').matchAll(LABEL))
+      labels.set(name, value);
+    const status = labels.get('status') ?? '';
+    if (status.startsWith('2')) continue;
+    const name = `${status} ${labels.get('source') ?? ''}`.trim();
+    counts[name] = (counts[name] ?? 0) + Number(match[2]);
+  }
+  return counts;
 }
 
 /**
@@ -71,7 +97,11 @@ export async function readCounters(gateway: MeteredGateway): Promise<GatewayCoun
       answer.body,
       `gateway_verified_record_checks_total{result="${result}"}`,
     );
-  return { bcryptCompares: sample(answer.body, BCRYPT_COMPARES), recordChecks: checks };
+  return {
+    bcryptCompares: sample(answer.body, BCRYPT_COMPARES),
+    recordChecks: checks,
+    failedAnswers: failedAnswersOf(answer.body),
+  };
 }
 
 /** after − before, counter by counter. */
@@ -79,7 +109,16 @@ export function countersBetween(before: GatewayCounters, after: GatewayCounters)
   const checks = {} as Record<RecordCheckResult, number>;
   for (const result of RECORD_CHECKS)
     checks[result] = after.recordChecks[result] - before.recordChecks[result];
-  return { bcryptCompares: after.bcryptCompares - before.bcryptCompares, recordChecks: checks };
+  const failedAnswers: Record<string, number> = {};
+  for (const [name, count] of Object.entries(after.failedAnswers)) {
+    const added = count - (before.failedAnswers[name] ?? 0);
+    if (added > 0) failedAnswers[name] = added;
+  }
+  return {
+    bcryptCompares: after.bcryptCompares - before.bcryptCompares,
+    recordChecks: checks,
+    failedAnswers,
+  };
 }
 
 /** Resolves once its admin port's /readyz answers 200 (every worker ready), or throws. */

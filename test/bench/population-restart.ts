@@ -12,7 +12,6 @@ import { formatNumber, table } from './report.js';
 import type { BenchContext } from './scenarios.js';
 import type { Population } from './population-seed.js';
 import {
-  countersBetween,
   readCounters,
   untilReady,
   type GatewayCounters,
@@ -217,10 +216,8 @@ export async function restartRun(
   await sleep(Math.max(0, switchMs + AFTER_SWITCH_SEC * 1000 - epochMs()));
   const endMs = epochMs();
   await stopProcess(load);
-  const newProcess = countersBetween(
-    { bcryptCompares: 0, recordChecks: { hit: 0, absent: 0, ended: 0, other_key: 0, refused: 0 } },
-    await readCounters(next),
-  );
+  // Counted from its start: its whole life.
+  const newProcess = await readCounters(next);
   await stopProcess(next.target.started);
 
   const answers = parseAnswers(readFileSync(out, 'utf8'));

@@ -160,7 +160,26 @@ export function steadySummary(figures: SteadyFigures) {
     bcryptPerRequest:
       largeRequests > 0 ? sum((r) => r.large.counters.bcryptCompares) / largeRequests : NaN,
     errors: sum((r) => r.base.errors + r.large.errors),
+    baseFailedAnswers: failedOver(figures.runs.map((r) => r.base.counters)),
+    largeFailedAnswers: failedOver(figures.runs.map((r) => r.large.counters)),
   };
+}
+
+/** The answers other than 2xx of `counters`, summed. */
+function failedOver(counters: readonly GatewayCounters[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const c of counters)
+    for (const [name, count] of Object.entries(c.failedAnswers))
+      total[name] = (total[name] ?? 0) + count;
+  return total;
+}
+
+/** `51 × 503 gateway, 2 × 502 gateway`, or `none`. */
+function failedText(failed: Readonly<Record<string, number>>): string {
+  const entries = Object.entries(failed).sort(([, a], [, b]) => b - a);
+  return entries.length === 0
+    ? 'none'
+    : entries.map(([name, count]) => `${formatNumber(count, 'int')} × ${name}`).join(', ');
 }
 
 type SteadySummary = ReturnType<typeof steadySummary>;
@@ -213,6 +232,14 @@ export function steadyNotes(
     const pass = steadyVerdict(s, targets);
     return `target, ${large} with records, ${engine}, steady state: req/s × ${times(s.rpsRatio)} of the ${base} row (≥ ${targets.rpsAtLeast}) ${verdictText(pass.rps)}; p99 × ${times(s.p99Ratio)} (≤ ${targets.p99AtMost}) ${verdictText(pass.p99)}; bcrypt runs per request ${perRequestText(s.bcryptPerRequest)} (≤ ${targets.bcryptPerRequestAtMost}) ${verdictText(pass.bcrypt)}`;
   });
+  // What the errors a wrk counted were, by the gateways' own count: an error the gateways did
+  // not answer (none listed) was a timeout or a cut connection.
+  const errorNotes = summaries
+    .filter(({ s }) => s.errors > 0)
+    .map(
+      ({ engine, s }) =>
+        `errors, ${engine}: ${formatNumber(s.errors, 'int')} counted by wrk; the gateways' own answers other than 2xx in those runs (status, and who gave it: the gateway or the upstream): ${base} ${failedText(s.baseFailedAnswers)}; ${large} ${failedText(s.largeFailedAnswers)}`,
+    );
   return [
     `steady state, records on: the ${base} and ${large} gateways of each engine loaded at once (${load.connections} connections each, a wrk each), ${STEADY_WARMUP_SEC} s (the cache's TTL) before ${first.runs.length} measured runs of ${load.seconds} s:`,
     table(
@@ -233,6 +260,7 @@ export function steadyNotes(
       rows,
     ),
     `steady state: each run's ratio pairs the two gateways' figures over the same seconds (the median of the runs' ratios is given); records/req: the ${large} gateway's process-cache misses per request, each one HGETALL and one HMAC (a pair's cache entry lives ${STEADY_WARMUP_SEC} s from its check, so a pair drawn less often than that misses at each draw). The table above measures each row in turn, a few seconds of load at a time: further from the steady state, its 100,000-pair rows miss more.`,
+    ...errorNotes,
     ...verdicts,
   ];
 }

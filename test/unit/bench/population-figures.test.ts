@@ -8,7 +8,9 @@ import {
   windowP99s,
   type Answer,
 } from '../../bench/population-restart.js';
+import { failedAnswersOf } from '../../bench/population-gateways.js';
 import {
+  steadyNotes,
   steadySummary,
   steadyVerdict,
   type SteadyFigures,
@@ -105,6 +107,7 @@ const side = (rps: number, p99Ms: number, hits = 0, bcrypt = 0): SteadySide => (
   counters: {
     bcryptCompares: bcrypt,
     recordChecks: { hit: hits, absent: 0, ended: 0, other_key: 0, refused: 0 },
+    failedAnswers: {},
   },
 });
 
@@ -150,5 +153,46 @@ describe('the steady state', () => {
     expect(
       steadyVerdict(s, { rpsAtLeast: 0.95, p99AtMost: 1.2, bcryptPerRequestAtMost: 0.001 }),
     ).toEqual({ rps: false, p99: false, bcrypt: false });
+  });
+
+  it("says what a run's errors were, by the gateways' own count of their answers", () => {
+    const large = side(100, 900);
+    const withErrors: SteadyFigures = {
+      ...figures,
+      runs: [
+        ...figures.runs,
+        {
+          base: side(4000, 20),
+          large: {
+            ...large,
+            errors: 53,
+            counters: { ...large.counters, failedAnswers: { '503 gateway': 51, '502 gateway': 2 } },
+          },
+        },
+      ],
+    };
+    const targets = { rpsAtLeast: 0.8, p99AtMost: 2, bcryptPerRequestAtMost: 0.001 };
+    const load = { connections: 64, seconds: 5 };
+    expect(steadyNotes([withErrors], targets, load)).toContain(
+      "errors, undici: 53 counted by wrk; the gateways' own answers other than 2xx in those runs (status, and who gave it: the gateway or the upstream): 1 pair none; 100,000 pairs 51 × 503 gateway, 2 × 502 gateway",
+    );
+    expect(steadyNotes([figures], targets, load).some((line) => line.startsWith('errors'))).toBe(
+      false,
+    );
+  });
+});
+
+describe("a gateway's answers other than 2xx, from its /metrics", () => {
+  it('sums gateway_requests_total over routes by status and source, leaving out 2xx', () => {
+    const metrics = [
+      '# HELP gateway_requests_total Requests answered.',
+      '# TYPE gateway_requests_total counter',
+      'gateway_requests_total{route="accounts",status="200",source="upstream"} 9000',
+      'gateway_requests_total{route="accounts",status="503",source="gateway"} 40',
+      'gateway_requests_total{route="account",status="503",source="gateway"} 11',
+      'gateway_requests_total{route="accounts",status="404",source="upstream"} 3',
+      'gateway_requests_total_other{route="accounts",status="500",source="gateway"} 7',
+    ].join('\n');
+    expect(failedAnswersOf(metrics)).toEqual({ '503 gateway': 51, '404 upstream': 3 });
   });
 });
