@@ -20,6 +20,19 @@ const pair = { key: 'ak_limited', secret: 'limited-secret-0123456789', subject: 
 const auth = { authorization: basicHeader(pair.key, pair.secret) };
 let upstream: EchoUpstream;
 
+/** The memory store seeded with `pair`. */
+const seededPair = async () => ({
+  seed: {
+    keys: [
+      {
+        key: pair.key,
+        subject: pair.subject,
+        secretHash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
+      },
+    ],
+  },
+});
+
 beforeAll(async () => {
   upstream = await startEchoUpstream();
 });
@@ -37,17 +50,7 @@ describe('a gateway on the memory store with rate limits', () => {
       upstreamUrl: upstream.url,
       config: {
         server: { host: '127.0.0.1', port: 0 },
-        credentials: {
-          seed: {
-            keys: [
-              {
-                key: pair.key,
-                subject: pair.subject,
-                secretHash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
-              },
-            ],
-          },
-        },
+        credentials: await seededPair(),
         rateLimits: {
           credential: { requests: 2, periodSec: 3600 },
           address: { requests: 1, periodSec: 3600 },
@@ -121,17 +124,7 @@ describe('a gateway with rate limits whose upstream is down', () => {
         config: {
           server: { host: '127.0.0.1', port: 0 },
           upstreams: { accounts: { url: `http://127.0.0.1:${await freePort()}`, engine } },
-          credentials: {
-            seed: {
-              keys: [
-                {
-                  key: pair.key,
-                  subject: pair.subject,
-                  secretHash: await bcrypt.hash(pair.secret, TEST_BCRYPT_COST),
-                },
-              ],
-            },
-          },
+          credentials: await seededPair(),
           rateLimits: { credential: { requests: 5, periodSec: 3600 } },
           logging: { level: 'silent' },
         },
