@@ -31,7 +31,7 @@ async function countedStore(url: string, config: RedisConfig): Promise<CountedSt
   const store = openRedisStore(config, { client });
   let writes = 0;
   try {
-    // Connected (through the sentinels, to the master), its connection's first commands sent.
+    // Connected (on a Sentinel set, to the master the sentinels name), its first commands sent.
     await store.getKey(pairs[0]?.key ?? '');
   } catch (error) {
     await store.close();
