@@ -1,5 +1,4 @@
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ErrorCode } from '../../src/errors/error-codes.js';
@@ -12,6 +11,7 @@ import { gatewayYaml } from '../support/gateway-yaml.js';
 import { openIdleConnection } from '../support/idle-connection.js';
 import { fromFetch } from '../support/http-answer.js';
 import { rawRequest } from '../support/raw-request.js';
+import { startRawUpstream, type RawUpstream } from '../support/raw-upstream.js';
 import { freePort } from '../support/redis-server.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
@@ -37,32 +37,6 @@ let chunked: RawUpstream;
 /** Records the upstream-side socket of each request it answers. */
 let sockets: SocketRecordingUpstream;
 let gateway: GatewayProcess;
-
-interface RawUpstream {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-/** A TCP server that answers each request's first bytes with `onRequest(socket)`. */
-async function startRawUpstream(onRequest: (socket: Socket) => void): Promise<RawUpstream> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    socket.once('data', () => onRequest(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 interface SocketRecordingUpstream {
   readonly url: string;

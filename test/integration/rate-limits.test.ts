@@ -9,7 +9,8 @@ import { expectGatewayError } from '../support/expect-gateway-error.js';
 import { gatewayYaml } from '../support/gateway-yaml.js';
 import { fromFetch } from '../support/http-answer.js';
 import { startInProcessGateway, type RunningGateway } from '../support/in-process-gateway.js';
-import { freePort, startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { startRawUpstream, type RawUpstream } from '../support/raw-upstream.js';
+import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
 import { seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { untilSubscribers } from '../support/until-subscribers.js';
 
@@ -116,14 +117,24 @@ describe('a gateway on the memory store with rate limits', () => {
 
 describe('a gateway with rate limits whose upstream is down', () => {
   // The fields are kept beside the request and appended to the upstream's head; an answer
-  // the gateway writes itself when no head came (502) must carry them all the same.
+  // the gateway writes itself when no head came (502) must carry them all the same. The
+  // upstream resets each connection: a port nobody listens on could be taken meanwhile by a
+  // server of another test file.
+  let resetting: RawUpstream;
+  beforeAll(async () => {
+    resetting = await startRawUpstream((socket) => socket.destroy());
+  });
+  afterAll(async () => {
+    await resetting.close();
+  });
+
   it.each(['http-proxy-3', 'undici'] as const)(
     'answers 502 with the RateLimit fields of the request it counted (%s)',
     async (engine) => {
       const yaml = gatewayYaml({
         config: {
           server: { host: '127.0.0.1', port: 0 },
-          upstreams: { accounts: { url: `http://127.0.0.1:${await freePort()}`, engine } },
+          upstreams: { accounts: { url: resetting.url, engine } },
           credentials: await seededPair(),
           rateLimits: { credential: { requests: 5, periodSec: 3600 } },
           logging: { level: 'silent' },
