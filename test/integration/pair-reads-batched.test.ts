@@ -5,8 +5,8 @@ import type { RedisConfig } from '../../src/config/config-schema.js';
 import type { CredentialStore, KeyRecord } from '../../src/credentials/credential-store.js';
 import { generateKeyPair } from '../../src/credentials/generate-key-pair.js';
 import { redisConfig } from '../support/redis-config.js';
-import { startRedisSentinels, type RedisSentinels } from '../support/redis-sentinels.js';
-import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { startRedisSentinels } from '../support/redis-sentinels.js';
+import { startLocalRedis } from '../support/redis-server.js';
 import { openRedisStore } from '../support/redis-store.js';
 import { seedKey, uniquePrefix } from '../support/seed-redis.js';
 
@@ -65,52 +65,57 @@ async function writesOfOneTurn({ store, writes }: CountedStore): Promise<number>
   return writes() - before;
 }
 
-describe('the Redis store reading pairs on the request path', () => {
-  describe('on a lone Redis', () => {
-    let redis: TestRedis | undefined;
-    let counted: CountedStore | undefined;
-    beforeAll(async () => {
-      redis = await startLocalRedis();
-      counted = await countedStore(redis.url, redisConfig(redis.url, uniquePrefix('batched')));
-    });
-    afterAll(async () => {
-      try {
-        await counted?.store.close();
-      } finally {
-        await redis?.stop();
-      }
-    });
+/** Where the pairs live: the URL they are seeded at, the store's configuration, its stop. */
+interface Topology {
+  readonly seedUrl: string;
+  readonly config: RedisConfig;
+  readonly stop: () => Promise<void>;
+}
 
-    it('sends the pairs asked for in one turn of the event loop in one write', async () => {
-      if (counted === undefined) throw new Error('no store');
-      expect(await writesOfOneTurn(counted)).toBe(1);
-    });
+async function loneRedis(): Promise<Topology> {
+  const redis = await startLocalRedis();
+  const config = redisConfig(redis.url, uniquePrefix('batched'));
+  return { seedUrl: redis.url, config, stop: () => redis.stop() };
+}
+
+/** A master, its replica and three sentinels on loopback; the store finds the master through them. */
+async function sentinelSet(): Promise<Topology> {
+  const sentinels = await startRedisSentinels();
+  try {
+    const master = await sentinels.master();
+    const config: RedisConfig = {
+      ...redisConfig('redis://127.0.0.1:6379', uniquePrefix('batched')),
+      mode: 'sentinel',
+      sentinelName: sentinels.name,
+      nodes: [...sentinels.sentinelAddresses],
+    };
+    return { seedUrl: `redis://${master.address}`, config, stop: () => sentinels.stop() };
+  } catch (error) {
+    await sentinels.stop();
+    throw error;
+  }
+}
+
+describe.each([
+  ['a lone Redis', loneRedis],
+  ['the master of a Sentinel set', sentinelSet],
+] as const)('the Redis store reading pairs on the request path, on %s', (_where, start) => {
+  let topology: Topology | undefined;
+  let counted: CountedStore | undefined;
+  beforeAll(async () => {
+    topology = await start();
+    counted = await countedStore(topology.seedUrl, topology.config);
+  }, 120_000);
+  afterAll(async () => {
+    try {
+      await counted?.store.close();
+    } finally {
+      await topology?.stop();
+    }
   });
 
-  describe('on the master of a Sentinel set', () => {
-    let sentinels: RedisSentinels | undefined;
-    let counted: CountedStore | undefined;
-    beforeAll(async () => {
-      sentinels = await startRedisSentinels();
-      const master = await sentinels.master();
-      counted = await countedStore(`redis://${master.address}`, {
-        ...redisConfig('redis://127.0.0.1:6379', uniquePrefix('batched')),
-        mode: 'sentinel',
-        sentinelName: sentinels.name,
-        nodes: [...sentinels.sentinelAddresses],
-      });
-    }, 120_000);
-    afterAll(async () => {
-      try {
-        await counted?.store.close();
-      } finally {
-        await sentinels?.stop();
-      }
-    });
-
-    it('sends the pairs asked for in one turn of the event loop in one write', async () => {
-      if (counted === undefined) throw new Error('no store');
-      expect(await writesOfOneTurn(counted)).toBe(1);
-    });
+  it('sends the pairs asked for in one turn of the event loop in one write', async () => {
+    if (counted === undefined) throw new Error('no store');
+    expect(await writesOfOneTurn(counted)).toBe(1);
   });
 });
