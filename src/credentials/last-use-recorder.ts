@@ -27,6 +27,15 @@ export interface LastUseRecorderOptions {
   timer?: boolean;
 }
 
+/**
+ * Uses handed to one write. A batch is written a slice at a time, one after another: 45,000
+ * pairs noted in a minute, turned into one write, held the event loop for 140 ms (their ISO
+ * times, the store's per-pair work and the garbage of both all at once), a stall every
+ * request in flight waited out once a minute. A slice is a few milliseconds, the store's own
+ * script batch (backends/redis/last-use.ts) in one run.
+ */
+export const USES_PER_WRITE = 500;
+
 export function createLastUseRecorder(options: LastUseRecorderOptions): LastUseRecorder {
   const now = options.now ?? Date.now;
   const { intervalMs } = options;
@@ -35,6 +44,34 @@ export function createLastUseRecorder(options: LastUseRecorderOptions): LastUseR
   // key -> time of the first use noted in the current interval, waiting for the batch.
   let pending = new Map<string, number>();
   let writing: Promise<void> | undefined;
+
+  /** Kept for the next batch, unless a later use was noted meanwhile. */
+  const keep = (uses: Iterable<readonly [string, number]>): void => {
+    for (const [key, usedAt] of uses) if (!pending.has(key)) pending.set(key, usedAt);
+  };
+
+  /** The slices of `batch` in turn; on a failure, that slice and the rest are kept. */
+  const writeSlices = async (batch: ReadonlyMap<string, number>): Promise<void> => {
+    const remaining = batch.entries();
+    for (;;) {
+      const slice: (readonly [string, number])[] = [];
+      for (const use of remaining) {
+        slice.push(use);
+        if (slice.length === USES_PER_WRITE) break;
+      }
+      if (slice.length === 0) return;
+      const uses = new Map<string, string>();
+      for (const [key, usedAt] of slice) uses.set(key, new Date(usedAt).toISOString());
+      try {
+        await options.write(uses);
+      } catch (error) {
+        keep(slice);
+        keep(remaining);
+        options.onError?.(error);
+        return;
+      }
+    }
+  };
 
   const flush = async (): Promise<void> => {
     // One batch at a time: a slow store must not pile batches up.
@@ -45,16 +82,7 @@ export function createLastUseRecorder(options: LastUseRecorderOptions): LastUseR
     const at = now();
     // Forget pairs whose quiet time is over: the map holds only recently used pairs.
     for (const [key, until] of quietUntil) if (until <= at) quietUntil.delete(key);
-    const uses = new Map<string, string>();
-    for (const [key, usedAt] of batch) uses.set(key, new Date(usedAt).toISOString());
-    writing = options.write(uses).then(
-      () => undefined,
-      (error: unknown) => {
-        // Kept for the next batch, unless a later use was noted meanwhile.
-        for (const [key, usedAt] of batch) if (!pending.has(key)) pending.set(key, usedAt);
-        options.onError?.(error);
-      },
-    );
+    writing = writeSlices(batch);
     try {
       await writing;
     } finally {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createLastUseRecorder } from '../../../src/credentials/last-use-recorder.js';
+import {
+  createLastUseRecorder,
+  USES_PER_WRITE,
+} from '../../../src/credentials/last-use-recorder.js';
 
 const START = Date.parse('2030-01-01T00:00:00.000Z');
 
@@ -7,9 +10,11 @@ function recorder(intervalMs = 60_000) {
   const clock = { ms: START };
   const writes: Map<string, string>[] = [];
   let failing = false;
+  /** Writes that succeed before `failing` applies; Infinity: all of them. */
+  let failAfter = Infinity;
   const lastUse = createLastUseRecorder({
     write: (uses) => {
-      if (failing) return Promise.reject(new Error('store down'));
+      if (failing && writes.length >= failAfter) return Promise.reject(new Error('store down'));
       writes.push(new Map(uses));
       return Promise.resolve();
     },
@@ -21,10 +26,19 @@ function recorder(intervalMs = 60_000) {
     lastUse,
     clock,
     writes,
-    fail: (on: boolean) => {
+    fail: (on: boolean, afterWrites = 0) => {
       failing = on;
+      failAfter = afterWrites;
     },
   };
+}
+
+/** Keys ak_0 … ak_<count - 1>, each used once, a millisecond apart. */
+function touchMany(lastUse: { touch(key: string): void }, clock: { ms: number }, count: number) {
+  for (let i = 0; i < count; i += 1) {
+    lastUse.touch(`ak_${i}`);
+    clock.ms += 1;
+  }
 }
 
 describe('createLastUseRecorder', () => {
@@ -84,6 +98,31 @@ describe('createLastUseRecorder', () => {
     fail(false);
     await lastUse.flush();
     expect(writes).toEqual([new Map([['ak_a', '2030-01-01T00:00:00.000Z']])]);
+  });
+
+  it('writes a large batch in slices, one after another, each pair once', async () => {
+    const { lastUse, clock, writes } = recorder();
+    const count = USES_PER_WRITE * 2 + 7;
+    touchMany(lastUse, clock, count);
+    await lastUse.flush();
+    expect(writes.map((slice) => slice.size)).toEqual([USES_PER_WRITE, USES_PER_WRITE, 7]);
+    const written = writes.flatMap((slice) => [...slice]);
+    expect(new Map(written).size).toBe(count);
+    expect(written.at(-1)).toEqual([`ak_${count - 1}`, new Date(START + count - 1).toISOString()]);
+  });
+
+  it('keeps the slice that failed and those after it, not those written', async () => {
+    const { lastUse, clock, writes, fail } = recorder();
+    touchMany(lastUse, clock, USES_PER_WRITE * 3);
+    fail(true, 1);
+    await lastUse.flush();
+    expect(writes).toHaveLength(1);
+    fail(false);
+    await lastUse.flush();
+    const keys = writes.map((slice) => [...slice.keys()]);
+    expect(keys.slice(1).flat()).toEqual(
+      Array.from({ length: USES_PER_WRITE * 2 }, (_, i) => `ak_${USES_PER_WRITE + i}`),
+    );
   });
 
   it('writes what is left on close', async () => {
