@@ -1,4 +1,6 @@
+import type { ChildProcess } from 'node:child_process';
 import cluster, { type Worker } from 'node:cluster';
+import { finished } from 'node:stream/promises';
 import { createLineRelay } from './line-relay.js';
 import { WORKER_ENV, type FromWorker } from './messages.js';
 import { opened } from './set-admin.js';
@@ -11,6 +13,13 @@ import {
   type WorkerSetState,
 } from './set-state.js';
 
+/**
+ * How long a dead worker's output may take to reach its end before its death is handled anyway.
+ * The pipes end when the last process holding them does: a child the worker started (an
+ * agent's helper loaded by NODE_OPTIONS, say) may hold them long after the worker is gone.
+ */
+const OUTPUT_END_WAIT_MS = 1_000;
+
 /** Starts a worker in `slot` (a first one, or the replacement of a dead one). */
 export function fork(set: WorkerSetState, slot: Slot): void {
   slot.restartTimer = undefined;
@@ -21,8 +30,25 @@ export function fork(set: WorkerSetState, slot: Slot): void {
   slot.inFlight = 0;
   relay(worker, process.stdout, process.stderr);
   worker.on('message', (message: FromWorker) => onMessage(set, slot, worker, message));
-  // 'close' comes after the exit and after the worker's output has been read to its end.
-  worker.process.once('close', (code, signal) => onClose(set, slot, worker, code, signal));
+  // Its death is handled at its exit, once its output has been read to its end (its last lines
+  // come before the one on its death) or OUTPUT_END_WAIT_MS have passed. Not at 'close', which
+  // waits for both pipes and the IPC channel to close: one held open would leave the slot down.
+  worker.process.once('exit', (code, signal) => {
+    void outputEnded(worker.process).then(() => onDeath(set, slot, worker, code, signal));
+  });
+}
+
+/** Resolves once `child`'s stdout and stderr have ended, or after OUTPUT_END_WAIT_MS. */
+async function outputEnded(child: ChildProcess): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, OUTPUT_END_WAIT_MS);
+  });
+  const ends = [child.stdout, child.stderr].map((stream) =>
+    stream === null ? Promise.resolve() : finished(stream).catch(() => undefined),
+  );
+  await Promise.race([Promise.all(ends), waited]);
+  clearTimeout(timer);
 }
 
 function onMessage(set: WorkerSetState, slot: Slot, worker: Worker, message: FromWorker): void {
@@ -55,7 +81,7 @@ function onMessage(set: WorkerSetState, slot: Slot, worker: Worker, message: Fro
   }
 }
 
-function onClose(
+function onDeath(
   set: WorkerSetState,
   slot: Slot,
   worker: Worker,

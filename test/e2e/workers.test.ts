@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Agent, type ServerResponse } from 'node:http';
 import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
@@ -16,6 +17,7 @@ import { gatewayYaml } from '../support/gateway-yaml.js';
 import { fromFetch, type HttpAnswer } from '../support/http-answer.js';
 import { processAlive } from '../support/process-alive.js';
 import { startLocalRedis, type TestRedis } from '../support/redis-server.js';
+import { removeTempDir, tempDir } from '../support/temp-dirs.js';
 import { killCliChildren, runCli } from '../support/run-cli.js';
 import { putUser, seedKey, TEST_BCRYPT_COST, uniquePrefix } from '../support/seed-redis.js';
 import { issueToken, send } from '../support/send.js';
@@ -51,8 +53,8 @@ function killStarted(): void {
 }
 
 /** Starts `serve --workers 2` and remembers every pid it (and each later worker) has. */
-async function startWorkers(yaml: string): Promise<GatewayProcess> {
-  const gateway = await startGateway(yaml, ['--workers', '2']);
+async function startWorkers(yaml: string, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+  const gateway = await startGateway(yaml, ['--workers', '2'], env);
   if (gateway.child.pid !== undefined) pids.add(gateway.child.pid);
   gateway.child.stdout?.on('data', () => {
     for (const line of gateway.logs) {
@@ -531,6 +533,71 @@ describe('stopping serve --workers 2', () => {
     for (const pid of workers) {
       while (processAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  });
+});
+
+describe('a worker whose output outlives it', () => {
+  const prefix = uniquePrefix('workersheld');
+  const pair = { key: 'ak_workers_held', secret: 'workers-held-secret-0123', subject: 'hal' };
+  const dir = tempDir('workers-held-');
+  const holders = join(dir, 'holders');
+  /** Its own upstream: the tests before leave the shared one holding requests. */
+  let own: EchoUpstream | undefined;
+
+  afterAll(async () => {
+    killStarted();
+    await own?.close();
+    // The processes each worker left holding its output, by PID.
+    for (const pid of readFileSync(holders, 'utf8').split('\n').filter(Boolean).map(Number)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    removeTempDir(dir);
+  });
+
+  it('is replaced once it has died, though a process it started still holds its output', async () => {
+    await seedKey(inject('redisUrl'), prefix, pair);
+    own = await startEchoUpstream();
+    // Loaded into every process by NODE_OPTIONS, as an agent would be: in each worker, a child
+    // that inherits the worker's stdout and stderr and outlives it (so neither pipe ends).
+    const preload = join(dir, 'hold-output.cjs');
+    writeFileSync(
+      preload,
+      `if (require('node:cluster').isWorker) {
+  const held = require('node:child_process').spawn('sleep', ['120'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  require('node:fs').appendFileSync(${JSON.stringify(holders)}, held.pid + '\\n');
+}
+`,
+    );
+    writeFileSync(holders, '');
+    const gateway = await startWorkers(
+      gatewayYaml({
+        upstreamUrl: own.url,
+        redis: { url: inject('redisUrl'), keyPrefix: prefix },
+      }),
+      { NODE_OPTIONS: `--require ${preload}` },
+    );
+    const [victim] = await workerPidsAtStart(gateway);
+    expect(readFileSync(holders, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+    process.kill(victim ?? 0, 'SIGKILL');
+    const died = await untilLog(
+      gateway,
+      'the death of the worker',
+      (line) => line.msg === 'worker died' && line.worker_pid === victim,
+    );
+    expect(died).toMatchObject({ signal: 'SIGKILL', restart_in_ms: 100 });
+    await untilLog(
+      gateway,
+      'its replacement',
+      (line) => line.msg === 'worker restarted' && line.worker === died.worker,
+    );
+    const answer = await send(gateway.url, '/accounts', {
+      headers: { authorization: basicHeader(pair.key, pair.secret) },
+    });
+    expect(answer.status).toBe(200);
   });
 });
 
