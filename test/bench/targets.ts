@@ -74,8 +74,10 @@ export interface RedisServer {
   readonly started: Started;
 }
 
-/** A redis-server of the bench's own (nothing saved), via the tests' helper. */
-/** A redis-server on loopback saving nothing; `replicaOf`: a replica of that server. */
+/**
+ * A redis-server of the bench's own on loopback, saving nothing, via the tests' helper;
+ * `replicaOf`: a replica of that server.
+ */
 export async function startRedis(
   group: ProcessGroup,
   name: string,
