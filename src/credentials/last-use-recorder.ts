@@ -31,8 +31,8 @@ export interface LastUseRecorderOptions {
  * Uses handed to one write. A batch is written a slice at a time, one after another: 45,000
  * pairs noted in a minute, turned into one write, held the event loop for 140 ms (their ISO
  * times, the store's per-pair work and the garbage of both all at once), a stall every
- * request in flight waited out once a minute. A slice is a few milliseconds, the store's own
- * script batch (backends/redis/last-use.ts) in one run.
+ * request in flight waited out once a minute. A slice is a few milliseconds, and the Redis
+ * store (backends/redis/last-use.ts) writes at most this many pairs per script run.
  */
 export const USES_PER_WRITE = 500;
 

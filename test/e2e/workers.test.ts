@@ -544,17 +544,18 @@ describe('a worker whose output outlives it', () => {
   /** Its own upstream: the tests before leave the shared one holding requests. */
   let own: EchoUpstream | undefined;
 
+  beforeAll(() => {
+    writeFileSync(holders, '');
+  });
+
+  /** The processes the workers started holding their output, by PID. */
+  const holderPids = (): number[] =>
+    readFileSync(holders, 'utf8').split('\n').filter(Boolean).map(Number);
+
   afterAll(async () => {
+    for (const pid of holderPids()) pids.add(pid);
     killStarted();
     await own?.close();
-    // The processes each worker left holding its output, by PID.
-    for (const pid of readFileSync(holders, 'utf8').split('\n').filter(Boolean).map(Number)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
     removeTempDir(dir);
   });
 
@@ -572,7 +573,6 @@ describe('a worker whose output outlives it', () => {
 }
 `,
     );
-    writeFileSync(holders, '');
     const gateway = await startWorkers(
       gatewayYaml({
         upstreamUrl: own.url,
@@ -581,7 +581,7 @@ describe('a worker whose output outlives it', () => {
       { NODE_OPTIONS: `--require ${preload}` },
     );
     const [victim] = await workerPidsAtStart(gateway);
-    expect(readFileSync(holders, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+    expect(holderPids()).toHaveLength(2);
     process.kill(victim ?? 0, 'SIGKILL');
     const died = await untilLog(
       gateway,

@@ -1,11 +1,9 @@
 import type { CredentialStore } from '../../credentials/credential-store.js';
+import { USES_PER_WRITE } from '../../credentials/last-use-recorder.js';
 import type { RedisLayout } from './layout.js';
 import type { ScriptRunner } from './run-script.js';
 import { RECORD_LAST_USE } from './scripts.js';
 import type { SingleSlot } from './single-slot.js';
-
-/** Pairs per script run: each batch stays a short script, whatever the number of pairs. */
-const LAST_USE_BATCH = 500;
 
 /** Script runs of one last-use batch in flight at once (on a Cluster, each slot's pairs are one run). */
 const LAST_USE_RUNS_AT_ONCE = 64;
@@ -27,11 +25,15 @@ export interface LastUseDeps {
 export function redisLastUse(deps: LastUseDeps): CredentialStore['recordLastUse'] {
   const { runner, layout, single, tagOf, perSlot } = deps;
 
-  /** Records last uses at `hashes`; resolves with the entries whose hash does not exist. */
+  /**
+   * Records last uses at `hashes`, USES_PER_WRITE per script run (the recorder's slice: each
+   * run stays a short script, whatever the batch); resolves with the entries whose hash does
+   * not exist.
+   */
   const recordAt = async (entries: readonly Use[], hashOf: (id: string) => string) => {
     const absent: Use[] = [];
-    for (let i = 0; i < entries.length; i += LAST_USE_BATCH) {
-      const batch = entries.slice(i, i + LAST_USE_BATCH);
+    for (let i = 0; i < entries.length; i += USES_PER_WRITE) {
+      const batch = entries.slice(i, i + USES_PER_WRITE);
       const missing = await runner.run(
         RECORD_LAST_USE,
         { hashes: batch.map(([key]) => hashOf(key)) },
@@ -49,7 +51,7 @@ export function redisLastUse(deps: LastUseDeps): CredentialStore['recordLastUse'
     const entries = [...uses];
     // Each pair's hash found as getKey finds it. A Cluster runs a script only on keys of one
     // slot: one run per tag. One Redis (standalone, Sentinel) takes any keys in a run: a
-    // batch of many subjects' pairs is one run per LAST_USE_BATCH, not one per subject.
+    // batch of many subjects' pairs is one run per USES_PER_WRITE, not one per subject.
     const tags = await Promise.all(entries.map(([key]) => tagOf(key)));
     const { groups, tagOfKey, elsewhere } = grouped(entries, tags, perSlot);
     const hashOf = (key: string) => layout.keyAt(tagOfKey.get(key) ?? '', key);
